@@ -1,0 +1,148 @@
+"""CPU lowerings of the element-wise family (ops/elementwise.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .executor import lowers
+
+
+def out_dtype(op) -> np.dtype:
+    return op.results[0].type.dtype.np_dtype
+
+
+def _compute_dtype(x: np.ndarray) -> np.dtype:
+    """16-bit and 8-bit floats compute in float32 and round once at the end."""
+    return np.dtype(np.float32) if x.dtype.kind == "V" or (x.dtype.kind == "f" and x.dtype.itemsize < 4) \
+        or x.dtype.name in ("bfloat16",) or "float8" in x.dtype.name else x.dtype
+
+
+def _up(*xs):
+    return [x.astype(_compute_dtype(x), copy=False) for x in xs]
+
+
+def _int_pow(x, y):
+    base = np.power(x, np.maximum(y, 0))
+    neg = y < 0
+    if not neg.any():
+        return base
+    small = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0)).astype(x.dtype)
+    return np.where(neg, small, base)
+
+
+def _shift(x, y, left: bool):
+    bits = x.dtype.itemsize * 8
+    big = (y >= bits) | (y < 0)
+    ys = np.where(big, 0, y).astype(x.dtype)
+    if left:
+        return np.where(big, 0, np.left_shift(x, ys)).astype(x.dtype)
+    fill = np.where(x < 0, -1, 0).astype(x.dtype) if x.dtype.kind == "i" else np.zeros_like(x)
+    return np.where(big, fill, np.right_shift(x, ys)).astype(x.dtype)
+
+
+def _floordiv(x, y):
+    if x.dtype.kind in "iu":
+        return np.where(y == 0, 0, np.floor_divide(x, np.where(y == 0, 1, y)))
+    return np.floor_divide(x, y)
+
+
+def _mod(x, y):
+    if x.dtype.kind in "iu":
+        return np.where(y == 0, 0, np.mod(x, np.where(y == 0, 1, y)))
+    return np.mod(x, y)
+
+
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": _floordiv, "mod": _mod, "atan2": np.arctan2, "minimum": np.minimum, "maximum": np.maximum,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal,
+}
+
+
+@lowers(*_BINARY)
+def binary(run, op, args):
+    x, y = _up(*args)
+    return _BINARY[op.name](x, y).astype(out_dtype(op), copy=False)
+
+
+@lowers("pow")
+def pow_(run, op, args):
+    x, y = _up(*args)
+    r = _int_pow(x, y) if x.dtype.kind in "iu" else np.power(x, y)
+    return r.astype(out_dtype(op), copy=False)
+
+
+@lowers("bitwise_lshift", "bitwise_rshift")
+def shift(run, op, args):
+    x, y = args
+    return _shift(x, y, op.name == "bitwise_lshift")
+
+
+_UNARY = {
+    "negative": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "log2": np.log2, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor,
+    "ceil": np.ceil, "isnan": np.isnan,
+}
+
+
+@lowers(*_UNARY)
+def unary(run, op, args):
+    (x,) = _up(*args)
+    return _UNARY[op.name](x).astype(out_dtype(op), copy=False)
+
+
+@lowers("bitwise_not")
+def bitwise_not(run, op, args):
+    (x,) = args
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+@lowers("constant")
+def constant(run, op, args):
+    value = np.asarray(op.attrs["value"]).astype(op.attrs["dtype"].np_dtype)
+    return np.broadcast_to(value, (1,) * run.nb + op.attrs["shape"])
+
+
+@lowers("where")
+def where(run, op, args):
+    c, x, y = args
+    return np.where(c, x, y).astype(out_dtype(op), copy=False)
+
+
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to TF32's 10-bit mantissa (nearest, ties to even)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    lsb = (bits >> np.uint32(13)) & np.uint32(1)
+    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
+    finite = np.isfinite(x)
+    return np.where(finite, rounded.view(np.float32), x)
+
+
+def convert(x: np.ndarray, target) -> np.ndarray:
+    """Value conversion with safetile's rules (see the astype op)."""
+    dst = target.np_dtype
+    if target.name == "tfloat32":
+        return _round_tf32(x.astype(np.float32))
+    if target.is_bool:
+        return x != 0
+    if target.is_int and _compute_dtype(x).kind == "f":
+        f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+        info = np.iinfo(dst)
+        hi, lo = float(info.max), float(info.min)
+        inside = np.where((f < hi) & (f > lo), f, 0).astype(dst)
+        return np.where(f >= hi, info.max, np.where(f <= lo, info.min, inside)).astype(dst)
+    return x.astype(dst)
+
+
+@lowers("astype")
+def astype(run, op, args):
+    (x,) = args
+    return convert(x, op.attrs["dtype"])
+
+
+@lowers("bitcast")
+def bitcast(run, op, args):
+    (x,) = args
+    return np.ascontiguousarray(x).view(op.attrs["dtype"].np_dtype)

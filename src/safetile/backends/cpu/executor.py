@@ -1,0 +1,248 @@
+"""The CPU backend: runs tile IR with NumPy, all blocks of the grid at once.
+
+Ops are executed one at a time over every block (see ``context.BlockSet`` for the value
+layout). Structured control flow whose condition or bounds are the same for all blocks
+runs once; where it diverges, the blocks are split into subsets that run each path and
+their results are merged. Per-op lowerings live in this package's family modules, one
+function per catalogue op, registered in ``LOWERINGS``.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import TileInternalError, TileRuntimeError
+from ...ir.core import Block, Function, Op, Value
+from ...ir.types import ArrayType, TileType
+from .context import BlockSet
+
+Lowering = Callable[["Run", Op, list[Any]], Any]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def lowers(*names: str):
+    """Register the CPU lowering of catalogue ops ``names``."""
+    def deco(fn: Lowering) -> Lowering:
+        for n in names:
+            if n in LOWERINGS:
+                raise RuntimeError(f"CPU lowering of {n!r} registered twice")
+            LOWERINGS[n] = fn
+        return fn
+    return deco
+
+
+def use_counts(fn: Function) -> dict[int, int]:
+    """How many ops use each value (cached on the function); dead results skip work."""
+    counts = getattr(fn, "_use_counts", None)
+    if counts is None:
+        from ...ir.core import walk
+        counts = {}
+        for op in walk(fn.body):
+            for v in op.operands:
+                counts[v.id] = counts.get(v.id, 0) + 1
+        fn._use_counts = counts
+    return counts
+
+
+def tile_ndim(v: Value) -> int:
+    return len(v.type.shape) if isinstance(v.type, TileType) else 0
+
+
+class Env:
+    """Values of one region execution; misses fall back to the parent, re-laid for this set."""
+
+    def __init__(self, blocks: BlockSet, parent: "Env | None" = None, subset_idx: np.ndarray | None = None):
+        self.blocks = blocks
+        self.parent = parent
+        self.subset_idx = subset_idx  # positions in parent.blocks, or None when the same set
+        self.values: dict[int, Any] = {}
+
+    def get(self, v: Value) -> Any:
+        try:
+            return self.values[v.id]
+        except KeyError:
+            pass
+        if self.parent is None:
+            raise TileInternalError(f"value {v!r} has no runtime value")
+        x = self.parent.get(v)
+        if self.subset_idx is not None and isinstance(v.type, TileType):
+            x = self.parent.blocks.to_subset(x, self.subset_idx, tile_ndim(v))
+        self.values[v.id] = x
+        return x
+
+    def set(self, v: Value, x: Any) -> None:
+        self.values[v.id] = x
+
+
+class Run:
+    """One launch of one kernel on the CPU."""
+
+    def __init__(self, fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
+                 scalars: dict[int, Any], race_detector=None):
+        self.fn = fn
+        self.grid = grid
+        self.arrays = arrays
+        self.blocks = BlockSet.full_grid(grid)
+        self.prints: dict[int, list[str]] = {}
+        self.race_detector = race_detector
+        self.env = Env(self.blocks)
+        self.fn_uses = use_counts(fn)
+        nb = self.blocks.nb
+        for vid, x in scalars.items():
+            self.env.values[vid] = np.asarray(x).reshape((1,) * nb)
+        for vid, a in arrays.items():
+            self.env.values[vid] = a
+
+    # ------------------------------------------------------------------ driving
+
+    def execute(self) -> None:
+        with np.errstate(all="ignore"):
+            self.run_block(self.fn.body, self.env, [])
+        self.flush_prints()
+
+    def flush_prints(self) -> None:
+        if self.prints:
+            out = sys.stdout
+            for bid in sorted(self.prints):
+                out.write("".join(self.prints[bid]))
+            out.flush()
+            self.prints.clear()
+
+    def run_block(self, block: Block, env: Env, args: list[Any]) -> list[Any]:
+        for a, x in zip(block.args, args):
+            env.set(a, x)
+        for op in block.ops:
+            if op.name == "yield":
+                return [env.get(v) for v in op.operands]
+            handler = _CONTROL.get(op.name)
+            if handler is not None:
+                results = handler(self, op, env)
+            else:
+                lowering = LOWERINGS.get(op.name)
+                if lowering is None:
+                    raise TileInternalError(f"the CPU backend has no lowering for {op.name!r}", op.loc)
+                self.cur_env = env
+                out = lowering(self, op, [env.get(v) for v in op.operands])
+                results = [] if out is None else (out if isinstance(out, list) else [out])
+            for r, x in zip(op.results, results):
+                env.set(r, x)
+        return []
+
+    # ------------------------------------------------------------------ helpers for lowerings
+
+    @property
+    def nb(self) -> int:
+        return self.cur_env.blocks.nb
+
+    @property
+    def blockset(self) -> BlockSet:
+        return self.cur_env.blocks
+
+    def fail(self, op: Op, message: str, failing_ids: np.ndarray) -> None:
+        self.flush_prints()
+        ids = ", ".join(str(self.block_coords(int(i))) for i in failing_ids[:4])
+        more = f" and {len(failing_ids) - 4} more" if len(failing_ids) > 4 else ""
+        where = f" at {op.loc.filename}:{op.loc.line}" if op.loc else ""
+        raise TileRuntimeError(f"{message} (block {ids}{more}){where}")
+
+    def block_coords(self, linear: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+
+
+# ---------------------------------------------------------------------------------- control flow
+
+def _run_if(run: Run, op: Op, env: Env) -> list[Any]:
+    cond = env.get(op.operands[0])
+    bs = env.blocks
+    then_b, else_b = op.regions
+    if bs.is_uniform(cond):
+        chosen = then_b if bool(cond.reshape(-1)[0]) else else_b
+        return run.run_block(chosen, Env(bs, env), [])
+    flat = bs.flatten(cond)
+    if flat.all() or not flat.any():
+        return run.run_block(then_b if flat.all() else else_b, Env(bs, env), [])
+    parts = []
+    for region, idx in ((then_b, np.flatnonzero(flat)), (else_b, np.flatnonzero(~flat))):
+        sub = Env(bs.subset(idx), env, idx)
+        parts.append((idx, run.run_block(region, sub, [])))
+    return [bs.merge([(parts[0][0], parts[0][1][k]), (parts[1][0], parts[1][1][k])],
+                     r.type.shape, r.type.dtype.np_dtype)
+            for k, r in enumerate(op.results)]
+
+
+def _carry_merge(bs: BlockSet, idx: np.ndarray, old: list[Any], new: list[Any], results: list[Value]) -> list[Any]:
+    return [bs.merge([(idx, n)], r.type.shape, r.type.dtype.np_dtype, base=o)
+            for o, n, r in zip(old, new, results)]
+
+
+def _run_for(run: Run, op: Op, env: Env) -> list[Any]:
+    bs = env.blocks
+    lo, hi, step = (env.get(v) for v in op.operands[:3])
+    carried = [env.get(v) for v in op.operands[3:]]
+    body = op.regions[0]
+    iv_dtype = op.regions[0].args[0].type.dtype.np_dtype
+    if bs.is_uniform(lo) and bs.is_uniform(hi) and bs.is_uniform(step):
+        l, h, s = (int(x.reshape(-1)[0]) for x in (lo, hi, step))
+        shape1 = (1,) * bs.nb
+        for i in range(l, h, s) if s > 0 else ():
+            carried = run.run_block(body, Env(bs, env), [np.full(shape1, i, dtype=iv_dtype), *carried])
+        return carried
+    lo_f, hi_f, st_f = (bs.flatten(x).astype(np.int64) for x in (lo, hi, step))
+    trips = np.where(st_f > 0, np.maximum(0, -(-(hi_f - lo_f) // np.maximum(st_f, 1))), 0)
+    for t in range(int(trips.max(initial=0))):
+        iv = (lo_f + t * st_f).astype(iv_dtype)
+        active = trips > t
+        if active.all():
+            carried = run.run_block(body, Env(bs, env), [iv.reshape(bs.batch_shape), *carried])
+        else:
+            idx = np.flatnonzero(active)
+            sub = Env(bs.subset(idx), env, idx)
+            sub_carried = [bs.to_subset(c, idx, len(r.type.shape)) for c, r in zip(carried, op.results)]
+            new = run.run_block(body, sub, [iv[idx], *sub_carried])
+            carried = _carry_merge(bs, idx, carried, new, op.results)
+    return carried
+
+
+def _run_while(run: Run, op: Op, env: Env) -> list[Any]:
+    bs = env.blocks
+    cond_b, body_b = op.regions
+    carried = [env.get(v) for v in op.operands]
+    alive: np.ndarray | None = None  # flat positions still looping, None = all
+    while True:
+        if alive is None:
+            c = run.run_block(cond_b, Env(bs, env), carried)[0]
+            if bs.is_uniform(c):
+                if not bool(c.reshape(-1)[0]):
+                    return carried
+                carried = run.run_block(body_b, Env(bs, env), carried)
+                continue
+            flat = bs.flatten(c)
+            if flat.all():
+                carried = run.run_block(body_b, Env(bs, env), carried)
+                continue
+            alive = np.flatnonzero(flat)
+        else:
+            sub = Env(bs.subset(alive), env, alive)
+            sub_carried = [bs.to_subset(x, alive, len(r.type.shape)) for x, r in zip(carried, op.results)]
+            c = run.run_block(cond_b, sub, sub_carried)[0]
+            keep = np.broadcast_to(c, (len(alive),))
+            alive = alive[keep]
+        if len(alive) == 0:
+            return carried
+        sub = Env(bs.subset(alive), env, alive)
+        sub_carried = [bs.to_subset(x, alive, len(r.type.shape)) for x, r in zip(carried, op.results)]
+        new = run.run_block(body_b, sub, sub_carried)
+        carried = _carry_merge(bs, alive, carried, new, op.results)
+
+
+_CONTROL = {"if": _run_if, "for": _run_for, "while": _run_while}
+
+
+def execute(fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
+            scalars: dict[int, Any], race_detector=None) -> None:
+    """Run ``fn`` over ``grid``; ``arrays``/``scalars`` map parameter value ids to data."""
+    from . import lowerings  # noqa: F401 - registers every family's lowerings
+    Run(fn, grid, arrays, scalars, race_detector).execute()

@@ -1,0 +1,260 @@
+"""CPU lowerings of the memory family (ops/memory.py).
+
+Tile-space loads and stores take a zero-copy path when every tile index is either the
+same for all blocks or steps regularly along one grid axis (``bid(0)``, ``2*bid(1)+1``...)
+and the tiles are whole: the array is viewed as a grid of tiles and the blocks' tiles are
+one strided view of it. Anything else (partial edge tiles, data-dependent indices) goes
+through a masked gather/scatter. Writes from several blocks to one element resolve in
+block order (the highest linear block id wins); atomics apply in block order.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ...ops.memory import PaddingMode
+from .executor import lowers
+
+PAD_VALUES = {
+    PaddingMode.UNDETERMINED: 0, PaddingMode.ZERO: 0, PaddingMode.NEG_ZERO: -0.0,
+    PaddingMode.NAN: np.nan, PaddingMode.POS_INF: np.inf, PaddingMode.NEG_INF: -np.inf,
+}
+
+
+@lowers("array_dim")
+def array_dim(run, op, args):
+    return np.full((1,) * run.nb, args[0].shape[op.attrs["axis"]], dtype=np.int32)
+
+
+@lowers("array_stride")
+def array_stride(run, op, args):
+    a = args[0]
+    return np.full((1,) * run.nb, a.strides[op.attrs["axis"]] // a.itemsize, dtype=np.int32)
+
+
+# ---------------------------------------------------------------------------------- tile-space
+
+def _tile_grid(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """View of the whole tiles of ``arr``: shape (n0//s0, ..., s0, ...), no copy."""
+    counts = tuple(n // s for n, s in zip(arr.shape, shape))
+    strides = tuple(st * s for st, s in zip(arr.strides, shape)) + arr.strides
+    return as_strided(arr, counts + tuple(shape), strides, writeable=arr.flags.writeable)
+
+
+def _classify(idx: np.ndarray, nb: int):
+    """('scalar', i) | ('range', batch_axis, start, step, count) | None for a tile index."""
+    varying = [a for a in range(nb) if idx.shape[a] != 1]
+    if not varying:
+        return ("scalar", int(idx.reshape(-1)[0]))
+    if len(varying) > 1:
+        return None
+    v = idx.reshape(-1).astype(np.int64)
+    start = int(v[0])
+    step = int(v[1] - v[0]) if len(v) > 1 else 1
+    if step < 1 or not np.array_equal(v, start + step * np.arange(len(v))):
+        return None
+    return ("range", varying[0], start, step, len(v))
+
+
+def _fast_keys(run, index: list[np.ndarray], counts: tuple[int, ...]):
+    """Basic-indexing keys into the tile grid, plus the batch axis of each sliced dim."""
+    keys, axes = [], []
+    for idx, count in zip(index, counts):
+        c = _classify(idx, run.nb)
+        if c is None:
+            return None
+        if c[0] == "scalar":
+            if not 0 <= c[1] < count:
+                return None
+            keys.append(c[1])
+        else:
+            _, axis, start, step, n = c
+            if axis in axes or start < 0 or start + step * (n - 1) >= count:
+                return None
+            keys.append(slice(start, start + step * n, step))
+            axes.append(axis)
+    return tuple(keys), axes
+
+
+def _element_index(idx: np.ndarray, s: int, d: int, rank: int, nb: int) -> np.ndarray:
+    """Element indices idx*s + arange(s) laid out as batch + (1,..,s,..,1) for tile axis d."""
+    lane = np.arange(s, dtype=np.int64).reshape((1,) * nb + tuple(s if a == d else 1 for a in range(rank)))
+    return idx.astype(np.int64).reshape(idx.shape + (1,) * rank) * s + lane
+
+
+@lowers("load")
+def load(run, op, args):
+    arr, index = args[0], args[1:]
+    shape, order = op.attrs["shape"], op.attrs["order"]
+    view = arr.transpose(order)
+    nb = run.nb
+    fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
+    if fast is not None:
+        keys, axes = fast
+        v = _tile_grid(view, shape)[keys]
+        perm = sorted(range(len(axes)), key=lambda k: axes[k])
+        v = v.transpose(perm + list(range(len(axes), v.ndim)))
+        batch = [1] * nb
+        for a in axes:
+            batch[a] = v.shape[perm.index(axes.index(a))]
+        return v.reshape(tuple(batch) + shape)
+    rank = len(shape)
+    elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
+    valid = np.ones((1,) * (nb + rank), dtype=bool)
+    for e, n in zip(elems, view.shape):
+        valid = valid & (e >= 0) & (e < n)
+    clipped = tuple(np.clip(e, 0, max(n - 1, 0)) for e, n in zip(elems, view.shape))
+    if view.size == 0:
+        vals = np.zeros(np.broadcast_shapes(*(e.shape for e in elems)), dtype=view.dtype)
+    else:
+        vals = view[clipped]
+    if not valid.all():
+        pad = np.asarray(PAD_VALUES[op.attrs["padding"]]).astype(view.dtype)
+        vals = np.where(valid, vals, pad)
+    return vals
+
+
+def _last_writer(value: np.ndarray, keep_axes: list[int], nb: int) -> np.ndarray:
+    """Collapse batch axes along which several blocks write the same place: last block wins."""
+    idx = tuple(slice(None) if a in keep_axes or value.shape[a] == 1 else slice(-1, None)
+                for a in range(nb))
+    return value[idx]
+
+
+@lowers("store")
+def store(run, op, args):
+    arr, index, tile = args[0], args[1:-1], args[-1]
+    order = op.attrs["order"]
+    shape = tile.shape[run.nb:]
+    view = arr.transpose(order)
+    nb = run.nb
+    if run.race_detector is not None:
+        run.race_detector.record_tile(run, op, view, index, shape)
+    fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
+    if fast is not None:
+        keys, axes = fast
+        value = _last_writer(tile, axes, nb)
+        other = tuple(a for a in range(nb) if a not in axes)
+        value = value.squeeze(axis=other) if other else value
+        in_value = sorted(axes)  # remaining batch axes, in batch order
+        perm = [in_value.index(a) for a in axes]
+        value = value.transpose(perm + list(range(len(axes), value.ndim)))
+        _tile_grid(view, shape)[keys] = value
+        return None
+    rank = len(shape)
+    elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
+    _scatter(view, elems, tile, None)
+    return None
+
+
+def _scatter(view: np.ndarray, elems: list[np.ndarray], value: np.ndarray, mask: np.ndarray | None) -> None:
+    full = np.broadcast_shapes(*(e.shape for e in elems), value.shape,
+                               *(() if mask is None else (mask.shape,)))
+    valid = np.ones(full, dtype=bool)
+    for e, n in zip(elems, view.shape):
+        valid &= (e >= 0) & (e < n)
+    if mask is not None:
+        valid &= mask
+    sel = tuple(np.broadcast_to(e, full)[valid] for e in elems)
+    view[sel] = np.broadcast_to(value, full)[valid]
+
+
+# ---------------------------------------------------------------------------------- element-wise
+
+@lowers("gather")
+def gather(run, op, args):
+    arr = args[0]
+    n = arr.ndim
+    elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
+    mask = args[1 + n] if op.attrs["has_mask"] else None
+    full = np.broadcast_shapes(*(e.shape for e in elems), *(() if mask is None else (mask.shape,)))
+    valid = np.ones(full, dtype=bool)
+    for e, size in zip(elems, arr.shape):
+        valid &= (e >= 0) & (e < size)
+    if mask is not None:
+        valid &= mask
+    clipped = tuple(np.broadcast_to(np.clip(e, 0, max(size - 1, 0)), full) for e, size in zip(elems, arr.shape))
+    vals = arr[clipped] if arr.size else np.zeros(full, dtype=arr.dtype)
+    pad = np.asarray(op.attrs["padding_value"]).astype(arr.dtype)
+    return np.where(valid, vals, pad)
+
+
+@lowers("scatter")
+def scatter(run, op, args):
+    arr = args[0]
+    n = arr.ndim
+    elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
+    value = args[1 + n]
+    mask = args[2 + n] if op.attrs["has_mask"] else None
+    if run.race_detector is not None:
+        run.race_detector.record_elements(run, op, arr, elems, value, mask)
+    _scatter(arr, elems, value, mask)
+
+
+_RMW = {
+    "add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and,
+    "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+
+
+def _atomic_apply(arr, elems, values: list[np.ndarray], combine, ufunc, need_old: bool):
+    """Apply per-element updates in block/lane order; return old values (or None)."""
+    full = np.broadcast_shapes(*(e.shape for e in elems), *(v.shape for v in values))
+    valid = np.ones(full, dtype=bool)
+    for e, size in zip(elems, arr.shape):
+        valid &= (e >= 0) & (e < size)
+    idx = tuple(np.broadcast_to(e, full)[valid] for e in elems)
+    vals = [np.broadcast_to(v, full)[valid] for v in values]
+    old_full = np.zeros(full, dtype=arr.dtype)
+    if not need_old and ufunc is not None:
+        ufunc.at(arr, idx, vals[0])
+        return None
+    if not need_old and combine is None:  # exchange without result: last write wins
+        arr[idx] = vals[0]
+        return None
+    flat = np.ravel_multi_index(idx, arr.shape) if idx else np.zeros(0, dtype=np.int64)
+    order = np.argsort(flat, kind="stable")
+    sorted_flat = flat[order]
+    starts = np.r_[True, sorted_flat[1:] != sorted_flat[:-1]] if len(flat) else np.zeros(0, bool)
+    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(flat)), 0)) if len(flat) else flat
+    rank = np.empty(len(flat), dtype=np.int64)
+    rank[order] = np.arange(len(flat)) - group_start
+    old = np.empty(len(flat), dtype=arr.dtype)
+    for r in range(int(rank.max(initial=-1)) + 1):
+        sel = rank == r
+        where = tuple(i[sel] for i in idx)
+        cur = arr[where]
+        old[sel] = cur
+        arr[where] = combine(cur, *(v[sel] for v in vals))
+    old_full[valid] = old
+    return old_full
+
+
+def _uses(run, value) -> bool:
+    return run.fn_uses.get(value.id, 0) > 0
+
+
+@lowers("atomic_rmw")
+def atomic_rmw(run, op, args):
+    arr = args[0]
+    n = arr.ndim
+    elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
+    update = args[1 + n]
+    kind = op.attrs["kind"]
+    if kind == "xchg":
+        combine, ufunc = (lambda cur, new: new), None
+    else:
+        ufunc = _RMW[kind]
+        combine = lambda cur, new: ufunc(cur, new).astype(arr.dtype)  # noqa: E731
+    old = _atomic_apply(arr, elems, [update], combine, ufunc, need_old=_uses(run, op.result))
+    return old if old is not None else np.zeros((1,) * (run.nb + len(op.result.type.shape)), arr.dtype)
+
+
+@lowers("atomic_cas")
+def atomic_cas(run, op, args):
+    arr = args[0]
+    n = arr.ndim
+    elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
+    expected, desired = args[1 + n], args[2 + n]
+    return _atomic_apply(arr, elems, [expected, desired],
+                         lambda cur, exp, des: np.where(cur == exp, des, cur), None, need_old=True)

@@ -1,0 +1,148 @@
+"""CPU lowerings of the reduction family (ops/reduction.py).
+
+Custom reductions and scans run their combining region on whole arrays: a reduction
+halves the axis each step (tile dimensions are powers of two), a scan doubles its stride
+each step (Hillis-Steele), so both take log2(n) region executions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .context import BlockSet
+from .elementwise import _compute_dtype
+from .executor import Env, lowers
+
+
+def _axes(run, op):
+    return tuple(run.nb + a for a in op.attrs["axes"])
+
+
+def _finish(x, run, op):
+    out = op.results[0].type
+    x = np.asarray(x).astype(out.dtype.np_dtype, copy=False)
+    return x.reshape(x.shape[:run.nb] + out.shape) if x.ndim >= run.nb else x
+
+
+def _numeric(x):
+    return x.astype(_compute_dtype(x), copy=False)
+
+
+@lowers("reduce_sum")
+def reduce_sum(run, op, args):
+    x = _numeric(args[0])
+    return _finish(np.sum(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"], dtype=x.dtype), run, op)
+
+
+@lowers("reduce_prod")
+def reduce_prod(run, op, args):
+    x = _numeric(args[0])
+    return _finish(np.prod(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"], dtype=x.dtype), run, op)
+
+
+@lowers("reduce_max", "reduce_min")
+def reduce_extreme(run, op, args):
+    x = _numeric(args[0])
+    is_max = op.name == "reduce_max"
+    if x.dtype.kind == "f" and not op.attrs.get("propagate_nan", True):
+        fn = np.nanmax if is_max else np.nanmin
+    else:
+        fn = np.max if is_max else np.min
+    return _finish(fn(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"]), run, op)
+
+
+@lowers("argmax", "argmin")
+def arg_extreme(run, op, args):
+    x = _numeric(args[0])
+    nb, axes = run.nb, op.attrs["axes"]
+    rest = [a for a in range(x.ndim - nb) if a not in axes]
+    moved = x.transpose(tuple(range(nb)) + tuple(nb + a for a in rest) + tuple(nb + a for a in axes))
+    flat = moved.reshape(moved.shape[:nb + len(rest)] + (-1,))
+    r = (np.argmax if op.name == "argmax" else np.argmin)(flat, axis=-1)
+    if op.attrs["keepdims"]:
+        r = r.reshape(r.shape + (1,) * len(axes))
+        shape_rest = list(r.shape[nb:])
+        # restore the reduced axes at their positions as size-1 dims
+        full = []
+        it = iter(x.shape[nb + a] for a in rest)
+        for a in range(x.ndim - nb):
+            full.append(1 if a in axes else next(it))
+        r = r.reshape(r.shape[:nb] + tuple(full))
+        del shape_rest
+    return _finish(r, run, op)
+
+
+def _run_region(run, region, arrays):
+    """Run a scalar combining region element-wise over arrays of one common shape."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    blocks = BlockSet(shape, run.blockset.coords, run.blockset.ids, run.grid)
+    saved = run.cur_env
+    try:
+        return run.run_block(region, Env(blocks, run.cur_env), [np.broadcast_to(a, shape) for a in arrays])
+    finally:
+        run.cur_env = saved
+
+
+@lowers("reduce")
+def custom_reduce(run, op, args):
+    nb = run.nb
+    axes = sorted(op.attrs["axes"])
+    k = len(args)
+    # move reduced axes last and flatten them into one power-of-two axis
+    rest = [a for a in range(args[0].ndim - nb) if a not in axes]
+    perm = tuple(range(nb)) + tuple(nb + a for a in rest) + tuple(nb + a for a in axes)
+    vals = [np.ascontiguousarray(np.broadcast_to(a, np.broadcast_shapes(*(x.shape for x in args))).transpose(perm))
+            for a in args]
+    lead = vals[0].shape[:nb + len(rest)]
+    vals = [v.reshape(lead + (-1,)) for v in vals]
+    while vals[0].shape[-1] > 1:
+        half = vals[0].shape[-1] // 2
+        left = [v[..., :half] for v in vals]
+        right = [v[..., half:] for v in vals]
+        vals = _run_region(run, op.regions[0], left + right)
+    outs = []
+    for v, r in zip(vals, op.results):
+        v = v[..., 0]
+        if op.attrs["keepdims"]:
+            full, it = [], iter(v.shape[nb:])
+            for a in range(args[0].ndim - nb):
+                full.append(1 if a in axes else next(it))
+            v = v.reshape(v.shape[:nb] + tuple(full))
+        outs.append(np.asarray(v).astype(r.type.dtype.np_dtype, copy=False))
+    return outs
+
+
+def _scan_builtin(x, axis, reverse, fn):
+    if reverse:
+        x = np.flip(x, axis)
+    r = fn(x, axis=axis, dtype=x.dtype)
+    return np.flip(r, axis) if reverse else r
+
+
+@lowers("cumsum", "cumprod")
+def cumulative(run, op, args):
+    x = _numeric(args[0])
+    fn = np.cumsum if op.name == "cumsum" else np.cumprod
+    r = _scan_builtin(x, run.nb + op.attrs["axis"], op.attrs["reverse"], fn)
+    return r.astype(op.results[0].type.dtype.np_dtype, copy=False)
+
+
+@lowers("scan")
+def custom_scan(run, op, args):
+    axis = run.nb + op.attrs["axis"]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    vals = [np.broadcast_to(a, shape) for a in args]
+    if op.attrs["reverse"]:
+        vals = [np.flip(v, axis) for v in vals]
+    n = shape[axis]
+    step = 1
+    while step < n:
+        head = [np.take(v, np.arange(step), axis=axis) for v in vals]
+        prev = [np.take(v, np.arange(n - step), axis=axis) for v in vals]
+        cur = [np.take(v, np.arange(step, n), axis=axis) for v in vals]
+        combined = _run_region(run, op.regions[0], prev + cur)
+        vals = [np.concatenate([h, np.broadcast_to(c, cu.shape)], axis=axis)
+                for h, c, cu in zip(head, combined, cur)]
+        step *= 2
+    if op.attrs["reverse"]:
+        vals = [np.flip(v, axis) for v in vals]
+    return [v.astype(r.type.dtype.np_dtype, copy=False) for v, r in zip(vals, op.results)]

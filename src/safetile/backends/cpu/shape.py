@@ -1,0 +1,79 @@
+"""CPU lowerings of the shape family (ops/shape.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .executor import lowers
+
+
+def batch_broadcast(nb: int, *xs: np.ndarray) -> list[np.ndarray]:
+    """Broadcast only the batch axes of several values (tile axes untouched)."""
+    batch = np.broadcast_shapes(*(x.shape[:nb] for x in xs))
+    return [np.broadcast_to(x, batch + x.shape[nb:]) for x in xs]
+
+
+@lowers("reshape")
+def reshape(run, op, args):
+    (x,) = args
+    return x.reshape(x.shape[:run.nb] + op.attrs["shape"])
+
+
+@lowers("permute")
+def permute(run, op, args):
+    (x,) = args
+    nb = run.nb
+    return x.transpose(tuple(range(nb)) + tuple(nb + a for a in op.attrs["axes"]))
+
+
+@lowers("broadcast_to")
+def broadcast_to(run, op, args):
+    (x,) = args
+    return np.broadcast_to(x, x.shape[:run.nb] + op.attrs["shape"])
+
+
+@lowers("cat")
+def cat(run, op, args):
+    a, b = batch_broadcast(run.nb, *args)
+    return np.concatenate([a, b], axis=run.nb + op.attrs["axis"])
+
+
+def _block_elements(run, index: list[np.ndarray], sub: tuple[int, ...], full_shape: tuple[int, ...]):
+    """Fancy-index keys selecting block ``index`` of size ``sub`` from batch + full_shape values."""
+    nb, rank = run.nb, len(sub)
+    keys = []
+    for d, (i, s) in enumerate(zip(index, sub)):
+        lane = np.arange(s).reshape((1,) * nb + tuple(s if a == d else 1 for a in range(rank)))
+        keys.append(i.astype(np.int64).reshape(i.shape + (1,) * rank) * s + lane)
+    return keys
+
+
+@lowers("extract")
+def extract(run, op, args):
+    x, index = args[0], args[1:]
+    nb, sub = run.nb, op.attrs["shape"]
+    if all(i.size == 1 for i in index):
+        sl = tuple(slice(int(i.reshape(-1)[0]) * s, int(i.reshape(-1)[0]) * s + s) for i, s in zip(index, sub))
+        return x[(slice(None),) * nb + sl]
+    keys = _block_elements(run, index, sub, x.shape[nb:])
+    batch = np.broadcast_shapes(x.shape[:nb], *(i.shape for i in index))
+    xb = np.broadcast_to(x, batch + x.shape[nb:])
+    grids = np.ix_(*[np.arange(n) for n in batch]) if nb else ()
+    bkeys = tuple(g.reshape(g.shape + (1,) * len(sub)) for g in grids)
+    return xb[bkeys + tuple(keys)]
+
+
+@lowers("insert")
+def insert(run, op, args):
+    x, index, val = args[0], args[1:-1], args[-1]
+    nb, sub = run.nb, val.shape[run.nb:]
+    batch = np.broadcast_shapes(x.shape[:nb], val.shape[:nb], *(i.shape for i in index))
+    out = np.array(np.broadcast_to(x, batch + x.shape[nb:]))
+    if all(i.size == 1 for i in index):
+        sl = tuple(slice(int(i.reshape(-1)[0]) * s, int(i.reshape(-1)[0]) * s + s) for i, s in zip(index, sub))
+        out[(slice(None),) * nb + sl] = val
+        return out
+    keys = _block_elements(run, index, sub, x.shape[nb:])
+    grids = np.ix_(*[np.arange(n) for n in batch]) if nb else ()
+    bkeys = tuple(g.reshape(g.shape + (1,) * len(sub)) for g in grids)
+    out[bkeys + tuple(keys)] = np.broadcast_to(val, batch + sub)
+    return out

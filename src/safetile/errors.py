@@ -1,0 +1,117 @@
+"""Errors raised by safetile.
+
+Every compile-time problem in a kernel is a ``TileError`` carrying the source location
+(file, line, column range) and rendering the offending line with a caret underline, one
+frame per inlined call. Launch-time problems use the standard Python exception types
+(``TypeError``, ``ValueError``) or ``LaunchError`` subclasses, and are raised before any
+work runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in kernel source: file, 1-based line, 0-based column range."""
+
+    filename: str
+    line: int
+    col: int
+    end_col: int | None = None
+    source_line: str | None = None
+    function: str | None = None
+
+    def render(self) -> str:
+        where = f'  File "{self.filename}", line {self.line}, column {self.col + 1}'
+        if self.function:
+            where += f", in {self.function}"
+        if self.source_line is None:
+            return where
+        text = self.source_line.rstrip("\n")
+        stripped = text.lstrip()
+        indent = len(text) - len(stripped)
+        start = max(self.col - indent, 0)
+        end = self.end_col if self.end_col is not None and self.end_col > self.col else self.col + 1
+        width = max(min(end, len(text)) - self.col, 1)
+        return f"{where}\n    {stripped}\n    {' ' * start}{'^' * width}"
+
+
+class TileError(Exception):
+    """Base class of all kernel compilation errors; carries source locations."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        super().__init__(message)
+        self.message = message
+        self.locs: list[SourceLoc] = [loc] if loc is not None else []
+
+    @property
+    def loc(self) -> SourceLoc | None:
+        """The innermost location (where the problem is)."""
+        return self.locs[-1] if self.locs else None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc else None
+
+    @property
+    def col(self) -> int | None:
+        return self.loc.col if self.loc else None
+
+    @property
+    def filename(self) -> str | None:
+        return self.loc.filename if self.loc else None
+
+    def add_frame(self, loc: SourceLoc) -> None:
+        """Record an outer (calling) frame; the innermost frame stays last."""
+        self.locs.insert(0, loc)
+
+    def __str__(self) -> str:
+        if not self.locs:
+            return self.message
+        frames = "\n".join(loc.render() for loc in self.locs)
+        return f"{self.message}\n{frames}"
+
+
+class TileSyntaxError(TileError):
+    """The kernel uses Python syntax that tile code does not accept."""
+
+
+class TileTypeError(TileError):
+    """Operand types, dtypes or shapes do not fit the operation."""
+
+
+class TileValueError(TileError):
+    """An argument has the right type but an invalid value (e.g. a bad axis)."""
+
+
+class TileUnsupportedFeatureError(TileError):
+    """A Python feature outside the tile-code subset."""
+
+
+class TileRecursionError(TileError):
+    """A tile function calls itself (tile code is fully inlined)."""
+
+
+class TileStaticEvalError(TileError):
+    """``static_eval``/``static_iter`` could not evaluate its expression at compile time."""
+
+
+class TileStaticAssertionError(TileError):
+    """A ``static_assert`` condition is false."""
+
+
+class TileInternalError(TileError):
+    """A bug in safetile itself; please report it with the kernel."""
+
+
+class TileSafetyError(TileError):
+    """A safe-style (``@ct.entry``) kernel breaks the ownership rules."""
+
+
+class TileRuntimeError(RuntimeError):
+    """A kernel failed while running (e.g. a failed ``assert_``)."""
+
+
+class LaunchError(ValueError):
+    """A launch was rejected before anything ran; no argument was touched."""

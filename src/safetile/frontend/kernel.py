@@ -1,0 +1,260 @@
+"""Kernel objects: ``@ct.kernel``, ``@ct.function``, ``ct.Constant`` and kernel hints.
+
+A ``Kernel`` compiles lazily, once per specialisation key (dtypes and ranks of arrays,
+dtypes of scalars, values of constants, hints); dynamic array sizes never recompile.
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import dtypes as dt
+from ..errors import TileError, TileInternalError, TileTypeError, TileValueError
+from ..ir.builder import Builder, building
+from ..ir.core import Block, Function, Param, Value
+from ..ir.types import ArrayType, TileType
+from ..ir.verify import verify
+from ..ops.values import Array, Tile
+from .compiler import FunctionCompiler
+from .source import parse_function
+
+
+class _ConstantMeta(type):
+    def __getitem__(cls, item):
+        return ConstantAnnotation(item)
+
+
+class Constant(metaclass=_ConstantMeta):
+    """Annotation for compile-time parameters: ``TILE: ct.Constant[int]``.
+
+    Every use of the parameter behaves like its literal value; each distinct value
+    compiles a specialised kernel.
+    """
+
+
+@dataclass(frozen=True)
+class ConstantAnnotation:
+    type: Any
+
+
+def is_constant_annotation(ann: Any) -> bool:
+    return ann is Constant or isinstance(ann, ConstantAnnotation)
+
+
+class ByTarget:
+    """A per-architecture hint value: ``ByTarget(sm_90=4, sm_100=8, default=2)``."""
+
+    def __init__(self, *, default: Any = None, **targets: Any):
+        for key in targets:
+            if not (key.startswith("sm_") and key[3:].isdigit()):
+                raise ValueError(f"ByTarget keys must look like 'sm_90', got {key!r}")
+        self.default = default
+        self.targets = targets
+
+    def resolve(self, target: str | None) -> Any:
+        if target is not None and target in self.targets:
+            return self.targets[target]
+        return self.default
+
+    def values(self) -> list[Any]:
+        return [v for v in [self.default, *self.targets.values()] if v is not None]
+
+    def __eq__(self, other):
+        return isinstance(other, ByTarget) and (self.default, self.targets) == (other.default, other.targets)
+
+    def __hash__(self):
+        return hash((self.default, tuple(sorted(self.targets.items()))))
+
+    def __repr__(self):
+        items = [f"{k}={v!r}" for k, v in self.targets.items()]
+        if self.default is not None:
+            items.append(f"default={self.default!r}")
+        return f"ByTarget({', '.join(items)})"
+
+
+def _check_int(name: str, allowed: Callable[[int], bool], text: str):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, int) or not allowed(v):
+            raise ValueError(f"hint {name}={v!r} is invalid: {text}")
+    return check
+
+
+HINTS: dict[str, Callable[[Any], None]] = {
+    "num_ctas": _check_int("num_ctas", lambda v: v in (1, 2, 4, 8, 16), "must be 1, 2, 4, 8 or 16"),
+    "occupancy": _check_int("occupancy", lambda v: 1 <= v <= 32, "must be between 1 and 32"),
+    "opt_level": _check_int("opt_level", lambda v: 0 <= v <= 3, "must be between 0 and 3"),
+    "num_warps": _check_int("num_warps", lambda v: v in (1, 2, 4, 8, 16, 32), "must be a power of two ≤ 32"),
+    "num_stages": _check_int("num_stages", lambda v: 1 <= v <= 8, "must be between 1 and 8"),
+}
+
+
+def validate_hints(hints: dict[str, Any]) -> dict[str, Any]:
+    """Check kernel-level hints; hints never change results, so bad values are rejected early."""
+    for name, value in hints.items():
+        if name not in HINTS:
+            raise TypeError(f"unknown kernel hint {name!r}; known hints: {', '.join(HINTS)}")
+        for v in (value.values() if isinstance(value, ByTarget) else [value]):
+            HINTS[name](v)
+    return dict(hints)
+
+
+class TileFunction:
+    """``@ct.function``: a helper compiled as tile code (inlined at every call)."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, **kwargs):
+        from ..ir.builder import active
+        if not active():
+            raise TypeError(f"tile function {self.__name__!r} can only be called from tile code")
+        return self.fn(*args, **kwargs)
+
+
+def function(fn: Callable | None = None, **options):
+    """Mark a tile function (optional: any function called from a kernel is tile code)."""
+    if fn is None:
+        return lambda f: TileFunction(f)
+    return TileFunction(fn)
+
+
+# ----------------------------------------------------------------------------- argument specs
+
+@dataclass(frozen=True)
+class ArraySpec:
+    dtype: dt.DType
+    ndim: int
+    readonly: bool = False
+    static_shape: tuple | None = None
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    dtype: dt.DType
+
+
+@dataclass(frozen=True)
+class ConstSpec:
+    value: Any
+
+
+ArgSpec = ArraySpec | ScalarSpec | ConstSpec
+
+
+class Kernel:
+    """``@ct.kernel``: a tile kernel (cuTile Python style). Launch it with ``ct.launch``."""
+
+    def __init__(self, fn: Callable, hints: dict[str, Any] | None = None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.hints = validate_hints(hints or {})
+        self.signature = inspect.signature(fn)
+        self.params = list(self.signature.parameters.values())
+        for p in self.params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+                raise TypeError(f"kernel {self.__name__!r}: parameter {p.name!r} must be positional")
+        self.constant_params = [is_constant_annotation(self._annotation(p)) for p in self.params]
+        self._cache: dict[tuple, Function] = {}
+        self._lock = threading.Lock()
+        self.backend_cache: dict[Any, Any] = {}  # per-backend compiled artefacts
+
+    def _annotation(self, p: inspect.Parameter) -> Any:
+        ann = p.annotation
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, self.fn.__globals__)  # noqa: S307 - the user's own annotation
+            except Exception:  # noqa: BLE001
+                return None
+        return ann
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel {self.__name__!r} cannot be called directly; launch it with "
+                        f"ct.launch(stream, grid, {self.__name__}, args)")
+
+    def replace_hints(self, **hints) -> "Kernel":
+        """A new kernel with some hints overridden (and its own compilation cache)."""
+        return Kernel(self.fn, {**self.hints, **hints})
+
+    def specialize(self, specs: tuple[ArgSpec, ...]) -> Function:
+        """The compiled IR for these argument specs (cached)."""
+        fn = self._cache.get(specs)
+        if fn is None:
+            with self._lock:
+                fn = self._cache.get(specs)
+                if fn is None:
+                    fn = compile_function(self.fn, specs, self.hints)
+                    self._cache[specs] = fn
+        return fn
+
+    def ir(self, *args) -> str:
+        """The IR text for a launch with these arguments (arrays, scalars, constants)."""
+        from ..ir.printer import format_function
+        from ..runtime.args import arg_specs
+        return format_function(self.specialize(arg_specs(self, args)))
+
+    def __repr__(self) -> str:
+        return f"<safetile kernel {self.__name__}>"
+
+
+def kernel(fn: Callable | None = None, **hints) -> Kernel | Callable[[Callable], Kernel]:
+    """Decorator: ``@ct.kernel`` or ``@ct.kernel(num_ctas=2, occupancy=4)``."""
+    if fn is None:
+        return lambda f: Kernel(f, hints)
+    return Kernel(fn, hints)
+
+
+def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, Any]) -> Function:
+    """Compile a kernel body for concrete argument specs into verified IR."""
+    parsed = parse_function(fn)
+    sig = inspect.signature(fn)
+    names = list(sig.parameters)
+    if len(names) != len(specs):
+        raise TypeError(f"kernel {fn.__name__!r} takes {len(names)} arguments, got {len(specs)}")
+    builder = Builder()
+    body = Block()
+    params: list[Param] = []
+    scope: dict[str, Any] = {}
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                pass
+    for name, spec in zip(names, specs):
+        if isinstance(spec, ConstSpec):
+            scope[name] = spec.value
+            params.append(Param(name, "constant", constant=spec.value))
+        elif isinstance(spec, ArraySpec):
+            v = Value(ArrayType(spec.dtype, spec.ndim, spec.readonly, spec.static_shape), hint=name)
+            body.args.append(v)
+            scope[name] = Array(v, name)
+            params.append(Param(name, "array", value=v))
+        else:
+            v = Value(TileType(spec.dtype, ()), hint=name)
+            body.args.append(v)
+            scope[name] = Tile(v)
+            params.append(Param(name, "scalar", value=v))
+    compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True)
+    try:
+        with building(builder), builder.inside(body):
+            compiler.run_body(parsed.node.body)
+            builder.emit("yield", [])
+    except TileError:
+        raise
+    except RecursionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - never leak a raw traceback from the compiler
+        raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}",
+                                parsed.loc(parsed.node)) from e
+    function = Function(fn.__name__, params, body, dict(hints), parsed.filename)
+    verify(function)
+    return function

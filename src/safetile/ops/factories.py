@@ -1,0 +1,62 @@
+"""Tile factories: tiles made from compile-time shapes and values."""
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..errors import TileTypeError
+from ..ir.builder import emit
+from ..ir.catalogue import declare
+from ..ir.types import TileType
+from .elementwise import cast
+from .values import Tile, as_tile, describe, is_const, static_dtype, static_int, static_shape
+
+FAMILY = "factories"
+
+declare("arange", FAMILY, "the 1-d tile [start, start+step, ...] of `size` elements",
+        lambda types, attrs: [TileType(attrs["dtype"], (attrs["size"],))])
+declare("broadcast", FAMILY, "a tile of `shape` filled with a run-time scalar",
+        lambda types, attrs: [TileType(types[0].dtype, attrs["shape"])])
+
+
+def full(shape, fill_value, dtype) -> Tile:
+    """A tile of ``shape`` where every element is ``fill_value``."""
+    shp = static_shape(shape)
+    d = static_dtype(dtype)
+    if is_const(fill_value):
+        t = as_tile(fill_value, d)
+        return Tile(emit("constant", [], {"value": t.value.owner.attrs["value"], "dtype": d,
+                                          "shape": shp}).result)
+    if isinstance(fill_value, Tile):
+        if fill_value.shape != ():
+            raise TileTypeError(f"full: fill_value must be a scalar, got {fill_value.type}")
+        return Tile(emit("broadcast", [cast(fill_value, d).value], {"shape": shp}).result)
+    raise TileTypeError(f"full: fill_value must be a number or scalar tile, got {describe(fill_value)}")
+
+
+def zeros(shape, dtype) -> Tile:
+    """A tile of zeros."""
+    return full(shape, 0, dtype)
+
+
+def ones(shape, dtype) -> Tile:
+    """A tile of ones."""
+    return full(shape, 1, dtype)
+
+
+def arange(size, *, dtype=dt.int32, start=0, step=1) -> Tile:
+    """The 1-d tile ``start + step * [0, 1, ..., size-1]`` (size a power of two)."""
+    (n,) = static_shape((size,), "arange size")
+    d = static_dtype(dtype)
+    if not (is_const(start) and is_const(step)):
+        from .elementwise import add, mul
+        base = Tile(emit("arange", [], {"size": n, "dtype": d, "start": 0, "step": 1}).result)
+        return add(mul(base, step), start)
+    return Tile(emit("arange", [], {"size": n, "dtype": d, "start": start, "step": step}).result)
+
+
+def astile(value, *, dtype=None) -> Tile:
+    """Turn a scalar (constant or 0-d tile) into a tile, optionally converting its dtype."""
+    if isinstance(value, Tile):
+        return cast(value, static_dtype(dtype)) if dtype is not None else value
+    if is_const(value):
+        return as_tile(value, static_dtype(dtype) if dtype is not None else None)
+    raise TileTypeError(f"astile expects a number or a tile, got {describe(value)}")

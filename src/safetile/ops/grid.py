@@ -1,0 +1,45 @@
+"""Grid queries: where this block sits in the launch grid."""
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..errors import TileTypeError, TileValueError
+from ..ir.builder import active, emit
+from ..ir.catalogue import declare
+from ..ir.types import TileType
+from .values import Tile, is_const, static_int
+
+FAMILY = "grid"
+
+declare("bid", FAMILY, "this block's index along grid axis `axis` (int32)",
+        lambda types, attrs: [TileType(dt.int32, ())])
+declare("num_blocks", FAMILY, "the number of blocks along grid axis `axis` (int32)",
+        lambda types, attrs: [TileType(dt.int32, ())])
+
+
+def _axis(axis) -> int:
+    a = static_int(axis, "grid axis")
+    if a not in (0, 1, 2):
+        raise TileValueError(f"grid axis must be 0, 1 or 2, got {a}")
+    return a
+
+
+def bid(axis) -> Tile:
+    """This block's index along ``axis`` (0, 1 or 2), an int32 scalar."""
+    return Tile(emit("bid", [], {"axis": _axis(axis)}).result)
+
+
+def num_blocks(axis) -> Tile:
+    """The grid size along ``axis`` (0, 1 or 2), an int32 scalar."""
+    return Tile(emit("num_blocks", [], {"axis": _axis(axis)}).result)
+
+
+def cdiv(x, y):
+    """Ceiling division ``(x + y - 1) // y``; works on the host and in kernels."""
+    if is_const(x) and is_const(y):
+        return -(-int(x) // int(y))
+    if not active():
+        raise TypeError("cdiv expects integers on the host")
+    if isinstance(y, Tile) or isinstance(x, Tile):
+        from .elementwise import add, floordiv, sub
+        return floordiv(sub(add(x, y), 1), y)
+    raise TileTypeError(f"cdiv expects integers, got {x!r} and {y!r}")

@@ -1,0 +1,209 @@
+"""Shape ops: reshape, permute/transpose, broadcasting, concatenation and slicing."""
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..errors import TileTypeError, TileValueError
+from ..ir.builder import emit
+from ..ir.catalogue import declare
+from ..ir.types import TileType
+from .values import Tile, as_tile, describe, is_const, normalize_axis, static_int, static_shape
+
+FAMILY = "shape"
+
+
+def _reshape_rule(types, attrs):
+    src, shape = types[0], attrs["shape"]
+    if dt.numel(src.shape) != dt.numel(shape):
+        raise TileTypeError(f"cannot reshape {src} to {shape}: element counts differ")
+    return [TileType(src.dtype, shape)]
+
+
+def _permute_rule(types, attrs):
+    src, axes = types[0], attrs["axes"]
+    if sorted(axes) != list(range(src.ndim)):
+        raise TileValueError(f"axes {axes} are not a permutation of {tuple(range(src.ndim))}")
+    return [TileType(src.dtype, tuple(src.shape[a] for a in axes))]
+
+
+def _broadcast_rule(types, attrs):
+    src, shape = types[0], attrs["shape"]
+    if src.ndim != len(shape) or any(s not in (1, n) for s, n in zip(src.shape, shape)):
+        raise TileTypeError(f"cannot broadcast {src} to shape {shape}")
+    return [TileType(src.dtype, shape)]
+
+
+def _cat_rule(types, attrs):
+    a, b = types
+    axis = attrs["axis"]
+    if a.dtype is not b.dtype or a.ndim != b.ndim or any(
+            x != y for i, (x, y) in enumerate(zip(a.shape, b.shape)) if i != axis):
+        raise TileTypeError(f"cat: tiles {a} and {b} differ outside axis {axis}")
+    shape = list(a.shape)
+    shape[axis] += b.shape[axis]
+    if not dt.is_pow2(shape[axis]):
+        raise TileTypeError(f"cat: result dimension {shape[axis]} along axis {axis} is not a power of two")
+    return [TileType(a.dtype, tuple(shape))]
+
+
+def _extract_rule(types, attrs):
+    src = types[0]
+    shape = attrs["shape"]
+    if len(shape) != src.ndim or any(s > n or n % s for s, n in zip(shape, src.shape)):
+        raise TileTypeError(f"extract: shape {shape} must evenly divide the tile shape {src.shape}")
+    for t in types[1:]:
+        if t.shape != () or not t.dtype.is_int:
+            raise TileTypeError(f"extract: index entries must be integer scalars, got {t}")
+    return [TileType(src.dtype, shape)]
+
+
+def _insert_rule(types, attrs):
+    src, val = types[0], types[-1]
+    if val.dtype is not src.dtype or val.ndim != src.ndim or any(
+            s > n or n % s for s, n in zip(val.shape, src.shape)):
+        raise TileTypeError(f"insert: value {val} must evenly divide the tile {src}")
+    return [src]
+
+
+declare("reshape", FAMILY, "same elements in C order, new static shape", _reshape_rule)
+declare("permute", FAMILY, "reorder axes: result axis i is source axis axes[i]", _permute_rule)
+declare("broadcast_to", FAMILY, "stretch size-1 dimensions to `shape` (equal ranks)", _broadcast_rule)
+declare("cat", FAMILY, "concatenate two tiles along `axis`", _cat_rule)
+declare("extract", FAMILY, "the sub-tile of `shape` at block index (index...) of the tile", _extract_rule)
+declare("insert", FAMILY, "replace the sub-tile at block index (index...) with a value", _insert_rule)
+
+
+def _tile(x, fn) -> Tile:
+    if isinstance(x, Tile):
+        return x
+    if is_const(x):
+        return as_tile(x)
+    raise TileTypeError(f"{fn}: expected a tile, got {describe(x)}")
+
+
+def reshape(x, shape) -> Tile:
+    """The same elements in C order with a new shape (every dimension a power of two)."""
+    x = _tile(x, "reshape")
+    shp = () if shape == () else static_shape(shape)
+    if shp == x.shape:
+        return x
+    return Tile(emit("reshape", [x.value], {"shape": shp}).result)
+
+
+def permute(x, axes) -> Tile:
+    """Reorder axes: result axis i is source axis ``axes[i]``."""
+    x = _tile(x, "permute")
+    if not isinstance(axes, (tuple, list)):
+        raise TileTypeError(f"permute: axes must be a tuple, got {describe(axes)}")
+    ax = tuple(normalize_axis(a, x.ndim) for a in axes)
+    if len(ax) != x.ndim:
+        raise TileValueError(f"permute: need {x.ndim} axes for a tile of rank {x.ndim}, got {len(ax)}")
+    if ax == tuple(range(x.ndim)):
+        return x
+    return Tile(emit("permute", [x.value], {"axes": ax}).result)
+
+
+def transpose(x, axis0=None, axis1=None) -> Tile:
+    """Swap two axes (both default to the two axes of a rank-2 tile)."""
+    x = _tile(x, "transpose")
+    if axis0 is None and axis1 is None:
+        if x.ndim != 2:
+            raise TileValueError(f"transpose of a rank-{x.ndim} tile needs axis0 and axis1")
+        a, b = 0, 1
+    elif axis0 is None or axis1 is None:
+        raise TileValueError("transpose needs both axis0 and axis1, or neither")
+    else:
+        a, b = normalize_axis(axis0, x.ndim), normalize_axis(axis1, x.ndim)
+    axes = list(range(x.ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return permute(x, tuple(axes))
+
+
+def broadcast_to(x, shape) -> Tile:
+    """Broadcast to ``shape`` with NumPy rules."""
+    x = _tile(x, "broadcast_to")
+    shp = static_shape(shape)
+    if len(shp) < x.ndim:
+        raise TileTypeError(f"cannot broadcast {x.type} to the lower-rank shape {shp}")
+    x = reshape(x, (1,) * (len(shp) - x.ndim) + x.shape) if x.ndim < len(shp) else x
+    if x.shape == shp:
+        return x
+    return Tile(emit("broadcast_to", [x.value], {"shape": shp}).result)
+
+
+def expand_dims(x, axis) -> Tile:
+    """Insert a size-1 axis at ``axis``."""
+    x = _tile(x, "expand_dims")
+    a = static_int(axis, "axis")
+    if not -x.ndim - 1 <= a <= x.ndim:
+        raise TileValueError(f"expand_dims: axis {a} out of range for rank {x.ndim}")
+    a %= x.ndim + 1
+    return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
+
+
+def index_tile(x: Tile, key) -> Tile:
+    """``t[None, :]``-style indexing: ``None`` inserts an axis, ``:`` keeps one, ``...`` fills."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise TileTypeError("an index can contain at most one ...")
+    n_keep = sum(1 for k in key if isinstance(k, slice))
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (x.ndim - n_keep) + key[i + 1:]
+        n_keep = x.ndim
+    if n_keep > x.ndim:
+        raise TileTypeError(f"too many indices for a tile of rank {x.ndim}")
+    key = key + (slice(None),) * (x.ndim - n_keep)
+    shape, src = [], iter(x.shape)
+    for k in key:
+        if k is None:
+            shape.append(1)
+        elif isinstance(k, slice) and k == slice(None):
+            shape.append(next(src))
+        else:
+            raise TileTypeError("tiles support only None, : and ... in subscripts; use ct.extract "
+                                "for sub-tiles or ct.gather for elements")
+    return reshape(x, tuple(shape))
+
+
+def cat(tiles, axis) -> Tile:
+    """Concatenate two tiles along ``axis`` (the result dimension must be a power of two)."""
+    if not isinstance(tiles, (tuple, list)) or len(tiles) != 2:
+        raise TileTypeError("cat expects a tuple of two tiles")
+    a, b = (_tile(t, "cat") for t in tiles)
+    ax = normalize_axis(axis, a.ndim)
+    return Tile(emit("cat", [a.value, b.value], {"axis": ax}).result)
+
+
+def _block_index(index, ndim, fn):
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) != ndim:
+        raise TileTypeError(f"{fn}: index needs {ndim} entries, got {len(index)}")
+    return [as_tile(int(i), dt.int32) if is_const(i) else i for i in index]
+
+
+def extract(x, index, shape) -> Tile:
+    """The sub-tile of ``shape`` at block index ``index`` (x viewed as a grid of ``shape`` blocks)."""
+    x = _tile(x, "extract")
+    shp = static_shape(shape)
+    idx = _block_index(index, x.ndim, "extract")
+    return Tile(emit("extract", [x.value] + [i.value for i in idx], {"shape": shp}).result)
+
+
+def insert(x, index, value) -> Tile:
+    """A copy of ``x`` with the sub-tile at block index ``index`` replaced by ``value``."""
+    x = _tile(x, "insert")
+    value = _tile(value, "insert")
+    idx = _block_index(index, x.ndim, "insert")
+    from .elementwise import cast
+    value = cast(value, x.dtype)
+    return Tile(emit("insert", [x.value] + [i.value for i in idx] + [value.value]).result)
+
+
+def item(x) -> Tile:
+    """The single element of a one-element tile, as a scalar (0-d) tile."""
+    x = _tile(x, "item")
+    if dt.numel(x.shape) != 1:
+        raise TileTypeError(f"item() needs a tile with one element, got {x.type}")
+    return reshape(x, ())

@@ -1,0 +1,234 @@
+"""Symbolic values that kernel code manipulates while the front end builds IR.
+
+``Tile`` wraps an SSA value of tile type and gives Python operators their tile meaning;
+``Array`` wraps a kernel array parameter. Python constants (ints, floats, bools) stay
+plain Python objects until an op needs them as tiles, so constant folding is free.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import TileTypeError, TileValueError
+from ..ir.builder import emit
+from ..ir.core import Value
+from ..ir.types import ArrayType, TileType
+
+CONST_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def is_const(x: Any) -> bool:
+    return isinstance(x, CONST_TYPES)
+
+
+class Tile:
+    """An immutable tile inside a kernel (a scalar is a 0-d tile)."""
+
+    __slots__ = ("value",)
+    __array_priority__ = 1000  # so numpy scalars defer to tile operators
+
+    def __init__(self, value: Value):
+        assert isinstance(value.type, TileType)
+        self.value = value
+
+    @property
+    def type(self) -> TileType:
+        return self.value.type
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.value.type.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.type.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __bool__(self):
+        raise TileTypeError("a tile value has no compile-time truth value; use it in an "
+                            "if/while condition directly or use ct.where")
+
+    def __iter__(self):
+        raise TileTypeError("tiles are not iterable")
+
+    def __repr__(self) -> str:
+        return f"Tile({self.type})"
+
+    # Operators are defined by ops.elementwise (attached there to keep one definition).
+
+    def astype(self, dtype) -> "Tile":
+        from .elementwise import astype
+        return astype(self, dtype)
+
+    def reshape(self, *shape) -> "Tile":
+        from .shape import reshape
+        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)
+
+    def permute(self, axes) -> "Tile":
+        from .shape import permute
+        return permute(self, axes)
+
+    def transpose(self, axis0=None, axis1=None) -> "Tile":
+        from .shape import transpose
+        return transpose(self, axis0, axis1)
+
+    def broadcast_to(self, shape) -> "Tile":
+        from .shape import broadcast_to
+        return broadcast_to(self, shape)
+
+    def expand_dims(self, axis) -> "Tile":
+        from .shape import expand_dims
+        return expand_dims(self, axis)
+
+    def item(self) -> "Tile":
+        from .shape import item
+        return item(self)
+
+    def extract(self, index, shape) -> "Tile":
+        from .shape import extract
+        return extract(self, index, shape)
+
+    def sum(self, axis=None, keepdims=False) -> "Tile":
+        from .reduction import sum as _sum
+        return _sum(self, axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False) -> "Tile":
+        from .reduction import max as _max
+        return _max(self, axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False) -> "Tile":
+        from .reduction import min as _min
+        return _min(self, axis, keepdims=keepdims)
+
+    def __getitem__(self, key) -> "Tile":
+        from .shape import index_tile
+        return index_tile(self, key)
+
+    @property
+    def T(self) -> "Tile":
+        from .shape import transpose
+        return transpose(self)
+
+
+class Array:
+    """A global-memory array passed to the kernel; its sizes are known only at run time."""
+
+    __slots__ = ("value", "name")
+
+    def __init__(self, value: Value, name: str = ""):
+        assert isinstance(value.type, ArrayType)
+        self.value = value
+        self.name = name
+
+    @property
+    def type(self) -> ArrayType:
+        return self.value.type
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.value.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.value.type.ndim
+
+    @property
+    def shape(self) -> tuple:
+        from .memory import array_dim
+        return tuple(array_dim(self, axis) for axis in range(self.ndim))
+
+    @property
+    def strides(self) -> tuple:
+        from .memory import array_stride
+        return tuple(array_stride(self, axis) for axis in range(self.ndim))
+
+    def tiled_view(self, tile_shape, *, padding_mode=None, traversal_steps=None):
+        from .memory import TiledView
+        return TiledView(self, tile_shape, padding_mode=padding_mode, traversal_steps=traversal_steps)
+
+    def slice(self, axis, start, stop):
+        from ..errors import TileUnsupportedFeatureError
+        raise TileUnsupportedFeatureError("Array.slice is not supported yet; use load with an index")
+
+    def __repr__(self) -> str:
+        return f"Array({self.type})"
+
+
+def const_tile(value: Any, dtype: dt.DType) -> Tile:
+    """Materialise a Python constant as a 0-d tile of ``dtype``."""
+    if dtype.is_bool:
+        value = bool(value)
+    elif dtype.is_int:
+        if isinstance(value, (float, np.floating)):
+            value = int(value)
+        value = int(value)
+        info = np.iinfo(dtype.np_dtype)
+        if not info.min <= value <= info.max:
+            raise TileValueError(f"constant {value} does not fit in {dtype.name}")
+    else:
+        value = float(value)
+    return Tile(emit("constant", [], {"value": value, "dtype": dtype, "shape": ()}).result)
+
+
+def as_tile(x: Any, dtype: dt.DType | None = None) -> Tile:
+    """A Tile for ``x``: tiles pass through; constants become 0-d tiles."""
+    if isinstance(x, Tile):
+        return x
+    if is_const(x):
+        return const_tile(x, dtype if dtype is not None else dt.scalar_dtype(x))
+    raise TileTypeError(f"expected a tile or a number, got {_describe(x)}")
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, Array):
+        return "an array (load a tile from it first)"
+    if isinstance(x, tuple):
+        return f"a tuple {x!r}" if len(repr(x)) < 60 else "a tuple"
+    if x is None:
+        return "None"
+    return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
+
+
+def describe(x: Any) -> str:
+    return _describe(x)
+
+
+def static_int(x: Any, what: str) -> int:
+    """A compile-time integer (shapes, axes); tiles are rejected with a clear message."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        if isinstance(x, Tile):
+            raise TileTypeError(f"{what} must be a compile-time constant, got a run-time {x.type}")
+        raise TileTypeError(f"{what} must be an integer constant, got {_describe(x)}")
+    return int(x)
+
+
+def static_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
+    """Normalise a tile shape argument (int or tuple of ints) and check powers of two."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    if not isinstance(shape, (tuple, list)):
+        raise TileTypeError(f"{what} must be a tuple of integer constants, got {_describe(shape)}")
+    dims = tuple(static_int(n, f"{what} dimension") for n in shape)
+    for n in dims:
+        if not dt.is_pow2(n):
+            raise TileValueError(f"tile dimensions must be powers of two, got {what} {dims}")
+    return dims
+
+
+def static_dtype(x: Any, what: str = "dtype") -> dt.DType:
+    try:
+        return dt.as_dtype(x)
+    except TypeError:
+        raise TileTypeError(f"{what} must be a dtype, got {_describe(x)}") from None
+
+
+def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
+    a = static_int(axis, what)
+    if not -ndim <= a < max(ndim, 1) or ndim == 0:
+        raise TileValueError(f"{what} {a} is out of range for a tile of rank {ndim}")
+    return a % ndim
