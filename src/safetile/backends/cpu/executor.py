@@ -179,6 +179,10 @@ def _carry_merge(bs: BlockSet, idx: np.ndarray, old: list[Any], new: list[Any], 
 
 
 def _run_for(run: Run, op: Op, env: Env) -> list[Any]:
+    from .kloop import try_kloop
+    raised = try_kloop(run, op, env)
+    if raised is not None:
+        return raised
     bs = env.blocks
     lo, hi, step = (env.get(v) for v in op.operands[:3])
     carried = [env.get(v) for v in op.operands[3:]]
