@@ -1,9 +1,9 @@
 """CPU lowerings of the memory family (ops/memory.py).
 
-Tile-space loads and stores take a zero-copy path when every tile index is either the
-same for all blocks or steps regularly along one grid axis (``bid(0)``, ``2*bid(1)+1``...)
-and the tiles are whole: the array is viewed as a grid of tiles and the blocks' tiles are
-one strided view of it. Anything else (partial edge tiles, data-dependent indices) goes
+Tile-space loads and stores take a fast path when every tile index is either the same
+for all blocks or steps regularly along one grid axis (``bid(0)``, ``2*bid(1)+1``...) and
+the tiles are whole: the array is viewed as a grid of tiles and the blocks' tiles are one
+strided view of it (a load copies that view once, since tiles are values). Anything else (partial edge tiles, data-dependent indices) goes
 through a masked gather/scatter. Writes from several blocks to one element resolve in
 block order (the highest linear block id wins); atomics apply in block order.
 """
@@ -97,7 +97,8 @@ def load(run, op, args):
         batch = [1] * nb
         for a in axes:
             batch[a] = v.shape[perm.index(axes.index(a))]
-        return v.reshape(tuple(batch) + shape)
+        # a copy: tiles are values, later stores or atomics to the array must not change them
+        return np.array(v.reshape(tuple(batch) + shape), copy=True)
     rank = len(shape)
     elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
     valid = np.ones((1,) * (nb + rank), dtype=bool)
@@ -197,9 +198,15 @@ _RMW = {
 }
 
 
-def _atomic_apply(arr, elems, values: list[np.ndarray], combine, ufunc, need_old: bool):
-    """Apply per-element updates in block/lane order; return old values (or None)."""
-    full = np.broadcast_shapes(*(e.shape for e in elems), *(v.shape for v in values))
+def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc, need_old: bool):
+    """Apply per-element updates in block/lane order; return old values (or None).
+
+    Every block of the set performs its own update, even when the indices and values
+    do not depend on the block (so they are held once): operands are broadcast to the
+    full batch shape first.
+    """
+    every_block = run.blockset.batch_shape + (1,) * len(op.result.type.shape)
+    full = np.broadcast_shapes(every_block, *(e.shape for e in elems), *(v.shape for v in values))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):
         valid &= (e >= 0) & (e < size)
@@ -246,7 +253,7 @@ def atomic_rmw(run, op, args):
     else:
         ufunc = _RMW[kind]
         combine = lambda cur, new: ufunc(cur, new).astype(arr.dtype)  # noqa: E731
-    old = _atomic_apply(arr, elems, [update], combine, ufunc, need_old=_uses(run, op.result))
+    old = _atomic_apply(run, op, arr, elems, [update], combine, ufunc, need_old=_uses(run, op.result))
     return old if old is not None else np.zeros((1,) * (run.nb + len(op.result.type.shape)), arr.dtype)
 
 
@@ -256,5 +263,5 @@ def atomic_cas(run, op, args):
     n = arr.ndim
     elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
     expected, desired = args[1 + n], args[2 + n]
-    return _atomic_apply(arr, elems, [expected, desired],
+    return _atomic_apply(run, op, arr, elems, [expected, desired],
                          lambda cur, exp, des: np.where(cur == exp, des, cur), None, need_old=True)
