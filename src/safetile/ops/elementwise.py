@@ -92,8 +92,8 @@ COMPARE: dict[str, tuple[str, Callable]] = {
 }
 # name: (doc, needs float, python folding function)
 UNARY: dict[str, tuple[str, bool, Callable]] = {
-    "negative": ("-x", False, operator.neg),
-    "abs": ("|x|", False, abs),
+    "negative": ("-x (integers wrap around; bools count as int32)", False, operator.neg),
+    "abs": ("|x| (integers wrap: the minimum value stays negative)", False, abs),
     "exp": ("e ** x", True, math.exp),
     "exp2": ("2 ** x", True, lambda x: 2.0 ** x),
     "log": ("natural logarithm", True, math.log),
@@ -302,50 +302,62 @@ def maximum(x, y, /):
 
 
 def bitwise_and(x, y, /):
+    """x & y on integer or bool tiles."""
     return binary("bitwise_and", x, y)
 
 
 def bitwise_or(x, y, /):
+    """x | y on integer or bool tiles."""
     return binary("bitwise_or", x, y)
 
 
 def bitwise_xor(x, y, /):
+    """x ^ y on integer or bool tiles."""
     return binary("bitwise_xor", x, y)
 
 
 def bitwise_lshift(x, y, /):
+    """x << y on integers; shifting by the bit width or more gives 0."""
     return binary("bitwise_lshift", x, y)
 
 
 def bitwise_rshift(x, y, /):
+    """x >> y on integers (arithmetic for signed types); shifting by the width or more gives 0 or -1."""
     return binary("bitwise_rshift", x, y)
 
 
 def bitwise_not(x, /):
+    """~x on integers; logical not on bools."""
     return unary("bitwise_not", x)
 
 
 def equal(x, y, /):
+    """x == y element-wise, a bool tile."""
     return binary("equal", x, y)
 
 
 def not_equal(x, y, /):
+    """x != y element-wise, a bool tile."""
     return binary("not_equal", x, y)
 
 
 def less(x, y, /):
+    """x < y element-wise, a bool tile."""
     return binary("less", x, y)
 
 
 def less_equal(x, y, /):
+    """x <= y element-wise, a bool tile."""
     return binary("less_equal", x, y)
 
 
 def greater(x, y, /):
+    """x > y element-wise, a bool tile."""
     return binary("greater", x, y)
 
 
 def greater_equal(x, y, /):
+    """x >= y element-wise, a bool tile."""
     return binary("greater_equal", x, y)
 
 
