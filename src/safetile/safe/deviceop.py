@@ -1,0 +1,298 @@
+"""DeviceOp: lazy device work (launches, allocations, copies) and its combinators.
+
+Nothing runs when a DeviceOp is built. Combinators build bigger operations:
+``then(f)`` (``f`` gets the value and may return another DeviceOp, run on the same
+stream), ``map(f)``, ``inspect(f)``, ``ct.zip(a, b, ...)`` / ``unzip()``, ``first()`` /
+``last()``, ``shared()`` (runs at most once; tensors in its value become read-only
+``Shared`` handles). Terminals drive it: ``sync()`` (next stream of the default pool),
+``sync_on(stream)``, ``await op`` (asyncio; CPU work runs on the stream's worker thread,
+GPU work is polled through a CUDA event, so the event loop never blocks) and
+``graph()`` (capture once, replay many). Calling a terminal while a DeviceOp executes
+(e.g. ``sync()`` inside a ``then`` closure) raises ``NestedSyncError``.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import DeviceOpError, NestedSyncError
+from .streams import Stream, default_pool, executing, execution
+
+
+@dataclass
+class ExecContext:
+    """Where an operation runs: its stream, and the graph recorder while capturing."""
+
+    stream: Stream
+    recorder: Any = None  # graph.Recorder while capturing
+
+    @property
+    def capturing(self) -> bool:
+        return self.recorder is not None
+
+
+def _check_terminal(what: str) -> None:
+    if executing():
+        raise NestedSyncError(f"{what} called while a device operation is executing (e.g. inside a then() "
+                              "closure): return the DeviceOp from the closure instead, and it runs on the "
+                              "same stream")
+
+
+class DeviceOp:
+    """A lazy unit of device work producing a value."""
+
+    # ------------------------------------------------------------------ to implement
+
+    def _run(self, ctx: ExecContext) -> Any:
+        raise NotImplementedError
+
+    def _device(self) -> str | None:
+        """The device this work runs on, if it knows (used to pick the stream pool)."""
+        return None
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<safetile DeviceOp {self.label}>"
+
+    # ------------------------------------------------------------------ combinators
+
+    def then(self, f: Callable[[Any], Any]) -> "DeviceOp":
+        """Run ``f(value)`` after this op; if it returns a DeviceOp, run that on the same stream."""
+        return Then(self, f)
+
+    def map(self, f: Callable[[Any], Any]) -> "DeviceOp":
+        """Transform the value on the host: ``f(value)``."""
+        return Map(self, f, "map")
+
+    def inspect(self, f: Callable[[Any], Any]) -> "DeviceOp":
+        """Call ``f(value)`` for its side effect and pass the value on unchanged."""
+        def look(v):
+            f(v)
+            return v
+        return Map(self, look, "inspect")
+
+    def first(self) -> "DeviceOp":
+        """The first element of a tuple value."""
+        return Map(self, lambda v: _seq(v, "first")[0], "first")
+
+    def last(self) -> "DeviceOp":
+        """The last element of a tuple value."""
+        return Map(self, lambda v: _seq(v, "last")[-1], "last")
+
+    def unzip(self, n: int | None = None) -> tuple["DeviceOp", ...]:
+        """Split an op producing an ``n``-tuple into ``n`` ops (the work still runs once)."""
+        if n is None:
+            n = getattr(self, "arity", None)
+            if n is None:
+                raise DeviceOpError("unzip(): the number of outputs is not known; pass it: op.unzip(n)")
+        memo = Memo(self, wrap_shared=False)
+        return tuple(Map(memo, (lambda v, i=i: _seq(v, "unzip")[i]), f"unzip[{i}]") for i in range(n))
+
+    def shared(self) -> "DeviceOp":
+        """Runs at most once however many consumers drive it; tensors come out as ``Shared``."""
+        return Memo(self, wrap_shared=True)
+
+    def partition(self, shape) -> "DeviceOp":
+        """``op.map(lambda t: t.partition(shape))`` for ops producing a tensor."""
+        return Map(self, lambda t: t.partition(shape), "partition")
+
+    def boxed(self) -> "DeviceOp":
+        return self
+
+    # ------------------------------------------------------------------ terminals
+
+    def _pick_stream(self) -> Stream:
+        return default_pool(self._device()).next()
+
+    def _execute_on(self, stream: Stream) -> Any:
+        with execution(), stream.context():
+            return self._run(ExecContext(stream))
+
+    def sync(self) -> Any:
+        """Run on the next stream of the default pool and wait for the result."""
+        _check_terminal("sync()")
+        return self.sync_on(self._pick_stream())
+
+    def sync_on(self, stream: Stream) -> Any:
+        """Run on ``stream`` and wait for the result."""
+        _check_terminal("sync_on()")
+        if not isinstance(stream, Stream):
+            raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
+        value = stream.run(lambda: self._execute_on(stream))
+        stream.synchronize()
+        return value
+
+    def __await__(self):
+        return self._await().__await__()
+
+    async def _await(self) -> Any:
+        _check_terminal("await")
+        stream = self._pick_stream()
+        if not stream.is_cuda:
+            return await asyncio.wrap_future(stream.submit(lambda: self._execute_on(stream)))
+        import torch
+        value = self._execute_on(stream)
+        event = torch.cuda.Event()
+        event.record(stream.torch_stream)
+        while not event.query():
+            await asyncio.sleep(2e-5)
+        return value
+
+    def graph(self, stream: Stream | None = None):
+        """Capture this operation into a replayable graph (see ``ct.Graph``)."""
+        _check_terminal("graph()")
+        from .graph import Graph
+        return Graph.capture(self, stream)
+
+    graph_on = graph
+
+
+def _seq(v, what):
+    if not isinstance(v, (tuple, list)):
+        raise DeviceOpError(f"{what}() needs an operation producing a tuple, got {type(v).__name__}")
+    return v
+
+
+class Value(DeviceOp):
+    """``ct.value(x)``: an operation producing ``x`` (no device work)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def _run(self, ctx):
+        return self.value
+
+    @property
+    def label(self) -> str:
+        return f"value({type(self.value).__name__})"
+
+
+def value(x: Any) -> DeviceOp:
+    """A DeviceOp producing ``x``."""
+    return Value(x)
+
+
+def empty() -> DeviceOp:
+    """A DeviceOp producing ``None`` (no work)."""
+    return Value(None)
+
+
+class Then(DeviceOp):
+    def __init__(self, op: DeviceOp, f: Callable):
+        self.op, self.f = op, f
+
+    def _device(self):
+        return self.op._device()
+
+    def _run(self, ctx):
+        v = self.op._run(ctx)
+        r = self.f(v)
+        if isinstance(r, DeviceOp):
+            r = r._run(ctx)
+        return r
+
+    @property
+    def label(self) -> str:
+        return f"{self.op.label}.then({getattr(self.f, '__name__', 'f')})"
+
+
+class Map(DeviceOp):
+    def __init__(self, op: DeviceOp, f: Callable, name: str):
+        self.op, self.f, self.name = op, f, name
+
+    def _device(self):
+        return self.op._device()
+
+    def _run(self, ctx):
+        r = self.f(self.op._run(ctx))
+        if isinstance(r, DeviceOp):
+            raise DeviceOpError(f"{self.name}() closure returned a DeviceOp; use then() to chain device work")
+        return r
+
+    @property
+    def label(self) -> str:
+        return f"{self.op.label}.{self.name}()"
+
+
+class Zip(DeviceOp):
+    def __init__(self, ops: tuple[DeviceOp, ...]):
+        self.ops = ops
+        self.arity = len(ops)
+
+    def _device(self):
+        for op in self.ops:
+            d = op._device()
+            if d is not None:
+                return d
+        return None
+
+    def _run(self, ctx):
+        return tuple(op._run(ctx) for op in self.ops)
+
+    @property
+    def label(self) -> str:
+        return f"zip({', '.join(op.label for op in self.ops)})"
+
+
+def zip(*ops: Any) -> DeviceOp:  # noqa: A001 - ct.zip, like cuTile Rust's zip!
+    """Combine operations (or plain values) into one producing the tuple of their values."""
+    return Zip(tuple(o if isinstance(o, DeviceOp) else Value(o) for o in ops))
+
+
+def _share(v: Any) -> Any:
+    from .partition import Shared
+    from .tensor import Tensor
+    if isinstance(v, Tensor):
+        return Shared._take(v)
+    if isinstance(v, tuple):
+        return tuple(_share(x) for x in v)
+    if isinstance(v, list):
+        return [_share(x) for x in v]
+    return v
+
+
+class Memo(DeviceOp):
+    """Runs the inner operation at most once; later runs return the same value."""
+
+    def __init__(self, op: DeviceOp, wrap_shared: bool):
+        self.op = op
+        self.wrap_shared = wrap_shared
+        self._lock = threading.RLock()
+        self._done = False
+        self._value = None
+        self._event = None  # CUDA event after the producing stream's work
+        self._error: BaseException | None = None
+
+    def _device(self):
+        return self.op._device()
+
+    def _run(self, ctx):
+        with self._lock:
+            if self._error is not None:
+                raise DeviceOpError(f"{self.label} failed earlier: {self._error}") from self._error
+            if not self._done:
+                try:
+                    v = self.op._run(ctx)
+                except BaseException as e:
+                    self._error = e
+                    raise
+                self._value = _share(v) if self.wrap_shared else v
+                self._done = True
+                if ctx.stream.is_cuda and not ctx.capturing:
+                    import torch
+                    self._event = torch.cuda.Event()
+                    self._event.record(ctx.stream.torch_stream)
+                    self._producer = ctx.stream
+                return self._value
+        if self._event is not None and ctx.stream is not getattr(self, "_producer", None):
+            ctx.stream.torch_stream.wait_event(self._event)
+        return self._value
+
+    @property
+    def label(self) -> str:
+        return f"{self.op.label}.shared()"

@@ -1,0 +1,243 @@
+"""``@ct.entry``: safe-style kernels (cuTile Rust semantics) and their compilation.
+
+An entry kernel's parameters are annotated (``ct.Mut``, ``ct.Ref``, ``ct.MappedMut``,
+scalar types, ``ct.Constant``). Calling the kernel with host values returns a lazy
+``LaunchOp`` (see ``launch.py``) that validates everything first. Compilation binds each
+parameter to its device-side value (``device.py``) and runs the ordinary front end on
+the body, once per specialisation: element types, ranks, partition shapes, static sizes
+and const generics. Dynamic (``-1``) sizes never recompile.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import dtypes as dt
+from ..errors import TileError, TileInternalError, TileRecursionError, TileUnsupportedFeatureError
+from ..frontend.compiler import FunctionCompiler
+from ..frontend.kernel import ArraySpec, ConstSpec, Kernel, ScalarSpec, validate_hints
+from ..frontend.source import parse_function
+from ..ir.builder import Builder, building
+from ..ir.core import Block, Function, Param, Value
+from ..ir.types import ArrayType, TileType
+from ..ir.verify import verify
+from ..ops.values import Array, Tile
+from .device import MappedMutTensor, MutTensor, RefTensor
+from .preconditions import Precondition
+from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
+
+
+@dataclass(frozen=True)
+class ParamKey:
+    """The compile-relevant facts of one bound parameter."""
+
+    kind: str  # 'mut' | 'mapped' | 'ref' | 'scalar' | 'const'
+    dtype: Any = None
+    ndim: int = 0
+    shape: tuple = ()  # mut/mapped: sub-tensor shape; ref: static sizes (None = dynamic)
+    grid_rank: int = 0
+    value: Any = None  # const
+
+    def spec(self):
+        if self.kind == "const":
+            return ConstSpec(self.value)
+        if self.kind == "scalar":
+            return ScalarSpec(self.dtype)
+        if self.kind == "ref":
+            static = self.shape if any(s is not None for s in self.shape) else None
+            return ArraySpec(self.dtype, self.ndim, True, static)
+        return ArraySpec(self.dtype, self.ndim, False, None)
+
+
+@dataclass
+class Compiled:
+    fn: Function
+    shim: Kernel  # carries constant_params and the backend cache for this specialisation
+    specs: tuple
+
+
+class EntryKernel:
+    """A ``@ct.entry`` kernel. ``kernel(*args)`` builds a lazy, validated ``LaunchOp``."""
+
+    def __init__(self, fn: Callable, preconditions=(), hints: dict | None = None,
+                 generics: dict | None = None, grid: Any = None, backend: str | None = None,
+                 _shared: dict | None = None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.hints = validate_hints(hints or {})
+        sig = inspect.signature(fn)
+        self.param_names: list[str] = []
+        self.decls: list[Any] = []
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+                raise TypeError(f"entry kernel {fn.__name__!r}: parameter {p.name!r} must be positional")
+            self.param_names.append(p.name)
+            self.decls.append(parse_annotation(self._annotation(p), p.name, fn.__name__))
+        self.preconditions = [Precondition(c, fn.__name__) for c in (preconditions or ())]
+        self.explicit_generics = dict(generics or {})
+        self.explicit_grid = grid
+        self.backend_name = backend
+        self._shared = _shared if _shared is not None else {"cache": {}, "lock": threading.Lock()}
+
+    def _annotation(self, p: inspect.Parameter) -> Any:
+        ann = p.annotation
+        if ann is inspect.Parameter.empty:
+            return None
+        if isinstance(ann, str):
+            try:
+                return eval(ann, self.fn.__globals__)  # noqa: S307 - the user's own annotation
+            except NameError:
+                if ann.isidentifier():
+                    return ann  # a generic element-type name
+                raise
+        return ann
+
+    # ------------------------------------------------------------------ configuration
+
+    def _clone(self, **changes) -> "EntryKernel":
+        k = object.__new__(EntryKernel)
+        k.__dict__.update(self.__dict__)
+        k.__dict__.update(changes)
+        return k
+
+    def generics(self, mapping: dict | None = None, **values) -> "EntryKernel":
+        """The same kernel with explicit const generics / element types: ``k.generics(B=128)``."""
+        g = dict(self.explicit_generics)
+        g.update(mapping or {})
+        g.update(values)
+        for name, v in g.items():
+            if isinstance(v, bool) or not (isinstance(v, int) or dt.is_dtype_like(v)):
+                raise TypeError(f"generic {name}={v!r}: generics are integers or element types")
+        g = {n: (v if isinstance(v, int) else dt.as_dtype(v)) for n, v in g.items()}
+        return self._clone(explicit_generics=g)
+
+    def grid(self, grid) -> "EntryKernel":
+        """The same kernel with an explicit launch grid (checked against the partitions)."""
+        from ..runtime.launch import normalize_grid
+        from .errors import GridError
+        try:
+            g = normalize_grid(grid)
+        except ValueError as e:
+            raise GridError(str(e)) from None
+        return self._clone(explicit_grid=g)
+
+    const_grid = grid
+
+    def backend(self, name: str | None) -> "EntryKernel":
+        """Force a backend: 'cpu', 'triton' (GPU code generation), or None (by device)."""
+        if name not in (None, "cpu", "triton"):
+            raise ValueError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
+        return self._clone(backend_name=name)
+
+    # ------------------------------------------------------------------ launching
+
+    def __call__(self, *args) -> "LaunchOp":
+        from .launch import LaunchOp
+        return LaunchOp(self, args)
+
+    def compile(self, *args) -> Function:
+        """Validate a launch with these arguments and compile it, without running or moving anything."""
+        from .launch import prepare
+        return prepare(self, args).compiled.fn
+
+    def ir(self, *args) -> str:
+        from ..ir.printer import format_function
+        return format_function(self.compile(*args))
+
+    def __repr__(self) -> str:
+        return f"<safetile entry kernel {self.__name__}>"
+
+    # ------------------------------------------------------------------ specialisation
+
+    def specialize(self, keys: tuple[ParamKey, ...], generics: dict[str, Any]) -> Compiled:
+        cache_key = (keys, tuple(sorted(generics.items(), key=lambda kv: kv[0])), tuple(sorted(self.hints.items())))
+        cache = self._shared["cache"]
+        c = cache.get(cache_key)
+        if c is None:
+            with self._shared["lock"]:
+                c = cache.get(cache_key)
+                if c is None:
+                    fn = compile_entry(self.fn, self.param_names, keys, generics, self.hints)
+                    shim = Kernel(self.fn, self.hints)
+                    c = cache[cache_key] = Compiled(fn, shim, tuple(k.spec() for k in keys))
+        return c
+
+    @property
+    def num_compiled(self) -> int:
+        """How many specialisations have been compiled (shared by configured copies)."""
+        return len(self._shared["cache"])
+
+
+def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], generics: dict[str, Any],
+                  hints: dict[str, Any]) -> Function:
+    """Compile an entry kernel body with its parameters bound to device-side values."""
+    parsed = parse_function(fn)
+    builder = Builder()
+    body = Block()
+    params: list[Param] = []
+    scope: dict[str, Any] = {}
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                pass
+    scope.update(generics)
+    for name, k in zip(names, keys):
+        if k.kind == "const":
+            scope[name] = k.value
+            params.append(Param(name, "constant", constant=k.value))
+        elif k.kind == "scalar":
+            v = Value(TileType(k.dtype, ()), hint=name)
+            body.args.append(v)
+            scope[name] = Tile(v)
+            params.append(Param(name, "scalar", value=v))
+        else:
+            readonly = k.kind == "ref"
+            static = tuple(k.shape) if readonly and any(s is not None for s in k.shape) else None
+            v = Value(ArrayType(k.dtype, k.ndim, readonly, static), hint=name)
+            body.args.append(v)
+            if k.kind == "ref":
+                scope[name] = RefTensor(v, name, k.shape)
+            elif k.kind == "mut":
+                scope[name] = MutTensor(name, Array(v, name), k.shape, k.grid_rank)
+            else:
+                scope[name] = MappedMutTensor(name, Array(v, name), k.shape, k.grid_rank)
+            params.append(Param(name, "array", value=v))
+    if isinstance(parsed.node, ast.AsyncFunctionDef):
+        raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
+    compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True)
+    try:
+        with building(builder), builder.inside(body):
+            compiler.run_body(parsed.node.body)
+            builder.emit("yield", [])
+    except TileError:
+        raise
+    except RecursionError:
+        raise TileRecursionError("the kernel is nested too deeply to compile", parsed.loc(parsed.node)) from None
+    except Exception as e:  # noqa: BLE001 - never leak a raw traceback from the compiler
+        raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}", parsed.loc(parsed.node)) from e
+    function = Function(fn.__name__, params, body, dict(hints), parsed.filename)
+    verify(function)
+    return function
+
+
+def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = False, **hints):
+    """Decorator for safe-style kernels: ``@ct.entry`` or ``@ct.entry(preconditions=[...])``.
+
+    ``@ct.entry(unchecked=True)`` is the explicit escape hatch: it makes an ordinary
+    ``@ct.kernel`` (cuTile Python style, launched with ``ct.launch``) with no ownership checks.
+    """
+    def make(f: Callable):
+        if unchecked:
+            if preconditions:
+                raise TypeError("preconditions belong to safe entry kernels, not unchecked ones")
+            return Kernel(f, hints)
+        return EntryKernel(f, preconditions, hints)
+    return make if fn is None else make(fn)

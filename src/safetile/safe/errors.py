@@ -1,0 +1,62 @@
+"""Errors of the safe style: ownership, launch validation, device operations, races.
+
+Launch-time rejections are ``LaunchError`` subclasses (a ``ValueError``) raised before
+anything runs, so a rejected launch writes nothing and moves nothing. Using a value
+that was moved (into a partition, a launch, a shared handle) raises ``UseAfterMoveError``
+naming what moved it.
+"""
+from __future__ import annotations
+
+from ..errors import LaunchError
+
+
+class OwnershipError(RuntimeError):
+    """A host value was used while something else owns or borrows it."""
+
+
+class UseAfterMoveError(OwnershipError):
+    """The value was moved (into a partition, a launch, a shared handle...) and not given back."""
+
+
+class BorrowError(OwnershipError):
+    """The tensor is mutably borrowed by a partition; release the partition first."""
+
+
+class LaunchTypeError(LaunchError, TypeError):
+    """An argument does not fit its ``@ct.entry`` parameter (kind, element type, rank, shape)."""
+
+
+class AliasError(LaunchError):
+    """A mutable argument overlaps another argument in memory."""
+
+
+class GridError(LaunchError):
+    """The launch grid is missing, or disagrees with a partition (names the axis)."""
+
+
+class PartitionError(LaunchError):
+    """A partition request is invalid (rank, shape, mapping)."""
+
+
+class PreconditionError(LaunchError):
+    """A declared ``preconditions=[...]`` condition of an entry kernel does not hold."""
+
+
+class DeviceOpError(RuntimeError):
+    """A device operation was driven the wrong way."""
+
+
+class NestedSyncError(DeviceOpError):
+    """``sync()`` (or another terminal) was called while a device operation is executing."""
+
+
+class GraphCaptureError(DeviceOpError):
+    """An operation cannot be recorded into a graph (it allocates memory)."""
+
+
+class RaceError(RuntimeError):
+    """The race detector found elements written by two different tile blocks."""
+
+    def __init__(self, report):
+        self.report = report
+        super().__init__(report.describe())

@@ -1,0 +1,270 @@
+"""Lazy tensor factories and copies (DeviceOps), usable on the host and in tile code.
+
+On the host, ``ct.zeros(1024)`` is a DeviceOp producing a new ``Tensor`` (run it with
+``.sync()``, ``await``, or chain it). Inside a kernel the same names build tiles
+(``ct.zeros((64,), ct.float32)``): the call is forwarded to the tile factory unchanged.
+Factories and copies allocate, so they cannot be recorded into a graph; ``memcpy`` does
+not allocate and can (it is how graph inputs are refreshed).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..ir.builder import active as _in_tile_code
+from ..ops import factories as _tile
+from .deviceop import DeviceOp
+from .errors import AliasError, LaunchTypeError
+from .memory import REGISTRY, extent_of, overlaps
+from .ownership import caller_site
+from .tile_api import tile_api
+from .tensor import Tensor, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    if not isinstance(shape, (tuple, list)) or any(isinstance(n, bool) or not isinstance(n, (int, np.integer))
+                                                   or int(n) < 0 for n in shape):
+        raise ValueError(f"a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
+    return tuple(int(n) for n in shape)
+
+
+class Alloc(DeviceOp):
+    """An operation that allocates a new tensor (not recordable into a graph)."""
+
+    def __init__(self, label: str, device: str, make: Callable[[str], Any]):
+        self._label, self.device, self.make = label, device, make
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    def _device(self):
+        return self.device
+
+    def _run(self, ctx):
+        if ctx.capturing:
+            ctx.recorder.reject(self._label)
+        return Tensor(self.make(self.device))
+
+
+def _filled(label, shape, dtype, device, np_fill, torch_fill) -> DeviceOp:
+    shp, d, dev = _shape(shape), dt.as_dtype(dtype), normalize_device(device)
+
+    def make(device):
+        if device == "cpu":
+            return np_fill(shp, d.np_dtype)
+        import torch
+        return torch_fill(shp, torch_dtype(d), device)
+    return Alloc(f"{label}({shp}, {d.name})", dev, make)
+
+
+@tile_api
+def zeros(shape, dtype=dt.float32, *args, device=None, **kwargs):
+    """Host: a DeviceOp making a zero-filled Tensor. Tile code: a tile of zeros."""
+    if _in_tile_code():
+        return _tile.zeros(shape, dtype, *args, **kwargs)
+    return _filled("zeros", shape, dtype, device, np.zeros,
+                   lambda s, d, dev: __import__("torch").zeros(s, dtype=d, device=dev))
+
+
+@tile_api
+def ones(shape, dtype=dt.float32, *args, device=None, **kwargs):
+    """Host: a DeviceOp making a Tensor of ones. Tile code: a tile of ones."""
+    if _in_tile_code():
+        return _tile.ones(shape, dtype, *args, **kwargs)
+    return _filled("ones", shape, dtype, device, np.ones,
+                   lambda s, d, dev: __import__("torch").ones(s, dtype=d, device=dev))
+
+
+@tile_api
+def full(shape, fill_value, dtype=None, *args, device=None, **kwargs):
+    """Host: a DeviceOp making a Tensor filled with ``fill_value``. Tile code: a filled tile."""
+    if _in_tile_code():
+        return _tile.full(shape, fill_value, dtype, *args, **kwargs)
+    d = dt.as_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
+    return _filled("full", shape, d, device, lambda s, npd: np.full(s, fill_value, dtype=npd),
+                   lambda s, td, dev: __import__("torch").full(s, fill_value, dtype=td, device=dev))
+
+
+@tile_api
+def arange(size, *, dtype=dt.int32, start=0, step=1, device=None):
+    """``start + step * [0, 1, ..., size-1]``: a DeviceOp on the host, a tile in tile code."""
+    if _in_tile_code():
+        return _tile.arange(size, dtype=dtype, start=start, step=step)
+    (n,) = _shape((size,))
+    d = dt.as_dtype(dtype)
+
+    def make(device):
+        a = (start + step * np.arange(n, dtype=np.float64 if d.is_float else np.int64)).astype(d.np_dtype)
+        return a if device == "cpu" else numpy_to_torch(a, device)
+    return Alloc(f"arange({n}, {d.name})", normalize_device(device), make)
+
+
+def _random(kind: str, shape, seed, dtype, device) -> DeviceOp:
+    shp, d, dev = _shape(shape), dt.as_dtype(dtype), normalize_device(device)
+    if not d.is_float:
+        raise TypeError(f"{kind}: random tensors are floating point, got {d.name}")
+
+    def make(device):
+        if device == "cpu":
+            rng = np.random.default_rng(seed)
+            a = rng.random(shp, dtype=np.float64) if kind == "rand" else rng.standard_normal(shp)
+            return a.astype(d.np_dtype)
+        import torch
+        g = torch.Generator(device=device)
+        g.manual_seed(int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        fn = torch.rand if kind == "rand" else torch.randn
+        return fn(shp, generator=g, device=device, dtype=torch.float32).to(torch_dtype(d))
+    return Alloc(f"{kind}({shp}, seed={seed})", dev, make)
+
+
+def rand(shape, *, seed=None, dtype=dt.float32, device=None) -> DeviceOp:
+    """A DeviceOp making a Tensor of uniform [0, 1) samples (reproducible with ``seed``)."""
+    return _random("rand", shape, seed, dtype, device)
+
+
+def randn(shape, *, seed=None, dtype=dt.float32, device=None) -> DeviceOp:
+    """A DeviceOp making a Tensor of standard normal samples (reproducible with ``seed``)."""
+    return _random("randn", shape, seed, dtype, device)
+
+
+# ------------------------------------------------------------------------------ copies
+
+def _source_data(src: Any, what: str) -> Any:
+    """The array behind a copy source (checked usable); host reads wait for writers."""
+    from .partition import Partition, Shared
+    if isinstance(src, Tensor):
+        src._check("copied")
+        return src._data
+    if isinstance(src, Shared):
+        src._check("copied")
+        return src._tensor._data
+    if isinstance(src, Partition):
+        src._check("copied")
+        return src._tensor._data
+    if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
+        return src
+    raise TypeError(f"{what}: cannot copy from {type(src).__name__}")
+
+
+def _to(data: Any, device: str):
+    if device == "cpu":
+        if isinstance(data, np.ndarray):
+            return np.array(data, copy=True)
+        return torch_to_numpy(data)
+    if isinstance(data, np.ndarray):
+        return numpy_to_torch(data, device)
+    return data.detach().to(device, copy=True)
+
+
+def copy(src: Any) -> DeviceOp:
+    """A DeviceOp making a new Tensor with a copy of ``src`` (same device)."""
+    _source_data(src, "copy")
+    dev = "cpu" if isinstance(src, np.ndarray) else getattr(src, "device", "cpu")
+
+    def make(device):
+        data = _source_data(src, "copy")
+        REGISTRY.wait_for_host(extent_of(data), False)
+        return _to(data, device)
+    return Alloc("copy", normalize_device(str(dev)), make)
+
+
+def to_device(src: Any, device: Any = None) -> DeviceOp:
+    """A DeviceOp copying ``src`` (Tensor, Shared, NumPy array, torch tensor) onto ``device``."""
+    _source_data(src, "to_device")
+    dev = normalize_device(device)
+
+    def make(device):
+        data = _source_data(src, "to_device")
+        REGISTRY.wait_for_host(extent_of(data), False)
+        return _to(data, device)
+    return Alloc(f"to_device({dev})", dev, make)
+
+
+def from_numpy(a: Any, device: Any = None, dtype: Any = None) -> DeviceOp:
+    """A DeviceOp copying host data (array-like) into a new Tensor on ``device``."""
+    arr = np.asarray(a)
+    if dtype is not None:
+        arr = arr.astype(dt.as_dtype(dtype).np_dtype)
+    return to_device(np.array(arr, copy=True), device)
+
+
+tensor = from_numpy
+
+
+class Memcpy(DeviceOp):
+    """``ct.memcpy(dst, src)``: copy into existing memory (no allocation; recordable)."""
+
+    def __init__(self, dst: Any, src: Any):
+        from .partition import Partition
+        if not isinstance(dst, (Tensor, Partition)):
+            raise LaunchTypeError(f"memcpy: the destination must be a Tensor or a Partition, got "
+                                  f"{type(dst).__name__}")
+        dst._check("copied into")
+        sdata = _source_data(src, "memcpy")
+        ddata = dst._tensor._data if isinstance(dst, Partition) else dst._data
+        if tuple(sdata.shape) != tuple(ddata.shape):
+            raise LaunchTypeError(f"memcpy: shapes differ: destination {tuple(ddata.shape)}, source "
+                                  f"{tuple(sdata.shape)}")
+        if dt.as_dtype(sdata.dtype) is not dt.as_dtype(ddata.dtype):
+            raise LaunchTypeError(f"memcpy: element types differ: destination {dt.as_dtype(ddata.dtype).name}, "
+                                  f"source {dt.as_dtype(sdata.dtype).name}")
+        if overlaps(extent_of(sdata), extent_of(ddata)):
+            raise AliasError(f"memcpy: the destination {dst.label} overlaps the source in memory")
+        self.dst, self.src = dst, src
+        self._site = caller_site()
+        self._ran = False
+        dst._move(f"{self.label} (created at {self._site}); it is given back by that operation's result",
+                  holder=self)
+
+    @property
+    def label(self) -> str:
+        return f"memcpy into {self.dst.label}"
+
+    def _device(self):
+        from .partition import Partition
+        d = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
+        return d._device
+
+    def _wait_done(self) -> bool:
+        return self._ran
+
+    def _run(self, ctx):
+        from .partition import Partition
+        dt_ = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
+        ddata = dt_._data
+        sdata = _source_data(self.src, "memcpy")
+        dev = dt_._device
+
+        def step(stream):
+            if dev == "cpu":
+                if not isinstance(sdata, np.ndarray):
+                    np.copyto(ddata, torch_to_numpy(sdata))
+                else:
+                    np.copyto(ddata, sdata)
+            else:
+                import torch
+                src = sdata if not isinstance(sdata, np.ndarray) else torch.from_numpy(np.ascontiguousarray(sdata))
+                ddata.copy_(src, non_blocking=True)
+
+        if ctx.capturing:
+            if dev != "cpu" and isinstance(sdata, np.ndarray):
+                ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from a "
+                                    "device tensor")
+            ctx.recorder.record(self.label, step, [extent_of(ddata)], dev)
+        else:
+            REGISTRY.wait_for_host(extent_of(ddata), True)
+            REGISTRY.wait_for_host(extent_of(sdata), False)
+            step(ctx.stream)
+        self._ran = True
+        self.dst._give_back()
+        return self.dst
+
+
+def memcpy(dst: Any, src: Any) -> DeviceOp:
+    """A DeviceOp copying ``src`` into ``dst`` (same shape and element type); gives ``dst`` back."""
+    return Memcpy(dst, src)

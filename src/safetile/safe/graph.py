@@ -1,0 +1,168 @@
+"""Graphs: capture a DeviceOp once, replay it many times.
+
+Capturing walks the operation without running device work and records every launch and
+copy with its concrete arguments; operations that allocate memory (factories, ``dup``,
+host→device copies) are rejected, so a replay never depends on fresh addresses. Host
+closures (``map``, ``then``, ``inspect``) run once, at capture. Refresh inputs between
+replays with ``ct.memcpy(dst, src)``. On the GPU the recorded work is captured into a
+``torch.cuda.CUDAGraph`` (after one warm-up run that compiles the kernels); on the CPU a
+replay runs the recorded sequence.
+
+``with ct.graph_scope() as g: g.record(op1); g.record(op2)`` records several operations
+(each sees the values the previous ones produced) into one graph, ``g.graph``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .deviceop import DeviceOp, ExecContext, _check_terminal
+from .errors import GraphCaptureError
+from .memory import REGISTRY, Extent
+from .streams import Stream, default_pool, execution
+
+
+class Recorder:
+    """Collects the steps of a capture."""
+
+    def __init__(self):
+        self.steps: list[tuple[str, Callable[[Stream], None]]] = []
+        self.extents: list[Extent] = []
+        self.device: str | None = None
+
+    def record(self, label: str, fn: Callable[[Stream], None], extents: list[Extent], device: str) -> None:
+        if self.device is not None and device != self.device:
+            raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
+        self.device = device
+        self.steps.append((label, fn))
+        self.extents.extend(extents)
+
+    def reject(self, label: str, why: str = "it allocates memory") -> None:
+        raise GraphCaptureError(f"{label} cannot be recorded into a graph: {why}; allocate before capturing "
+                                "and refresh inputs with ct.memcpy(dst, src)")
+
+
+class Graph:
+    """A captured sequence of device work; ``launch()`` replays it and returns its value."""
+
+    def __init__(self, recorder: Recorder, value: Any, stream: Stream):
+        self._steps = recorder.steps
+        self._extents = recorder.extents
+        self.value = value
+        self.stream = stream
+        self._cuda_graph = None
+        self.replays = 0
+        if stream.is_cuda and self._steps:
+            self._capture_cuda()
+
+    @classmethod
+    def capture(cls, op: DeviceOp, stream: Stream | None = None) -> "Graph":
+        _check_terminal("graph()")
+        if stream is None:
+            stream = default_pool(op._device()).next()
+        rec = Recorder()
+        with execution():
+            value = op._run(ExecContext(stream, rec))
+        return cls(rec, value, stream)
+
+    @property
+    def num_ops(self) -> int:
+        """How many launches and copies a replay runs."""
+        return len(self._steps)
+
+    @property
+    def ops(self) -> list[str]:
+        return [label for label, _ in self._steps]
+
+    def _capture_cuda(self) -> None:
+        import torch
+        side = torch.cuda.Stream(device=self.stream.device)
+        side.wait_stream(self.stream.torch_stream)
+        with torch.cuda.stream(side):  # warm-up: compiles kernels outside the capture
+            for _, fn in self._steps:
+                fn(self.stream)
+        self.stream.torch_stream.wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=self.stream.torch_stream):
+            for _, fn in self._steps:
+                fn(self.stream)
+        self._cuda_graph = g
+
+    def _wait_conflicts(self) -> None:
+        for ext in self._extents:
+            for e in REGISTRY.conflicting(ext, True):
+                e.wait_host()
+
+    def launch(self) -> Any:
+        """Replay the graph on its stream, wait for it, and return the captured value."""
+        _check_terminal("Graph.launch()")
+        self._wait_conflicts()
+        stream = self.stream
+        if self._cuda_graph is not None:
+            with stream.context():
+                self._cuda_graph.replay()
+            stream.synchronize()
+        else:
+            def replay():
+                with execution():
+                    for _, fn in self._steps:
+                        fn(stream)
+            stream.run(replay)
+        self.replays += 1
+        return self.value
+
+    replay = launch
+
+    def update(self, op: DeviceOp) -> "Graph":
+        """Re-capture from ``op`` on the same stream (returns self)."""
+        g = Graph.capture(op, self.stream)
+        self.__dict__.update(g.__dict__)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<safetile Graph: {self.num_ops} op(s) on {self.stream.device}>"
+
+
+class GraphScope:
+    """Records several operations into one graph (see ``ct.graph_scope``)."""
+
+    def __init__(self, stream: Stream | None = None):
+        self._stream = stream
+        self._rec = Recorder()
+        self._values: list[Any] = []
+        self.graph: Graph | None = None
+        self._open = False
+
+    def __enter__(self) -> "GraphScope":
+        _check_terminal("graph_scope()")
+        self._open = True
+        return self
+
+    def record(self, op: DeviceOp) -> Any:
+        """Record ``op`` and return its value (tensors and partitions to build the next op with)."""
+        if not self._open:
+            raise GraphCaptureError("record() is only possible inside `with ct.graph_scope() as g:`")
+        if not isinstance(op, DeviceOp):
+            raise TypeError(f"record expects a DeviceOp, got {type(op).__name__}")
+        if self._stream is None:
+            self._stream = default_pool(op._device()).next()
+        with execution():
+            v = op._run(ExecContext(self._stream, self._rec))
+        self._values.append(v)
+        return v
+
+    def __exit__(self, et, ev, tb) -> bool:
+        self._open = False
+        if et is None:
+            stream = self._stream or default_pool(None).next()
+            self.graph = Graph(self._rec, tuple(self._values), stream)
+        return False
+
+    def launch(self) -> Any:
+        if self.graph is None:
+            raise GraphCaptureError("the graph scope is still open (or failed); launch after the with-block")
+        return self.graph.launch()
+
+
+def graph_scope(stream: Stream | None = None) -> GraphScope:
+    """``with ct.graph_scope() as g: g.record(op)...`` then ``g.graph.launch()``."""
+    return GraphScope(stream)

@@ -1,0 +1,464 @@
+"""The launch boundary of entry kernels: validate, move arguments in, run, give them back.
+
+``prepare`` checks a launch completely before anything happens: argument kinds,
+ownership (nothing moved or borrowed), element types, ranks and static shapes, const
+generics, power-of-two sub-tensor shapes, memory aliasing (a mutable argument may not
+overlap any other argument, views included), the grid (inferred from the mutable
+partitions; every partition and an explicit grid must agree, axis by axis), declared
+preconditions, and compilation. Only then does ``LaunchOp`` move the arguments in;
+running it gives them back, each as the kind it came in (partition → partition,
+shared → shared, tensor → tensor).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..runtime.launch import normalize_grid
+from .deviceop import DeviceOp, ExecContext
+from .entry import Compiled, EntryKernel, ParamKey
+from .errors import AliasError, DeviceOpError, GridError, LaunchTypeError
+from .memory import REGISTRY, Extent, InFlight, extent_of, overlaps
+from .ownership import Owned, caller_site
+from .partition import MappedPartition, Partition, Shared
+from .preconditions import ArgInfo
+from .tensor import Tensor, _is_torch
+from .types import ConstParam, ScalarParam, TensorParam
+
+SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+AXES = "xyz"
+_op_ids = itertools.count(1)
+
+
+@dataclass
+class Plan:
+    """A validated launch: what to run, where, and with which memory."""
+
+    compiled: Compiled
+    grid3: tuple[int, int, int]
+    runtime_args: list[Any]
+    device: str
+    writes: list[Extent] = field(default_factory=list)
+    reads: list[Extent] = field(default_factory=list)
+    backend: str = "cpu"
+
+
+def _data_of(a: Any):
+    """(array data, is mutable) of a tensor-like argument."""
+    if isinstance(a, (Partition, MappedPartition)):
+        return a._tensor._data
+    if isinstance(a, Shared):
+        return a._tensor._data
+    if isinstance(a, Tensor):
+        return a._data
+    return a
+
+
+def _device_of(data: Any) -> str:
+    if isinstance(data, np.ndarray):
+        return "cpu"
+    return "cpu" if data.device.type == "cpu" else str(data.device)
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class _Binder:
+    """Binds const generics consistently across arguments."""
+
+    def __init__(self, kernel: EntryKernel):
+        self.kernel = kernel
+        self.values: dict[str, Any] = dict(kernel.explicit_generics)
+        self.source: dict[str, str] = {n: "kernel.generics(...)" for n in self.values}
+
+    def bind(self, name: str, value: Any, where: str) -> None:
+        if name in self.values:
+            if self.values[name] != value:
+                raise LaunchTypeError(f"kernel {self.kernel.__name__!r}: generic {name!r} is "
+                                      f"{_show(self.values[name])} from {self.source[name]} but "
+                                      f"{_show(value)} from {where}")
+            return
+        self.values[name] = value
+        self.source[name] = where
+
+
+def _show(v):
+    return v.name if isinstance(v, dt.DType) else repr(v)
+
+
+def _bind_dtype(b: _Binder, decl_dtype, actual: dt.DType, name: str, kname: str) -> dt.DType:
+    if isinstance(decl_dtype, str):
+        b.bind(decl_dtype, actual, f"argument {name!r}")
+        return actual
+    if actual is not decl_dtype:
+        raise LaunchTypeError(f"kernel {kname!r}: argument {name!r} has element type {actual.name} but the "
+                              f"parameter is declared {decl_dtype.name}")
+    return actual
+
+
+def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -> Plan:
+    """Validate a launch and compile it; raises before touching anything."""
+    kname = kernel.__name__
+    names = kernel.param_names
+    if len(args) != len(names):
+        raise LaunchTypeError(f"kernel {kname!r} takes {len(names)} argument(s) ({', '.join(names)}), "
+                              f"got {len(args)}")
+    b = _Binder(kernel)
+    keys: list[ParamKey] = []
+    runtime: list[Any] = []
+    infos: dict[str, Any] = {}
+    tensor_args: list[tuple[str, Any, bool]] = []  # (name, data, mutable)
+    grids: list[tuple[str, tuple[int, int, int], bool]] = []  # (name, grid3, is_prefix)
+    seen: dict[int, str] = {}
+    for name, decl, a in zip(names, kernel.decls, args):
+        where = f"argument {name!r} of kernel {kname!r}"
+        if isinstance(a, DeviceOp):
+            raise LaunchTypeError(f"{where}: a DeviceOp must be resolved before validation")
+        if isinstance(decl, ConstParam):
+            try:
+                hash(a)
+            except TypeError:
+                raise LaunchTypeError(f"{where}: ct.Constant arguments must be hashable, got "
+                                      f"{type(a).__name__}") from None
+            keys.append(ParamKey("const", value=a))
+            runtime.append(a)
+            infos[name] = a
+            continue
+        if isinstance(decl, ScalarParam):
+            if not isinstance(a, SCALARS):
+                raise LaunchTypeError(f"{where} is a scalar ({_show(decl.dtype) if not isinstance(decl.dtype, str) else decl.dtype}), "
+                                      f"got {type(a).__name__}")
+            if isinstance(decl.dtype, str):
+                from ..runtime.args import scalar_spec
+                d = scalar_spec(a)
+                b.bind(decl.dtype, d, f"argument {name!r}")
+            else:
+                d = decl.dtype
+            keys.append(ParamKey("scalar", dtype=d))
+            runtime.append(a)
+            infos[name] = a
+            continue
+        # tensors
+        assert isinstance(decl, TensorParam)
+        if isinstance(a, Owned) or isinstance(a, Shared):
+            if id(a) in seen:
+                raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {seen[id(a)]!r} and "
+                                 f"argument {name!r}" + (" (a mutable argument must not alias any other)"
+                                                         if decl.mutable else ""))
+            seen[id(a)] = name
+            if check_ownership:
+                a._check(f"passed as {where}")
+        if decl.kind == "mut":
+            if isinstance(a, MappedPartition):
+                raise LaunchTypeError(f"{where} is ct.Mut (one sub-tensor per block); a mapped partition needs a "
+                                      "ct.MappedMut parameter")
+            if not isinstance(a, Partition):
+                raise LaunchTypeError(f"{where} is mutable (ct.Mut): pass a partition, e.g. "
+                                      f"t.partition({tuple(1 if isinstance(s, str) else s for s in decl.shape)}), "
+                                      f"got {type(a).__name__}")
+            sub = a._sub_shape()
+            grid_rank = len(a._pshape)
+            grids.append((name, a._grid3(), a._prefix))
+        elif decl.kind == "mapped":
+            if not isinstance(a, MappedPartition):
+                raise LaunchTypeError(f"{where} is ct.MappedMut: pass t.partition(shape).map(num_tile_blocks), got "
+                                      f"{type(a).__name__}")
+            sub = a._partition._sub_shape()
+            grid_rank = len(a._partition._pshape)
+            grids.append((name, a._grid3(), False))
+        else:
+            if isinstance(a, (Partition, MappedPartition)):
+                raise LaunchTypeError(f"{where} is read-only (ct.Ref): pass the tensor itself or ct.shared(t), "
+                                      "not a partition")
+            if not (isinstance(a, (Tensor, Shared, np.ndarray)) or _is_torch(a)):
+                raise LaunchTypeError(f"{where} is a read-only tensor (ct.Ref): pass a Tensor, ct.shared(t), a NumPy "
+                                      f"array or a torch tensor, got {type(a).__name__}")
+            sub = None
+            grid_rank = 0
+        data = _data_of(a)
+        try:
+            actual = dt.as_dtype(data.dtype)
+        except TypeError as e:
+            raise LaunchTypeError(f"{where}: {e}") from None
+        d = _bind_dtype(b, decl.dtype, actual, name, kname)
+        shape = tuple(int(n) for n in (sub if sub is not None else data.shape))
+        what = "the sub-tensor shape" if sub is not None else "the tensor shape"
+        if len(shape) != decl.ndim:
+            raise LaunchTypeError(f"{where}: {what} {shape} has rank {len(shape)} but {decl!r} has rank {decl.ndim}")
+        static: list[Any] = []
+        for axis, (want, have) in enumerate(zip(decl.shape, shape)):
+            if isinstance(want, str):
+                b.bind(want, have, f"{what} of {name!r} (axis {axis})")
+                static.append(have)
+            elif want == -1:
+                static.append(have if sub is not None else None)
+            else:
+                if want != have:
+                    raise LaunchTypeError(f"{where}: {what} is {shape} but {decl!r} needs size {want} on axis {axis}")
+                static.append(have)
+        if sub is not None:
+            bad = [n for n in sub if not _is_pow2(n)]
+            if bad:
+                raise LaunchTypeError(f"{where}: sub-tensor shape {sub} must be powers of two (tiles are "
+                                      "power-of-two shaped); choose another partition shape")
+            keys.append(ParamKey(decl.kind, d, len(data.shape), tuple(sub), grid_rank))
+        else:
+            keys.append(ParamKey("ref", d, len(data.shape), tuple(static)))
+        tensor_args.append((name, data, decl.mutable))
+        runtime.append(data)
+        infos[name] = ArgInfo(name, tuple(int(n) for n in data.shape), actual)
+
+    # every generic named in an annotation must be determined
+    for name, decl in zip(names, kernel.decls):
+        wanted = []
+        if isinstance(decl, TensorParam):
+            wanted = [s for s in decl.shape if isinstance(s, str)] + ([decl.dtype] if isinstance(decl.dtype, str) else [])
+        for g in wanted:
+            if g not in b.values:
+                raise LaunchTypeError(f"kernel {kname!r}: generic {g!r} (parameter {name!r}) is not determined by the "
+                                      f"arguments; give it with {kname}.generics({g}=...)")
+
+    # devices
+    devices = {_device_of(d) for _, d, _ in tensor_args}
+    if len(devices) > 1:
+        listing = ", ".join(f"{n!r} on {_device_of(d)}" for n, d, _ in tensor_args)
+        raise LaunchTypeError(f"kernel {kname!r}: arguments live on different devices ({listing})")
+    device = devices.pop() if devices else "cpu"
+
+    # aliasing: a mutable argument overlaps nothing else
+    extents = [(n, extent_of(d), m) for n, d, m in tensor_args]
+    for i, (n1, e1, m1) in enumerate(extents):
+        for n2, e2, m2 in extents[i + 1:]:
+            if (m1 or m2) and overlaps(e1, e2):
+                mut, other = (n1, n2) if m1 else (n2, n1)
+                raise AliasError(f"kernel {kname!r}: mutable argument {mut!r} overlaps argument {other!r} in memory; "
+                                 "a mutable argument must not alias any other argument (views included)")
+
+    grid3 = _grid(kernel, grids)
+
+    # preconditions see shapes, scalars, constants and generics
+    values = dict(b.values)
+    values.update(infos)
+    for pc in kernel.preconditions:
+        pc.check(values)
+
+    compiled = kernel.specialize(tuple(keys), dict(b.values))
+    backend = kernel.backend_name or ("cpu" if device == "cpu" else "triton")
+    return Plan(compiled, grid3, runtime, device,
+                writes=[e for _, e, m in extents if m], reads=[e for _, e, m in extents if not m],
+                backend=backend)
+
+
+def _grid(kernel: EntryKernel, grids) -> tuple[int, int, int]:
+    kname = kernel.__name__
+    inferred, source = None, None
+    for name, g, prefix in grids:
+        if prefix:
+            continue
+        if inferred is None:
+            inferred, source = g, name
+            continue
+        for axis in range(3):
+            if g[axis] != inferred[axis]:
+                raise GridError(f"kernel {kname!r}: grid mismatch on axis {axis} ({AXES[axis]}): the partition of "
+                                f"{name!r} has {g[axis]} blocks but the partition of {source!r} has "
+                                f"{inferred[axis]} (grids {g} and {inferred})")
+    explicit = kernel.explicit_grid
+    if explicit is not None and inferred is not None:
+        for axis in range(3):
+            if explicit[axis] != inferred[axis]:
+                raise GridError(f"kernel {kname!r}: the launch grid {explicit} does not match the grid {inferred} "
+                                f"inferred from the partition of {source!r} on axis {axis} ({AXES[axis]})")
+    grid3 = explicit or inferred
+    prefixes = [(n, g) for n, g, p in grids if p]
+    if grid3 is None and prefixes:
+        grid3 = tuple(max(g[a] for _, g in prefixes) for a in range(3))
+    if grid3 is None:
+        raise GridError(f"kernel {kname!r}: launch grid required: no mutable partition argument determines it; give "
+                        f"one with {kname}.grid((x, y, z))")
+    for name, g in prefixes:
+        for axis in range(3):
+            if g[axis] > grid3[axis]:
+                raise GridError(f"kernel {kname!r}: prefix overrun on axis {axis} ({AXES[axis]}): the prefix "
+                                f"partition of {name!r} has {g[axis]} blocks but the launch grid has {grid3[axis]}")
+    try:
+        return normalize_grid(tuple(grid3))
+    except ValueError as e:
+        raise GridError(f"kernel {kname!r}: {e}") from None
+
+
+# ------------------------------------------------------------------------------ running
+
+def run_plan(plan: Plan, stream=None, race_detector=None) -> None:
+    """Run a validated launch on its backend (no ownership bookkeeping)."""
+    c = plan.compiled
+    if plan.backend == "cpu":
+        if plan.device != "cpu":
+            raise LaunchTypeError("the CPU backend runs on host memory; these arguments live on "
+                                  f"{plan.device}")
+        from ..runtime.launch import run_cpu
+        run_cpu(c.fn, plan.grid3, c.shim, tuple(plan.runtime_args), race_detector)
+        return
+    try:
+        from ..backends.triton.launcher import launch_gpu
+    except ImportError as e:
+        raise LaunchTypeError(f"the Triton GPU backend is not available: {e}") from None
+    args = plan.runtime_args
+    if plan.device == "cpu":  # interpreter mode: hand the launcher torch views of host memory
+        import torch
+        args = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
+    torch_stream = getattr(stream, "torch_stream", None)
+    launch_gpu(torch_stream, plan.grid3, c.shim, c.fn, c.specs, tuple(args))
+
+
+class LaunchOp(DeviceOp):
+    """A lazy launch of an entry kernel; running it returns the arguments, same kinds in as out."""
+
+    def __init__(self, kernel: EntryKernel, args: tuple):
+        self.kernel = kernel
+        self.args = tuple(args)
+        self.arity = len(args)
+        self.id = next(_op_ids)
+        self.site = caller_site()
+        self._state = "built"
+        self._plan: Plan | None = None
+        if not any(isinstance(a, DeviceOp) for a in self.args):
+            self._plan = prepare(kernel, self.args)
+        self._hold(self.args)
+
+    @property
+    def label(self) -> str:
+        return f"launch {self.kernel.__name__!r} (op #{self.id}, created at {self.site})"
+
+    def _device(self):
+        if self._plan is not None:
+            return self._plan.device
+        for a in self.args:
+            if isinstance(a, DeviceOp):
+                d = a._device()
+                if d is not None:
+                    return d
+            elif not isinstance(a, SCALARS):
+                try:
+                    return _device_of(_data_of(a))
+                except AttributeError:
+                    pass
+        return None
+
+    # ------------------------------------------------------------------ ownership
+
+    def _hold(self, values) -> None:
+        for a in values:
+            if isinstance(a, Shared):
+                a._holders += 1
+            elif isinstance(a, Owned):
+                a._move(f"{self.label}; it is given back by that launch's result "
+                        "(e.g. `z, x, y = op.sync()`)", holder=self)
+
+    def _give_back(self, values) -> None:
+        for a in values:
+            if isinstance(a, Shared):
+                a._holders -= 1
+            elif isinstance(a, Owned) and a._holder is self:
+                a._give_back()
+
+    def _wait_done(self) -> bool:
+        """Whether the launch has run (a borrow scope waits for in-flight work first)."""
+        ev = getattr(self, "_inflight", None)
+        if ev is not None:
+            ev.wait_host()
+        return self._state in ("done", "failed")
+
+    def _reconfigure(self, kernel: EntryKernel) -> "LaunchOp":
+        if self._state != "built":
+            raise DeviceOpError(f"{self.label} was already run; configure the kernel before launching")
+        try:
+            if self._plan is not None:
+                plan = prepare(kernel, self.args, check_ownership=False)
+                self._plan = plan
+        except Exception:
+            self._state = "rejected"
+            self._give_back(self.args)
+            raise
+        self.kernel = kernel
+        return self
+
+    def grid(self, grid) -> "LaunchOp":
+        """Set an explicit grid (checked against the partitions; a rejected launch gives its arguments back)."""
+        try:
+            k = self.kernel.grid(grid)
+        except Exception:
+            self._state = "rejected"
+            self._give_back(self.args)
+            raise
+        return self._reconfigure(k)
+
+    def generics(self, mapping=None, **values) -> "LaunchOp":
+        """Set explicit const generics (a rejected launch gives its arguments back)."""
+        try:
+            k = self.kernel.generics(mapping, **values)
+        except Exception:
+            self._state = "rejected"
+            self._give_back(self.args)
+            raise
+        return self._reconfigure(k)
+
+    # ------------------------------------------------------------------ execution
+
+    def _run(self, ctx: ExecContext):
+        if self._state != "built":
+            raise DeviceOpError(f"{self.label} has already {'run' if self._state == 'done' else self._state}; "
+                                "a launch runs once (use .shared() to reuse a result, or a graph to replay)")
+        self._state = "running"
+        resolved = list(self.args)
+        try:
+            for i, a in enumerate(self.args):
+                if isinstance(a, DeviceOp):
+                    resolved[i] = a._run(ctx)
+            plan = self._plan
+            if plan is None:
+                plan = self._plan = prepare(self.kernel, tuple(resolved))
+                self._hold(r for r, a in zip(resolved, self.args) if isinstance(a, DeviceOp))
+            if ctx.capturing:
+                ctx.recorder.record(self.label, lambda stream, p=plan: run_plan(p, stream),
+                                    plan.writes + plan.reads, plan.device)
+            else:
+                self._execute(plan, ctx)
+        except BaseException:
+            self._state = "failed"
+            self._give_back(resolved)
+            raise
+        self._state = "done"
+        self._give_back(resolved)
+        return tuple(resolved)
+
+    def _execute(self, plan: Plan, ctx: ExecContext) -> None:
+        entry = InFlight(self.label, ctx.stream, plan.writes, plan.reads)
+        for ext in plan.writes:
+            for e in REGISTRY.conflicting(ext, True, exclude=entry):
+                e.wait_on(ctx.stream)
+        for ext in plan.reads:
+            for e in REGISTRY.conflicting(ext, False, exclude=entry):
+                e.wait_on(ctx.stream)
+        self._inflight = entry
+        gpu = plan.device != "cpu"
+        if not gpu:
+            entry.enqueued.set()
+        REGISTRY.add(entry)
+        try:
+            run_plan(plan, ctx.stream)
+        finally:
+            if gpu:
+                import torch
+                ev = torch.cuda.Event()
+                ev.record(ctx.stream.torch_stream if ctx.stream.is_cuda else None)
+                entry.cuda_event = ev
+                entry.enqueued.set()
+            else:
+                REGISTRY.remove(entry)

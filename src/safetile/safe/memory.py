@@ -1,0 +1,146 @@
+"""Where host values live in memory: byte extents, exact overlap, and in-flight regions.
+
+Aliasing checks compare byte extents computed from the data pointer, shape, strides and
+item size; when two extents intersect (two views of one buffer), the exact sets of bytes
+are compared so that disjoint interleaved views (``a[:, ::2]`` and ``a[:, 1::2]``) pass.
+
+The in-flight registry records the memory every running launch uses (read or written).
+A host read of memory an unfinished launch writes waits for it; a launch that conflicts
+with an unfinished launch on another stream waits for it (GPU: the stream waits on an
+event; CPU: the worker waits on a threading event). So host code never races a launch.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+EXACT_LIMIT = 1 << 22  # elements per view compared exactly; beyond, intersecting extents are overlap
+
+
+@dataclass(frozen=True)
+class Extent:
+    """The memory one array view touches: device, [lo, hi) bytes, and its layout."""
+
+    device: str
+    lo: int
+    hi: int
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # bytes
+    itemsize: int
+
+    @property
+    def empty(self) -> bool:
+        return self.hi <= self.lo
+
+    def byte_set(self) -> np.ndarray:
+        addr = np.zeros((), dtype=np.int64) + self.ptr
+        for n, s in zip(self.shape, self.strides):
+            addr = addr[..., None] + np.arange(n, dtype=np.int64) * s
+        return np.unique((addr.reshape(-1)[:, None] + np.arange(self.itemsize, dtype=np.int64)).reshape(-1))
+
+
+def extent_of(data: Any) -> Extent:
+    """The extent of a NumPy array or torch tensor."""
+    if isinstance(data, np.ndarray):
+        ptr = data.__array_interface__["data"][0]
+        shape, strides, itemsize, device = data.shape, data.strides, data.itemsize, "cpu"
+    else:  # torch
+        itemsize = data.element_size()
+        ptr = data.data_ptr()
+        shape = tuple(data.shape)
+        strides = tuple(s * itemsize for s in data.stride())
+        device = str(data.device)
+    if any(n == 0 for n in shape):
+        return Extent(device, ptr, ptr, ptr, tuple(shape), tuple(strides), itemsize)
+    lo = ptr + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = ptr + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
+    return Extent(device, lo, hi, ptr, tuple(shape), tuple(strides), itemsize)
+
+
+def overlaps(a: Extent, b: Extent) -> bool:
+    """Whether two views share at least one byte."""
+    if a.device != b.device or a.empty or b.empty or a.hi <= b.lo or b.hi <= a.lo:
+        return False
+    if a.shape == b.shape and a.strides == b.strides and a.ptr == b.ptr:
+        return True
+    if int(np.prod(a.shape)) > EXACT_LIMIT or int(np.prod(b.shape)) > EXACT_LIMIT:
+        return True  # conservative for huge interleaved views
+    return bool(np.intersect1d(a.byte_set(), b.byte_set(), assume_unique=True).size)
+
+
+# ------------------------------------------------------------------------------ in flight
+
+@dataclass(eq=False)
+class InFlight:
+    """Memory an unfinished launch uses: extents it writes and extents it reads."""
+
+    label: str
+    stream: Any
+    writes: list[Extent]
+    reads: list[Extent]
+    done: threading.Event = field(default_factory=threading.Event)
+    enqueued: threading.Event = field(default_factory=threading.Event)
+    cuda_event: Any = None  # on GPU: recorded after the work, set before ``enqueued``
+
+    def conflicts(self, ext: Extent, writing: bool) -> bool:
+        if any(overlaps(ext, w) for w in self.writes):
+            return True
+        return writing and any(overlaps(ext, r) for r in self.reads)
+
+    def wait_host(self) -> None:
+        """Block the host until this work has finished."""
+        self.enqueued.wait()
+        if self.cuda_event is not None:
+            self.cuda_event.synchronize()
+            return
+        self.done.wait()
+
+    def wait_on(self, stream) -> None:
+        """Make ``stream``'s later work wait for this work (device-side on GPU)."""
+        self.enqueued.wait()
+        if self.cuda_event is not None and stream is not None and stream.is_cuda:
+            stream.torch_stream.wait_event(self.cuda_event)
+        else:
+            self.wait_host()
+
+
+class Registry:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries: list[InFlight] = []
+
+    def conflicting(self, ext: Extent, writing: bool, exclude: Any = None) -> list[InFlight]:
+        with self._lock:
+            entries = list(self._entries)
+        return [e for e in entries if e is not exclude and not self._finished(e) and e.conflicts(ext, writing)]
+
+    @staticmethod
+    def _finished(e: InFlight) -> bool:
+        if e.done.is_set():
+            return True
+        if e.enqueued.is_set() and e.cuda_event is not None and e.cuda_event.query():
+            return True
+        return False
+
+    def add(self, entry: InFlight) -> None:
+        with self._lock:
+            self._entries = [e for e in self._entries if not self._finished(e)]
+            self._entries.append(entry)
+
+    def remove(self, entry: InFlight) -> None:
+        entry.done.set()
+        with self._lock:
+            if entry in self._entries and entry.cuda_event is None:
+                self._entries.remove(entry)
+
+    def wait_for_host(self, ext: Extent, writing: bool) -> None:
+        """Host access to ``ext``: wait until no unfinished launch conflicts with it."""
+        for e in self.conflicting(ext, writing):
+            e.wait_host()
+
+
+REGISTRY = Registry()

@@ -1,0 +1,67 @@
+"""Move semantics for host values: a moved value cannot be used until it is given back.
+
+Every host value of the safe style (tensor, partition, mapped partition) carries an
+ownership state. ``t.partition(...)`` moves ``t`` into the partition; calling a kernel
+moves its tensor and partition arguments into the launch until the launch's result
+gives them back. Using a moved value raises ``UseAfterMoveError`` naming what moved it.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+
+from .errors import UseAfterMoveError
+
+_ids = itertools.count(1)
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def caller_site() -> str:
+    """``file:line`` of the first frame outside safetile (where the user made the call)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_PKG_DIR) and "asyncio" not in fn and "concurrent" not in fn \
+                and "threading" not in fn:
+            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
+
+
+class Owned:
+    """Base of host values with move semantics."""
+
+    _kind = "value"
+
+    def __init__(self, name: str | None = None):
+        self._id = next(_ids)
+        self._name = name
+        self._moved: str | None = None  # what moved it (text), None while usable
+        self._holder = None  # the launch op holding it, if moved into a launch
+
+    @property
+    def label(self) -> str:
+        return f"{self._kind} {self._name!r}" if self._name else f"{self._kind}#{self._id}{self._brief()}"
+
+    def _brief(self) -> str:
+        return ""
+
+    def _check(self, action: str = "used") -> None:
+        """Raise if this value was moved; ``action`` says what the caller tried to do."""
+        if self._moved is not None:
+            raise UseAfterMoveError(f"{self.label} cannot be {action}: it was moved into {self._moved}")
+
+    def _move(self, into: str, holder=None) -> None:
+        self._check("moved")
+        self._moved = into
+        self._holder = holder
+
+    def _give_back(self) -> None:
+        self._moved = None
+        self._holder = None
+
+    @property
+    def is_moved(self) -> bool:
+        """Whether this value was moved away (checking this never raises)."""
+        return self._moved is not None

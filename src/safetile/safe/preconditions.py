@@ -1,0 +1,143 @@
+"""Declared launch preconditions of entry kernels, checked before anything runs.
+
+``@ct.entry(preconditions=["dim(a, 1) % 64 == 0", "dim(a, 1) == dim(b, 0)"])`` — each
+string is a small expression over the parameters: ``dim(t, axis)``, ``rank(t)``,
+``numel(t)``, scalar and constant parameters, generic names, integer arithmetic,
+comparisons and ``and``/``or``/``not``. A callable form receives the arguments it names
+(tensor-like arguments as read-only ``ArgInfo``: ``shape``, ``ndim``, ``dtype``)::
+
+    @ct.entry(preconditions=[lambda a, b: a.shape[1] == b.shape[0]])
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import PreconditionError
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """What a precondition sees of a tensor-like argument (never its data)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+        ast.Mod: operator.mod, ast.Pow: operator.pow, ast.Div: operator.truediv}
+_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+        ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+class Precondition:
+    def __init__(self, cond: str | Callable, kernel: str):
+        self.kernel = kernel
+        if callable(cond):
+            self.text = getattr(cond, "__name__", "precondition")
+            if self.text == "<lambda>":
+                try:
+                    self.text = inspect.getsource(cond).strip()
+                except (OSError, TypeError):
+                    self.text = "lambda"
+            self.fn = cond
+            self.tree = None
+        elif isinstance(cond, str):
+            self.text = cond
+            try:
+                self.tree = ast.parse(cond, mode="eval").body
+            except SyntaxError as e:
+                raise SyntaxError(f"kernel {kernel!r}: precondition {cond!r} is not an expression: {e.msg}") from None
+            self.fn = None
+        else:
+            raise TypeError(f"kernel {kernel!r}: a precondition is a string or a callable, got {cond!r}")
+
+    def check(self, values: dict[str, Any]) -> None:
+        try:
+            if self.fn is not None:
+                names = list(inspect.signature(self.fn).parameters)
+                missing = [n for n in names if n not in values]
+                if missing:
+                    raise NameError(f"unknown parameter(s) {', '.join(missing)}")
+                ok = self.fn(*(values[n] for n in names))
+                detail = ""
+            else:
+                ok = self._eval(self.tree, values)
+                detail = self._detail(values)
+        except PreconditionError:
+            raise
+        except Exception as e:  # noqa: BLE001 - report any evaluation problem as a failed check
+            raise PreconditionError(f"kernel {self.kernel!r}: precondition `{self.text}` could not be evaluated: "
+                                    f"{type(e).__name__}: {e}") from None
+        if not ok:
+            raise PreconditionError(f"kernel {self.kernel!r}: precondition `{self.text}` does not hold{detail}; "
+                                    "the launch was rejected before running")
+
+    def _detail(self, values) -> str:
+        parts = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                try:
+                    parts.append(f"{ast.unparse(node)} = {self._eval(node, values)}")
+                except Exception:  # noqa: BLE001
+                    pass
+        return f" ({', '.join(dict.fromkeys(parts))})" if parts else ""
+
+    def _eval(self, node, values):
+        ev = lambda n: self._eval(n, values)  # noqa: E731
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise NameError(f"unknown name {node.id!r}")
+            return values[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
+            return _BIN[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand)
+            if isinstance(node.op, ast.Not):
+                return not v
+            if isinstance(node.op, ast.USub):
+                return -v
+            if isinstance(node.op, ast.UAdd):
+                return +v
+        if isinstance(node, ast.BoolOp):
+            vals = (ev(v) for v in node.values)
+            return all(vals) if isinstance(node.op, ast.And) else any(vals)
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, right_node in zip(node.ops, node.comparators):
+                if type(op) not in _CMP:
+                    raise ValueError(f"unsupported comparison {type(op).__name__}")
+                right = ev(right_node)
+                if not _CMP[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            args = [ev(a) for a in node.args]
+            if node.func.id == "dim" and len(args) == 2 and isinstance(args[0], ArgInfo):
+                return args[0].shape[args[1]]
+            if node.func.id == "rank" and len(args) == 1 and isinstance(args[0], ArgInfo):
+                return args[0].ndim
+            if node.func.id == "numel" and len(args) == 1 and isinstance(args[0], ArgInfo):
+                n = 1
+                for d in args[0].shape:
+                    n *= d
+                return n
+            if node.func.id in ("min", "max", "abs") and args:
+                return {"min": min, "max": max, "abs": abs}[node.func.id](*args)
+            raise ValueError(f"unsupported call {ast.unparse(node)}; use dim(t, axis), rank(t), numel(t)")
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim"):
+            return getattr(ev(node.value), node.attr)
+        if isinstance(node, ast.Subscript):
+            return ev(node.value)[ev(node.slice)]
+        raise ValueError(f"unsupported expression {ast.unparse(node)}")

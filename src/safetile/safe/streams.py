@@ -1,0 +1,152 @@
+"""Streams: ordered queues of device work, and the default round-robin stream pool.
+
+On the GPU a ``Stream`` wraps a ``torch.cuda.Stream``. On the CPU backend a stream is an
+ordered queue with one worker thread (used by ``await``); ``sync`` runs work inline when
+nothing is queued on the stream, so results are the same in every mode. ``sync()`` takes
+the next stream of the device's pool (4 streams, round robin).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+_default_device = os.environ.get("SAFETILE_DEVICE", "cpu")
+_ids = itertools.count()
+
+
+def default_device() -> str:
+    """The device factories allocate on when none is given ('cpu' unless set)."""
+    return _default_device
+
+
+def set_default_device(device: str) -> None:
+    """Set the device for factories without ``device=`` ('cpu', 'cuda', 'cuda:N')."""
+    global _default_device
+    from .tensor import normalize_device
+    _default_device = normalize_device(device)
+
+
+class Stream:
+    """An ordered queue of device work on one device."""
+
+    def __init__(self, device: str = "cpu", torch_stream: Any = None):
+        from .tensor import normalize_device
+        self.device = normalize_device(device)
+        self.id = next(_ids)
+        self._lock = threading.Lock()
+        self._queued = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self.torch_stream = None
+        if self.is_cuda:
+            import torch
+            self.torch_stream = torch_stream if torch_stream is not None else torch.cuda.Stream(device=self.device)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def __repr__(self) -> str:
+        return f"<safetile stream {self.id} on {self.device}>"
+
+    # ------------------------------------------------------------------ CPU ordering
+
+    def _exec(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"safetile-stream{self.id}")
+            return self._executor
+
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        """Queue ``fn`` on this stream's worker (runs after everything queued before it)."""
+        with self._lock:
+            self._queued += 1
+
+        def job():
+            try:
+                return fn()
+            finally:
+                with self._lock:
+                    self._queued -= 1
+        return self._exec().submit(job)
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` in stream order and wait for it (inline when nothing is queued)."""
+        with self._lock:
+            idle = self._queued == 0
+        if idle or threading.current_thread().name.startswith(f"safetile-stream{self.id}_"):
+            return fn()
+        return self.submit(fn).result()
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on this stream has finished."""
+        if self.is_cuda:
+            self.torch_stream.synchronize()
+            return
+        with self._lock:
+            idle = self._queued == 0
+        if not idle:
+            self.submit(lambda: None).result()
+
+    def context(self):
+        """A context manager making this stream current for torch work (no-op on CPU)."""
+        if self.is_cuda:
+            import torch
+            return torch.cuda.stream(self.torch_stream)
+        import contextlib
+        return contextlib.nullcontext()
+
+
+class StreamPool:
+    """A fixed set of streams handed out round robin."""
+
+    def __init__(self, device: str = "cpu", size: int = 4):
+        if size < 1:
+            raise ValueError("a stream pool needs at least one stream")
+        self.device = device
+        self.streams = [Stream(device) for _ in range(size)]
+        self._next = itertools.cycle(range(size))
+        self._lock = threading.Lock()
+
+    def next(self) -> Stream:
+        with self._lock:
+            return self.streams[next(self._next)]
+
+
+_pools: dict[str, StreamPool] = {}
+_pool_lock = threading.Lock()
+POOL_SIZE = 4
+
+
+def default_pool(device: str | None = None) -> StreamPool:
+    """The device's default pool of 4 streams."""
+    from .tensor import normalize_device
+    dev = normalize_device(device)
+    with _pool_lock:
+        pool = _pools.get(dev)
+        if pool is None:
+            pool = _pools[dev] = StreamPool(dev, POOL_SIZE)
+        return pool
+
+
+# ---------------------------------------------------------------------------- execution lock
+
+_local = threading.local()
+
+
+def executing() -> bool:
+    """Whether this thread is inside the execution of a device operation."""
+    return getattr(_local, "depth", 0) > 0
+
+
+class execution:
+    """Marks this thread as executing device work (terminals inside are errors)."""
+
+    def __enter__(self):
+        _local.depth = getattr(_local, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _local.depth -= 1
+        return False

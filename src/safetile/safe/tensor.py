@@ -1,0 +1,299 @@
+"""Host tensors: ``Tensor`` over NumPy (CPU) or torch (GPU) memory, with move semantics.
+
+A ``Tensor`` owns (or views) device memory and knows its shape, strides, element type
+and device. It converts to and from DLPack without copying, makes zero-copy views
+(``reshape``, slicing), and copies to the host (``to_numpy``). Safe-style launches take
+tensors through ``partition`` (mutable outputs, the tensor moves in), ``shared`` (read-only,
+any number of readers) or by value (read-only, moved into the launch and given back).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from .errors import BorrowError
+from .memory import REGISTRY, extent_of
+from .ownership import Owned
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def torch_to_numpy(x) -> np.ndarray:
+    """A NumPy copy of a torch tensor on any device (bfloat16/float8 included)."""
+    import torch
+    x = x.detach()
+    name = str(x.dtype).rsplit(".", 1)[-1]
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        raw = x.view(torch.int16 if name == "bfloat16" else torch.uint8).cpu().numpy()
+        return raw.view(dt.as_dtype(name).np_dtype).copy()
+    return x.cpu().numpy().copy()
+
+
+def numpy_to_torch(a: np.ndarray, device: str):
+    """A torch tensor on ``device`` holding a copy of ``a``."""
+    import torch
+    d = dt.as_dtype(a.dtype)
+    if d.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        raw = torch.from_numpy(np.ascontiguousarray(a).view(np.int16 if d.name == "bfloat16" else np.uint8))
+        return raw.to(device).view(getattr(torch, d.name))
+    return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+
+
+def torch_dtype(d: dt.DType):
+    import torch
+    name = {"bool_": "bool", "tfloat32": "float32"}.get(d.name, d.name)
+    return getattr(torch, name)
+
+
+def normalize_device(device: Any) -> str:
+    if device is None:
+        from .streams import default_device
+        return default_device()
+    s = str(device)
+    if s == "cuda":
+        return "cuda:0"
+    if s == "cpu" or s.startswith("cuda:"):
+        return s
+    raise ValueError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
+
+
+class Tensor(Owned):
+    """A host handle on device memory: shape, strides (in elements), dtype and device.
+
+    Make tensors with the lazy factories (``ct.zeros(...).sync()``), from host data
+    (``ct.from_numpy``) or from foreign memory (``ct.from_dlpack``, zero-copy).
+    """
+
+    _kind = "tensor"
+
+    def __init__(self, data: Any, name: str | None = None):
+        super().__init__(name)
+        if isinstance(data, np.ndarray):
+            self._data = data
+            self._device = "cpu"
+        elif _is_torch(data):
+            if data.device.type == "cuda":
+                self._data = data
+                self._device = str(data.device)
+            else:  # CPU torch memory is viewed through NumPy (zero copy)
+                from ..runtime.args import as_numpy
+                self._data = as_numpy(data)
+                self._device = "cpu"
+        else:
+            raise TypeError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
+        self._dtype = dt.as_dtype(self._data.dtype)
+        self._borrow = None  # the partition mutably borrowing this tensor, if any
+
+    # ------------------------------------------------------------------ state
+
+    def _brief(self) -> str:
+        dims = "x".join(str(n) for n in self._data.shape)
+        return f"[{self._dtype.name} {dims}]"
+
+    def _check(self, action: str = "used") -> None:
+        super()._check(action)
+        if self._borrow is not None:
+            raise BorrowError(f"{self.label} cannot be {action}: it is mutably borrowed by "
+                              f"{self._borrow.label}; call .release() on that partition (or leave the "
+                              "`with ct.borrow_mut(...)` block) first")
+
+    def named(self, name: str) -> "Tensor":
+        """Give the tensor a name used in error messages; returns the tensor."""
+        self._name = name
+        return self
+
+    # ------------------------------------------------------------------ metadata
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        self._check("inspected")
+        return tuple(int(n) for n in self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        self._check("inspected")
+        return self._data.ndim
+
+    @property
+    def dtype(self) -> dt.DType:
+        self._check("inspected")
+        return self._dtype
+
+    @property
+    def device(self) -> str:
+        self._check("inspected")
+        return self._device
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Strides in elements."""
+        self._check("inspected")
+        return _strides(self._data)
+
+    @property
+    def size(self) -> int:
+        self._check("inspected")
+        return int(np.prod(self._data.shape, dtype=np.int64))
+
+    numel = size
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._dtype.bits // 8 if self._dtype.bits >= 8 else self.size
+
+    @property
+    def data_ptr(self) -> int:
+        self._check("inspected")
+        return extent_of(self._data).ptr
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        state = f", moved into {self._moved}" if self._moved else ""
+        return f"<safetile {self.label} on {self._device}{state}>"
+
+    # ------------------------------------------------------------------ host access
+
+    def _wait_host(self, writing: bool = False) -> None:
+        REGISTRY.wait_for_host(extent_of(self._data), writing)
+
+    def to_numpy(self) -> np.ndarray:
+        """A NumPy copy of the contents (waits for unfinished launches writing this memory)."""
+        self._check("read")
+        self._wait_host()
+        if isinstance(self._data, np.ndarray):
+            return np.array(self._data, copy=True)
+        return torch_to_numpy(self._data)
+
+    numpy = to_numpy
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.to_numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def to_host(self):
+        """A lazy copy of this tensor into host (CPU) memory: a DeviceOp producing a Tensor."""
+        from .factories import to_device
+        return to_device(self, "cpu")
+
+    def to(self, device):
+        """A lazy copy of this tensor onto ``device``."""
+        from .factories import to_device
+        return to_device(self, device)
+
+    def dup(self):
+        """A lazy copy of this tensor (same device): a DeviceOp producing a new Tensor."""
+        from .factories import copy
+        return copy(self)
+
+    # ------------------------------------------------------------------ DLPack
+
+    def __dlpack__(self, *args, **kwargs):
+        self._check("exported")
+        self._wait_host(writing=True)
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        self._check("exported")
+        return self._data.__dlpack_device__()
+
+    @classmethod
+    def from_dlpack(cls, x: Any, name: str | None = None) -> "Tensor":
+        """Wrap foreign memory without copying (NumPy, torch, anything with ``__dlpack__``).
+
+        This is the interop boundary: the caller must not use ``x`` while safetile launches
+        use the tensor (safetile cannot see writes made through ``x``).
+        """
+        if isinstance(x, Tensor):
+            x._check("wrapped")
+            return cls(x._data, name)
+        if isinstance(x, np.ndarray) or _is_torch(x):
+            return cls(x, name)
+        if hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] in (2, 3, 13):
+            import torch
+            return cls(torch.from_dlpack(x), name)
+        if hasattr(x, "__dlpack__"):
+            return cls(np.from_dlpack(x), name)
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack")
+
+    # ------------------------------------------------------------------ views
+
+    def _view_of(self, data: Any) -> "Tensor":
+        t = Tensor(data)
+        t._device = self._device
+        return t
+
+    def reshape(self, *shape) -> "Tensor":
+        """A zero-copy view with another shape (raises if the layout needs a copy)."""
+        self._check("reshaped")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(n) for n in shape)
+        if isinstance(self._data, np.ndarray):
+            v = self._data.view()
+            try:
+                v.shape = shape
+            except AttributeError:
+                raise ValueError(f"reshape of {self.label} to {shape} needs a copy (non-contiguous "
+                                 "layout); make one with .dup() first") from None
+            except ValueError as e:
+                raise ValueError(f"cannot reshape {self.label} to {shape}: {e}") from None
+        else:
+            try:
+                v = self._data.view(shape)
+            except RuntimeError as e:
+                raise ValueError(f"cannot reshape {self.label} to {shape} without a copy: {e}") from None
+        return self._view_of(v)
+
+    view = reshape
+
+    def __getitem__(self, key) -> "Tensor":
+        """A zero-copy slice (integers, slices with positive steps, ``...``)."""
+        self._check("sliced")
+        keys = key if isinstance(key, tuple) else (key,)
+        for k in keys:
+            if isinstance(k, slice):
+                if k.step is not None and k.step <= 0:
+                    raise ValueError("tensor slices need a positive step")
+            elif not (k is Ellipsis or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
+                raise TypeError(f"tensor views take integers, slices and ..., got {k!r}")
+        return self._view_of(self._data[key])
+
+    def slice(self, axis: int, start: int, stop: int) -> "Tensor":
+        """The zero-copy view ``[start:stop]`` along ``axis``."""
+        key = [slice(None)] * self.ndim
+        key[axis] = slice(start, stop)
+        return self[tuple(key)]
+
+    # ------------------------------------------------------------------ ownership transfers
+
+    def partition(self, shape) -> "Partition":
+        """Move this tensor into a partition of disjoint ``shape`` sub-tensors (one per block)."""
+        from .partition import Partition
+        return Partition._take(self, shape, prefix=False)
+
+    def partition_prefix(self, shape) -> "Partition":
+        """Partition the leading ``len(shape)`` axes; each sub-tensor keeps the trailing axes whole."""
+        from .partition import Partition
+        return Partition._take(self, shape, prefix=True)
+
+    def shared(self) -> "Shared":
+        """Move this tensor into a read-only shared handle (any number of readers)."""
+        from .partition import Shared
+        return Shared._take(self)
+
+
+def _strides(data: Any) -> tuple[int, ...]:
+    if isinstance(data, np.ndarray):
+        return tuple(s // data.itemsize for s in data.strides)
+    return tuple(int(s) for s in data.stride())
+
+
+def from_dlpack(x: Any, name: str | None = None) -> Tensor:
+    """Wrap foreign memory (NumPy, torch, DLPack) as a Tensor without copying."""
+    return Tensor.from_dlpack(x, name)

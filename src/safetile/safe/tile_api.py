@@ -1,0 +1,28 @@
+"""Marking safe-style callables so the tile front end calls them instead of inlining them.
+
+The front end (frontend/compiler.py) calls functions and bound methods defined in
+``safetile.ops*`` modules directly with symbolic values, and inlines every other Python
+function as tile code. The safe style's device-side API (``z.store``, ``load_tile_like``,
+the host/tile factories...) must be *called* the same way, so its callables carry that
+module prefix. This is a marker only; the functions live in ``safetile.safe``.
+"""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+F = TypeVar("F", bound=Callable)
+TILE_API_MODULE = "safetile.ops.safe_api"
+
+
+def tile_api(fn: F) -> F:
+    """Have the tile front end call ``fn`` directly (with symbolic tile values)."""
+    fn.__module__ = TILE_API_MODULE
+    return fn
+
+
+def tile_api_class(cls):
+    """Mark every public method of a device-side class (see ``tile_api``)."""
+    for name, v in list(vars(cls).items()):
+        if callable(v) and not name.startswith("__") or name in ("__tile_range__",):
+            tile_api(v)
+    return cls
