@@ -32,3 +32,9 @@ from .runtime.launch import launch
 bool = bool_  # noqa: A001 - cuTile spells it ct.bool_; allow ct.bool as well
 
 __version__ = "0.1.0"
+
+# The safe style (@ct.entry, host tensors, partitions, DeviceOps); see docs/safe.md.
+# Host factories (zeros, ones, full, arange) are lazy DeviceOps on the host and forward to the
+# tile factories inside kernels; num_tiles also accepts device-side partitions.
+from .safe import *  # noqa: E402,F401,F403
+from .safe import __all__ as _safe_all  # noqa: E402
