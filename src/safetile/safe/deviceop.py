@@ -52,6 +52,19 @@ class DeviceOp:
         """The device this work runs on, if it knows (used to pick the stream pool)."""
         return None
 
+    def _abandon(self) -> None:
+        """A terminal refused to drive this op: give back whatever it holds (nothing ran)."""
+        for child in self._children():
+            child._abandon()
+
+    def _children(self) -> tuple["DeviceOp", ...]:
+        return ()
+
+    def _refuse(self, what: str) -> None:
+        if executing():
+            self._abandon()
+            _check_terminal(what)
+
     @property
     def label(self) -> str:
         return type(self).__name__
@@ -115,12 +128,12 @@ class DeviceOp:
 
     def sync(self) -> Any:
         """Run on the next stream of the default pool and wait for the result."""
-        _check_terminal("sync()")
+        self._refuse("sync()")
         return self.sync_on(self._pick_stream())
 
     def sync_on(self, stream: Stream) -> Any:
         """Run on ``stream`` and wait for the result."""
-        _check_terminal("sync_on()")
+        self._refuse("sync_on()")
         if not isinstance(stream, Stream):
             raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
         value = stream.run(lambda: self._execute_on(stream))
@@ -131,7 +144,7 @@ class DeviceOp:
         return self._await().__await__()
 
     async def _await(self) -> Any:
-        _check_terminal("await")
+        self._refuse("await")
         stream = self._pick_stream()
         if not stream.is_cuda:
             return await asyncio.wrap_future(stream.submit(lambda: self._execute_on(stream)))
@@ -145,7 +158,7 @@ class DeviceOp:
 
     def graph(self, stream: Stream | None = None):
         """Capture this operation into a replayable graph (see ``ct.Graph``)."""
-        _check_terminal("graph()")
+        self._refuse("graph()")
         from .graph import Graph
         return Graph.capture(self, stream)
 
@@ -186,6 +199,9 @@ class Then(DeviceOp):
     def __init__(self, op: DeviceOp, f: Callable):
         self.op, self.f = op, f
 
+    def _children(self):
+        return (self.op,)
+
     def _device(self):
         return self.op._device()
 
@@ -205,6 +221,9 @@ class Map(DeviceOp):
     def __init__(self, op: DeviceOp, f: Callable, name: str):
         self.op, self.f, self.name = op, f, name
 
+    def _children(self):
+        return (self.op,)
+
     def _device(self):
         return self.op._device()
 
@@ -223,6 +242,9 @@ class Zip(DeviceOp):
     def __init__(self, ops: tuple[DeviceOp, ...]):
         self.ops = ops
         self.arity = len(ops)
+
+    def _children(self):
+        return self.ops
 
     def _device(self):
         for op in self.ops:
@@ -267,6 +289,9 @@ class Memo(DeviceOp):
         self._value = None
         self._event = None  # CUDA event after the producing stream's work
         self._error: BaseException | None = None
+
+    def _children(self):
+        return () if self._done else (self.op,)
 
     def _device(self):
         return self.op._device()

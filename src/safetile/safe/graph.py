@@ -56,7 +56,7 @@ class Graph:
 
     @classmethod
     def capture(cls, op: DeviceOp, stream: Stream | None = None) -> "Graph":
-        _check_terminal("graph()")
+        op._refuse("graph()")
         if stream is None:
             stream = default_pool(op._device()).next()
         rec = Recorder()

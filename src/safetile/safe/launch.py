@@ -368,6 +368,15 @@ class LaunchOp(DeviceOp):
             elif isinstance(a, Owned) and a._holder is self:
                 a._give_back()
 
+    def _children(self):
+        return tuple(a for a in self.args if isinstance(a, DeviceOp))
+
+    def _abandon(self) -> None:
+        if self._state == "built":
+            self._state = "abandoned"
+            self._give_back(self.args)
+        super()._abandon()
+
     def _wait_done(self) -> bool:
         """Whether the launch has run (a borrow scope waits for in-flight work first)."""
         ev = getattr(self, "_inflight", None)

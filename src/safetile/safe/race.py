@@ -50,6 +50,11 @@ class RaceReport:
     def __bool__(self) -> bool:
         return bool(self.conflicts)
 
+    @property
+    def blocks(self) -> set[tuple[int, int, int]]:
+        """Every block involved in a race."""
+        return {c.block_a for c in self.conflicts} | {c.block_b for c in self.conflicts}
+
     def describe(self, limit: int = 8) -> str:
         if not self.conflicts:
             return f"kernel {self.kernel!r} over grid {self.grid}: no write-write races"
@@ -155,10 +160,10 @@ class RaceDetector:
         report.racy_elements = int(racy_groups.size)
         if not racy_groups.size:
             return report
-        first = np.flatnonzero(starts)
-        g_first = first[racy_groups]
-        a_blk, b_blk = ids[g_first], ids[g_first + 1]
-        r_addr = addr[g_first]
+        # every later writer of a racy element pairs with the writer before it
+        racy = np.isin(group, racy_groups) & ~starts
+        pos = np.flatnonzero(racy)
+        a_blk, b_blk, r_addr = ids[pos - 1], ids[pos], addr[pos]
         pairs: dict[tuple[int, int], list[int]] = {}
         for k, key in enumerate(zip(a_blk.tolist(), b_blk.tolist())):
             pairs.setdefault(key, []).append(k)
