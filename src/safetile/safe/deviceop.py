@@ -43,6 +43,8 @@ def _check_terminal(what: str) -> None:
 class DeviceOp:
     """A lazy unit of device work producing a value."""
 
+    arity: int | None = None  # the length of the tuple it produces, when known
+
     # ------------------------------------------------------------------ to implement
 
     def _run(self, ctx: ExecContext) -> Any:
@@ -220,6 +222,8 @@ class Then(DeviceOp):
 class Map(DeviceOp):
     def __init__(self, op: DeviceOp, f: Callable, name: str):
         self.op, self.f, self.name = op, f, name
+        if name == "inspect":
+            self.arity = op.arity
 
     def _children(self):
         return (self.op,)
@@ -284,6 +288,7 @@ class Memo(DeviceOp):
     def __init__(self, op: DeviceOp, wrap_shared: bool):
         self.op = op
         self.wrap_shared = wrap_shared
+        self.arity = op.arity
         self._lock = threading.RLock()
         self._done = False
         self._value = None

@@ -115,7 +115,7 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
     infos: dict[str, Any] = {}
     tensor_args: list[tuple[str, Any, bool]] = []  # (name, data, mutable)
     grids: list[tuple[str, tuple[int, int, int], bool]] = []  # (name, grid3, is_prefix)
-    seen: dict[int, str] = {}
+    seen: dict[int, tuple[str, bool]] = {}
     for name, decl, a in zip(names, kernel.decls, args):
         where = f"argument {name!r} of kernel {kname!r}"
         if isinstance(a, DeviceOp):
@@ -146,12 +146,17 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
             continue
         # tensors
         assert isinstance(decl, TensorParam)
-        if isinstance(a, Owned) or isinstance(a, Shared):
+        if isinstance(a, (Owned, Shared)):
             if id(a) in seen:
-                raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {seen[id(a)]!r} and "
-                                 f"argument {name!r}" + (" (a mutable argument must not alias any other)"
-                                                         if decl.mutable else ""))
-            seen[id(a)] = name
+                first, first_mut = seen[id(a)]
+                if decl.mutable or first_mut:
+                    raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
+                                     f"argument {name!r}; a mutable argument must not alias any other argument")
+                if isinstance(a, Owned):
+                    raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
+                                     f"argument {name!r}; a tensor moves into one parameter only: pass "
+                                     "ct.shared(t) to read it through several")
+            seen[id(a)] = (name, decl.mutable)
             if check_ownership:
                 a._check(f"passed as {where}")
         if decl.kind == "mut":
@@ -432,8 +437,13 @@ class LaunchOp(DeviceOp):
                     resolved[i] = a._run(ctx)
             plan = self._plan
             if plan is None:
-                plan = self._plan = prepare(self.kernel, tuple(resolved))
-                self._hold(r for r, a in zip(resolved, self.args) if isinstance(a, DeviceOp))
+                produced = [(n, r) for n, r, a in zip(self.kernel.param_names, resolved, self.args)
+                            if isinstance(a, DeviceOp)]
+                for n, r in produced:
+                    if isinstance(r, (Owned, Shared)):
+                        r._check(f"passed as argument {n!r} of kernel {self.kernel.__name__!r}")
+                plan = self._plan = prepare(self.kernel, tuple(resolved), check_ownership=False)
+                self._hold(r for _, r in produced)
             if ctx.capturing:
                 ctx.recorder.record(self.label, lambda stream, p=plan: run_plan(p, stream),
                                     plan.writes + plan.reads, plan.device)
