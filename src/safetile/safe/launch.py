@@ -12,7 +12,7 @@ shared → shared, tensor → tensor).
 from __future__ import annotations
 
 import itertools
-import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,7 +254,9 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
         pc.check(values)
 
     compiled = kernel.specialize(tuple(keys), dict(b.values))
-    backend = kernel.backend_name or ("cpu" if device == "cpu" else "triton")
+    backend = kernel.backend_name or os.environ.get("SAFETILE_BACKEND") or ("cpu" if device == "cpu" else "triton")
+    if backend not in ("cpu", "triton"):
+        raise LaunchTypeError(f"unknown backend {backend!r} (SAFETILE_BACKEND): use 'cpu' or 'triton'")
     return Plan(compiled, grid3, runtime, device,
                 writes=[e for _, e, m in extents if m], reads=[e for _, e, m in extents if not m],
                 backend=backend)
@@ -314,12 +316,9 @@ def run_plan(plan: Plan, stream=None, race_detector=None) -> None:
         from ..backends.triton.launcher import launch_gpu
     except ImportError as e:
         raise LaunchTypeError(f"the Triton GPU backend is not available: {e}") from None
-    args = plan.runtime_args
-    if plan.device == "cpu":  # interpreter mode: hand the launcher torch views of host memory
-        import torch
-        args = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
+    # host memory goes to the launcher only in interpreter mode (TRITON_INTERPRET=1)
     torch_stream = getattr(stream, "torch_stream", None)
-    launch_gpu(torch_stream, plan.grid3, c.shim, c.fn, c.specs, tuple(args))
+    launch_gpu(torch_stream, plan.grid3, c.shim, c.fn, c.specs, tuple(plan.runtime_args))
 
 
 class LaunchOp(DeviceOp):
