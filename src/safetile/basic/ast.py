@@ -1,0 +1,341 @@
+"""The BASIC syntax tree.
+
+Every node carries ``pos = (source line index, column, end column)``; statements also
+carry ``line``, the BASIC line number they belong to (``None`` on unnumbered lines).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+Pos = tuple  # (line index, col, end)
+
+
+# ----------------------------------------------------------------------------- expressions
+
+@dataclass
+class Expr:
+    pos: Pos
+
+
+@dataclass
+class Num(Expr):
+    value: int | float
+    text: str
+
+
+@dataclass
+class Str(Expr):
+    value: str
+
+
+@dataclass
+class Var(Expr):
+    name: str
+
+
+@dataclass
+class Bid(Expr):
+    pass
+
+
+@dataclass
+class Index(Expr):
+    """``NAME(args)``: an array element or tile (the analyzer decides which)."""
+    name: str
+    args: list[Expr]
+
+
+@dataclass
+class Call(Expr):
+    """A built-in function call; ``name`` upper case."""
+    name: str
+    args: list[Expr]
+
+
+@dataclass
+class Unary(Expr):
+    op: str  # '-' | '+' | 'NOT'
+    operand: Expr
+
+
+@dataclass
+class Binary(Expr):
+    op: str  # + - * / \ ^ MOD = <> < > <= >= AND OR XOR
+    left: Expr
+    right: Expr
+
+
+# ----------------------------------------------------------------------------- statements
+
+@dataclass
+class Stmt:
+    pos: Pos
+    line: int | None
+
+
+@dataclass
+class Let(Stmt):
+    target: Expr  # Var | Index
+    expr: Expr
+
+
+@dataclass
+class PrintSep:
+    pos: Pos
+    sep: str  # ';' | ','
+
+
+@dataclass
+class PrintFn:
+    pos: Pos
+    fn: str  # 'SPC' | 'TAB'
+    arg: Expr
+
+
+@dataclass
+class Print(Stmt):
+    items: list  # Expr | PrintSep | PrintFn
+
+
+@dataclass
+class InputItem:
+    pos: Pos
+    name: str
+    is_array: bool
+    dtype: str | None
+
+
+@dataclass
+class Input(Stmt):
+    prompt: str | None
+    items: list[InputItem]
+
+
+@dataclass
+class DimDecl:
+    pos: Pos
+    name: str
+    sizes: list[Expr]
+    dtype: str | None
+
+
+@dataclass
+class Dim(Stmt):
+    decls: list[DimDecl]
+
+
+@dataclass
+class TileDeclItem:
+    pos: Pos
+    name: str
+    dims: list[Expr]
+    dtype: str | None
+
+
+@dataclass
+class TileDecl(Stmt):
+    decls: list[TileDeclItem]
+
+
+@dataclass
+class OutputName:
+    pos: Pos
+    name: str
+
+
+@dataclass
+class Output(Stmt):
+    names: list[OutputName]
+
+
+@dataclass
+class If(Stmt):
+    """Single-line IF (``then``/``orelse`` statement lists) or the head of a block IF."""
+    cond: Expr
+    then: list[Stmt] | None
+    orelse: list[Stmt] | None
+    block: bool
+
+
+@dataclass
+class ElseIf(Stmt):
+    cond: Expr
+
+
+@dataclass
+class Else(Stmt):
+    pass
+
+
+@dataclass
+class EndIf(Stmt):
+    pass
+
+
+@dataclass
+class For(Stmt):
+    var: str
+    var_pos: Pos
+    start: Expr
+    stop: Expr
+    step: Expr | None
+
+
+@dataclass
+class Next(Stmt):
+    var: str | None
+
+
+@dataclass
+class While(Stmt):
+    cond: Expr
+
+
+@dataclass
+class Wend(Stmt):
+    pass
+
+
+@dataclass
+class Goto(Stmt):
+    target: int
+    target_pos: Pos
+
+
+@dataclass
+class Gosub(Stmt):
+    target: int
+    target_pos: Pos
+
+
+@dataclass
+class Return(Stmt):
+    pass
+
+
+@dataclass
+class OnGoto(Stmt):
+    expr: Expr
+    targets: list[tuple[int, Pos]]
+    gosub: bool
+
+
+@dataclass
+class Data(Stmt):
+    values: list[tuple[Any, Pos]]
+
+
+@dataclass
+class Read(Stmt):
+    targets: list[Expr]  # Var | Index
+
+
+@dataclass
+class Restore(Stmt):
+    target: int | None
+    target_pos: Pos | None
+
+
+@dataclass
+class End(Stmt):
+    kind: str  # 'END' | 'STOP'
+
+
+@dataclass
+class Rem(Stmt):
+    text: str
+
+
+@dataclass
+class Randomize(Stmt):
+    seed: Expr | None
+
+
+@dataclass
+class Line:
+    """One program line: its number (or None), statements and source line index."""
+    number: int | None
+    index: int
+    stmts: list[Stmt]
+    pos: Pos
+
+
+@dataclass
+class Program:
+    lines: list[Line]
+    source: Any = None
+
+
+# ----------------------------------------------------------------------------- dumping
+
+def dump(node: Any, indent: int = 0) -> str:
+    """An indented text form of a node (``safetile check --dump ast``)."""
+    pad = "  " * indent
+    if isinstance(node, Program):
+        return "\n".join(dump(ln, indent) for ln in node.lines)
+    if isinstance(node, Line):
+        head = f"{pad}Line {node.number if node.number is not None else '-'} (source line {node.index + 1})"
+        return "\n".join([head] + [dump(s, indent + 1) for s in node.stmts])
+    if isinstance(node, list):
+        return "\n".join(dump(x, indent) for x in node)
+    if isinstance(node, Expr):
+        return pad + expr_text(node)
+    if not hasattr(node, "__dataclass_fields__"):
+        return pad + repr(node)
+    parts, children = [], []
+    for f in fields(node):
+        if f.name in ("pos", "line"):
+            continue
+        v = getattr(node, f.name)
+        if isinstance(v, Expr):
+            parts.append(f"{f.name}={expr_text(v)}")
+        elif isinstance(v, list) and v and all(isinstance(x, Stmt) for x in v):
+            children.append((f.name, v))
+        elif isinstance(v, list):
+            parts.append(f"{f.name}=[{', '.join(_item_text(x) for x in v)}]")
+        elif v is not None and not (f.name.endswith("_pos")):
+            parts.append(f"{f.name}={v!r}")
+    lines = [f"{pad}{type(node).__name__}({', '.join(parts)})"]
+    for name, stmts in children:
+        lines.append(f"{pad}  {name}:")
+        lines.extend(dump(s, indent + 2) for s in stmts)
+    return "\n".join(lines)
+
+
+def _item_text(x: Any) -> str:
+    if isinstance(x, Expr):
+        return expr_text(x)
+    if isinstance(x, PrintSep):
+        return repr(x.sep)
+    if isinstance(x, PrintFn):
+        return f"{x.fn}({expr_text(x.arg)})"
+    if isinstance(x, InputItem):
+        return x.name + ("()" if x.is_array else "") + (f" AS {x.dtype}" if x.dtype else "")
+    if isinstance(x, DimDecl):
+        return f"{x.name}({', '.join(expr_text(e) for e in x.sizes)})" + (f" AS {x.dtype}" if x.dtype else "")
+    if isinstance(x, TileDeclItem):
+        return f"{x.name}({', '.join(expr_text(e) for e in x.dims)})" + (f" AS {x.dtype}" if x.dtype else "")
+    if isinstance(x, OutputName):
+        return x.name
+    if isinstance(x, tuple):
+        return repr(x[0])
+    return repr(x)
+
+
+def expr_text(e: Expr) -> str:
+    if isinstance(e, Num):
+        return e.text
+    if isinstance(e, Str):
+        return '"' + e.value + '"'
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Bid):
+        return "BID"
+    if isinstance(e, (Index, Call)):
+        return f"{e.name}({', '.join(expr_text(a) for a in e.args)})"
+    if isinstance(e, Unary):
+        return f"({e.op}{' ' if e.op == 'NOT' else ''}{expr_text(e.operand)})"
+    if isinstance(e, Binary):
+        return f"({expr_text(e.left)} {e.op} {expr_text(e.right)})"
+    return repr(e)

@@ -1,0 +1,594 @@
+"""BASIC parser: token lines → ``ast.Program``.
+
+Operator precedence, lowest first: XOR, OR, AND, NOT, comparisons (= <> < > <= >=),
++ -, MOD, integer division \\, * /, unary minus, ^ (right-associative; its right operand
+may carry a sign, so ``2^-1`` works). So ``-2^2`` is -4 and ``2^3^2`` is 512.
+
+A syntax error skips the rest of its line; the other lines are still checked, so one
+run reports every syntax error.
+"""
+from __future__ import annotations
+
+from . import ast as A
+from .errors import BasicError
+from .lexer import FUNCTIONS, TYPE_NAMES, Source, SourceLine, Token, tokenize
+
+_CMP = ("=", "<>", "<", ">", "<=", ">=")
+
+
+class _LineParser:
+    def __init__(self, src: Source, line: SourceLine):
+        self.src = src
+        self.line = line
+        self.toks = line.tokens
+        self.i = 0
+        self.number = line.number
+
+    # ------------------------------------------------------------------ token helpers
+
+    def peek(self, k: int = 0) -> Token | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def is_op(self, op: str, k: int = 0) -> bool:
+        t = self.peek(k)
+        return t is not None and t.kind == "op" and t.value == op
+
+    def is_kw(self, kw: str, k: int = 0) -> bool:
+        t = self.peek(k)
+        return t is not None and t.kind == "kw" and t.value == kw
+
+    def advance(self) -> Token:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def error(self, message: str, tok: Token | None = None) -> BasicError:
+        tok = tok or self.peek()
+        if tok is None:
+            end = len(self.line.text.rstrip())
+            return self.src.error(message, self.line.index, end, end + 1, self.number)
+        return self.src.error(message, tok.line, tok.col, tok.end, self.number)
+
+    def describe(self, tok: Token | None) -> str:
+        if tok is None:
+            return "the end of the line"
+        if tok.kind == "str":
+            return "a string"
+        if tok.kind == "rem":
+            return "a comment"
+        return repr(tok.text)
+
+    def expect_op(self, op: str, what: str | None = None) -> Token:
+        if not self.is_op(op):
+            raise self.error(f"expected {what or repr(op)}, found {self.describe(self.peek())}")
+        return self.advance()
+
+    def expect_kw(self, kw: str) -> Token:
+        if not self.is_kw(kw):
+            raise self.error(f"expected {kw}, found {self.describe(self.peek())}")
+        return self.advance()
+
+    def pos(self, first: Token, last: Token | None = None) -> A.Pos:
+        last = last or first
+        return (first.line, first.col, last.end if last.line == first.line else first.end)
+
+    def last_pos(self, first: Token) -> A.Pos:
+        return self.pos(first, self.toks[self.i - 1] if self.i > 0 else first)
+
+    def stmt_end(self, in_if: bool) -> bool:
+        t = self.peek()
+        return t is None or (t.kind == "op" and t.value == ":") or t.kind == "rem" or \
+            (in_if and t.kind == "kw" and t.value == "ELSE")
+
+    # ------------------------------------------------------------------ lines and statements
+
+    def parse_line(self) -> list[A.Stmt]:
+        stmts = self.stmt_list(in_if=False)
+        if not self.at_end():
+            raise self.error(f"unexpected {self.describe(self.peek())}")
+        return stmts
+
+    def stmt_list(self, in_if: bool) -> list[A.Stmt]:
+        stmts: list[A.Stmt] = []
+        while True:
+            t = self.peek()
+            if t is None or (in_if and t.kind == "kw" and t.value == "ELSE"):
+                return stmts
+            if t.kind == "op" and t.value == ":":
+                self.advance()
+                continue
+            stmts.extend(self.statement(in_if))
+            t = self.peek()
+            if t is None or (in_if and t.kind == "kw" and t.value == "ELSE"):
+                return stmts
+            if t.kind == "rem":
+                continue
+            if t.kind == "op" and t.value == ":":
+                continue
+            raise self.error(f"expected ':' or the end of the line after the statement, found "
+                             f"{self.describe(t)}")
+
+    def statement(self, in_if: bool) -> list[A.Stmt]:
+        t = self.peek()
+        if t.kind == "rem":
+            self.advance()
+            return [A.Rem(self.pos(t), self.number, str(t.value))]
+        if t.kind == "name":
+            return [self.assignment(t, in_if)]
+        if t.kind != "kw":
+            raise self.error(f"expected a statement, found {self.describe(t)}")
+        kw = t.value
+        method = getattr(self, "st_" + kw, None)
+        if method is None:
+            if kw in ("THEN", "TO", "STEP", "AS", "AND", "OR", "XOR", "NOT", "MOD", "SPC", "TAB"):
+                raise self.error(f"{kw} cannot start a statement")
+            raise self.error(f"expected a statement, found {kw}")
+        self.advance()
+        out = method(t, in_if)
+        return out if isinstance(out, list) else [out]
+
+    def assignment(self, first: Token, in_if: bool) -> A.Let:
+        target = self.target()
+        if not self.is_op("="):
+            if self.at_end() or self.stmt_end(in_if):
+                raise self.error(f"unknown statement {first.text!r}; an assignment needs '='", first)
+            raise self.error(f"expected '=' in the assignment to {first.text}, found {self.describe(self.peek())}")
+        self.advance()
+        value = self.expr()
+        return A.Let(self.last_pos(first), self.number, target, value)
+
+    def target(self) -> A.Expr:
+        t = self.peek()
+        if t is None or t.kind != "name":
+            raise self.error(f"expected a variable, found {self.describe(t)}")
+        self.advance()
+        if t.value.upper() == "BID":
+            raise self.error("BID is the block index and cannot be assigned", t)
+        if self.is_op("("):
+            args = self.arg_list()
+            return A.Index(self.last_pos(t), t.value, args)
+        return A.Var(self.pos(t), t.value)
+
+    def st_LET(self, t, in_if):
+        first = self.peek()
+        if first is None or first.kind != "name":
+            raise self.error(f"LET needs a variable, found {self.describe(first)}")
+        let = self.assignment(first, in_if)
+        let.pos = self.last_pos(t)
+        return let
+
+    def st_PRINT(self, t, in_if):
+        items: list = []
+        while not self.stmt_end(in_if):
+            tok = self.peek()
+            if tok.kind == "op" and tok.value in (";", ","):
+                self.advance()
+                items.append(A.PrintSep(self.pos(tok), tok.value))
+                continue
+            if tok.kind == "kw" and tok.value in ("SPC", "TAB"):
+                self.advance()
+                self.expect_op("(", f"'(' after {tok.value}")
+                arg = self.expr()
+                self.expect_op(")", f"')' to close {tok.value}(")
+                items.append(A.PrintFn(self.last_pos(tok), tok.value, arg))
+                continue
+            items.append(self.expr(allow_str=True))
+        return A.Print(self.last_pos(t), self.number, items)
+
+    def _type_suffix(self) -> str | None:
+        if not self.is_kw("AS"):
+            return None
+        self.advance()
+        t = self.peek()
+        if t is None or t.kind != "name" or t.value.upper() not in TYPE_NAMES:
+            raise self.error("expected a type after AS (SINGLE, INTEGER, HALF, BFLOAT16 or DOUBLE), found "
+                             f"{self.describe(t)}")
+        self.advance()
+        return TYPE_NAMES[t.value.upper()]
+
+    def st_INPUT(self, t, in_if):
+        prompt = None
+        if self.peek() is not None and self.peek().kind == "str":
+            prompt = self.advance().value
+            if self.is_op(";") or self.is_op(","):
+                self.advance()
+            else:
+                raise self.error("expected ';' or ',' after the INPUT prompt")
+        items = []
+        while True:
+            n = self.peek()
+            if n is None or n.kind != "name":
+                raise self.error(f"INPUT expects a name (N or A()), found {self.describe(n)}")
+            self.advance()
+            is_array = False
+            if self.is_op("("):
+                self.advance()
+                self.expect_op(")", "')' (an INPUT array is written A())")
+                is_array = True
+            dtype = self._type_suffix()
+            items.append(A.InputItem(self.last_pos(n), n.value, is_array, dtype))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.Input(self.last_pos(t), self.number, prompt, items)
+
+    def _decl(self, what: str):
+        n = self.peek()
+        if n is None or n.kind != "name":
+            raise self.error(f"{what} expects an array name, found {self.describe(n)}")
+        self.advance()
+        if not self.is_op("("):
+            raise self.error(f"{what} {n.value} needs its sizes in parentheses, e.g. {n.value}(10)")
+        args = self.arg_list()
+        dtype = self._type_suffix()
+        return n, args, dtype
+
+    def st_DIM(self, t, in_if):
+        decls = []
+        while True:
+            n, sizes, dtype = self._decl("DIM")
+            decls.append(A.DimDecl(self.last_pos(n), n.value, sizes, dtype))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.Dim(self.last_pos(t), self.number, decls)
+
+    def st_TILE(self, t, in_if):
+        decls = []
+        while True:
+            n, dims, dtype = self._decl("TILE")
+            decls.append(A.TileDeclItem(self.last_pos(n), n.value, dims, dtype))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.TileDecl(self.last_pos(t), self.number, decls)
+
+    def st_OUTPUT(self, t, in_if):
+        names = []
+        while True:
+            n = self.peek()
+            if n is None or n.kind != "name":
+                raise self.error(f"OUTPUT expects an array name, found {self.describe(n)}")
+            self.advance()
+            if self.is_op("("):
+                self.advance()
+                self.expect_op(")", "')'")
+            names.append(A.OutputName(self.last_pos(n), n.value))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.Output(self.last_pos(t), self.number, names)
+
+    def _line_number(self, what: str) -> tuple[int, A.Pos]:
+        t = self.peek()
+        if t is None or t.kind != "num" or not isinstance(t.value, int):
+            raise self.error(f"{what} needs a line number, found {self.describe(t)}")
+        self.advance()
+        return t.value, self.pos(t)
+
+    def _branch(self, in_if: bool) -> list[A.Stmt]:
+        """The statements after THEN or ELSE: a line number (GOTO) or statements."""
+        t = self.peek()
+        if t is not None and t.kind == "num" and isinstance(t.value, int):
+            target, pos = self._line_number("THEN")
+            return [A.Goto(pos, self.number, target, pos)]
+        return self.stmt_list(in_if=True)
+
+    def st_IF(self, t, in_if):
+        cond = self.expr()
+        if self.is_kw("GOTO"):
+            g = self.advance()
+            target, pos = self._line_number("GOTO")
+            then = [A.Goto(self.pos(g), self.number, target, pos)]
+        else:
+            self.expect_kw("THEN")
+            if self.at_end() or self.peek().kind == "rem":
+                if in_if:
+                    raise self.error("a block IF (THEN at the end of the line) cannot be nested in a "
+                                     "single-line IF")
+                return A.If(self.last_pos(t), self.number, cond, None, None, True)
+            then = self._branch(in_if)
+        orelse = None
+        if self.is_kw("ELSE"):
+            self.advance()
+            orelse = self._branch(in_if)
+        return A.If(self.pos(t), self.number, cond, then, orelse, False)
+
+    def st_ELSEIF(self, t, in_if):
+        if in_if:
+            raise self.error("ELSEIF belongs to a block IF, not a single-line IF", t)
+        cond = self.expr()
+        self.expect_kw("THEN")
+        if not (self.at_end() or self.peek().kind == "rem"):
+            raise self.error("ELSEIF ... THEN must end its line (block IF)")
+        return A.ElseIf(self.last_pos(t), self.number, cond)
+
+    def st_ELSE(self, t, in_if):
+        return A.Else(self.pos(t), self.number)
+
+    def st_ENDIF(self, t, in_if):
+        return A.EndIf(self.pos(t), self.number)
+
+    def st_END(self, t, in_if):
+        if self.is_kw("IF"):
+            last = self.advance()
+            return A.EndIf(self.pos(t, last), self.number)
+        return A.End(self.pos(t), self.number, "END")
+
+    def st_STOP(self, t, in_if):
+        return A.End(self.pos(t), self.number, "STOP")
+
+    def st_FOR(self, t, in_if):
+        v = self.peek()
+        if v is None or v.kind != "name":
+            raise self.error(f"FOR needs a loop variable, found {self.describe(v)}")
+        self.advance()
+        if v.value.upper() == "BID":
+            raise self.error("BID cannot be a loop variable", v)
+        if self.is_op("("):
+            raise self.error("a FOR loop variable must be a simple variable, not an array element")
+        self.expect_op("=", "'=' after the FOR variable")
+        start = self.expr()
+        self.expect_kw("TO")
+        stop = self.expr()
+        step = None
+        if self.is_kw("STEP"):
+            self.advance()
+            step = self.expr()
+        return A.For(self.last_pos(t), self.number, v.value, self.pos(v), start, stop, step)
+
+    def st_NEXT(self, t, in_if):
+        if self.stmt_end(in_if):
+            return A.Next(self.pos(t), self.number, None)
+        out = []
+        while True:
+            v = self.peek()
+            if v is None or v.kind != "name":
+                raise self.error(f"NEXT expects a loop variable, found {self.describe(v)}")
+            self.advance()
+            out.append(A.Next(self.pos(t, v) if not out else self.pos(v), self.number, v.value))
+            if not self.is_op(","):
+                return out
+            self.advance()
+
+    def st_WHILE(self, t, in_if):
+        cond = self.expr()
+        return A.While(self.last_pos(t), self.number, cond)
+
+    def st_WEND(self, t, in_if):
+        return A.Wend(self.pos(t), self.number)
+
+    def st_GOTO(self, t, in_if):
+        target, pos = self._line_number("GOTO")
+        return A.Goto(self.last_pos(t), self.number, target, pos)
+
+    def st_GOSUB(self, t, in_if):
+        target, pos = self._line_number("GOSUB")
+        return A.Gosub(self.last_pos(t), self.number, target, pos)
+
+    def st_RETURN(self, t, in_if):
+        return A.Return(self.pos(t), self.number)
+
+    def st_ON(self, t, in_if):
+        e = self.expr()
+        if self.is_kw("GOTO"):
+            gosub = False
+        elif self.is_kw("GOSUB"):
+            gosub = True
+        else:
+            raise self.error(f"expected GOTO or GOSUB after ON expression, found {self.describe(self.peek())}")
+        self.advance()
+        targets = []
+        while True:
+            targets.append(self._line_number("ON ... GOTO"))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.OnGoto(self.last_pos(t), self.number, e, targets, gosub)
+
+    def st_DATA(self, t, in_if):
+        values = []
+        while True:
+            first = self.peek()
+            sign = 1
+            while self.is_op("-") or self.is_op("+"):
+                if self.advance().value == "-":
+                    sign = -sign
+            n = self.peek()
+            if n is None or n.kind != "num":
+                if n is not None and n.kind == "str":
+                    raise self.error("DATA items must be numbers (there are no string variables)", n)
+                raise self.error(f"expected a number in DATA, found {self.describe(n)}")
+            self.advance()
+            values.append((sign * n.value, self.pos(first, n)))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.Data(self.last_pos(t), self.number, values)
+
+    def st_READ(self, t, in_if):
+        targets = [self.target()]
+        while self.is_op(","):
+            self.advance()
+            targets.append(self.target())
+        return A.Read(self.last_pos(t), self.number, targets)
+
+    def st_RESTORE(self, t, in_if):
+        if self.stmt_end(in_if):
+            return A.Restore(self.pos(t), self.number, None, None)
+        target, pos = self._line_number("RESTORE")
+        return A.Restore(self.last_pos(t), self.number, target, pos)
+
+    def st_RANDOMIZE(self, t, in_if):
+        seed = None if self.stmt_end(in_if) else self.expr()
+        return A.Randomize(self.last_pos(t), self.number, seed)
+
+    def st_REM(self, t, in_if):  # pragma: no cover - REM is lexed as a comment token
+        return A.Rem(self.pos(t), self.number, "")
+
+    # ------------------------------------------------------------------ expressions
+
+    def arg_list(self) -> list[A.Expr]:
+        self.expect_op("(")
+        args = [] if self.is_op(")") else [self.expr()]
+        while self.is_op(","):
+            self.advance()
+            args.append(self.expr())
+        self.expect_op(")", "',' or ')'")
+        return args
+
+    def expr(self, allow_str: bool = False) -> A.Expr:
+        first = self.peek()
+        e = self.xor_expr()
+        if isinstance(e, A.Str) and not allow_str:
+            raise self.error("strings can only be printed (there are no string variables)", first)
+        return e
+
+    def _left_assoc(self, sub, ops: tuple, kw: bool):
+        first = self.peek()
+        left = sub()
+        while True:
+            t = self.peek()
+            if t is None:
+                return left
+            if kw and t.kind == "kw" and t.value in ops:
+                pass
+            elif not kw and t.kind == "op" and t.value in ops:
+                pass
+            else:
+                return left
+            self.advance()
+            right = sub()
+            left = A.Binary(self.last_pos(first), t.value, left, right)
+
+    def xor_expr(self):
+        return self._left_assoc(self.or_expr, ("XOR",), True)
+
+    def or_expr(self):
+        return self._left_assoc(self.and_expr, ("OR",), True)
+
+    def and_expr(self):
+        return self._left_assoc(self.not_expr, ("AND",), True)
+
+    def not_expr(self):
+        if self.is_kw("NOT"):
+            t = self.advance()
+            operand = self.not_expr()
+            return A.Unary(self.last_pos(t), "NOT", operand)
+        return self.cmp_expr()
+
+    def cmp_expr(self):
+        return self._left_assoc(self.add_expr, _CMP, False)
+
+    def add_expr(self):
+        return self._left_assoc(self.mod_expr, ("+", "-"), False)
+
+    def mod_expr(self):
+        return self._left_assoc(self.idiv_expr, ("MOD",), True)
+
+    def idiv_expr(self):
+        return self._left_assoc(self.mul_expr, ("\\",), False)
+
+    def mul_expr(self):
+        return self._left_assoc(self.unary_expr, ("*", "/"), False)
+
+    def unary_expr(self):
+        if self.is_op("-") or self.is_op("+"):
+            t = self.advance()
+            operand = self.unary_expr()
+            if t.value == "+":
+                return operand
+            return A.Unary(self.last_pos(t), "-", operand)
+        return self.power_expr()
+
+    def power_expr(self):
+        first = self.peek()
+        base = self.atom()
+        if self.is_op("^"):
+            self.advance()
+            exponent = self.exponent()
+            return A.Binary(self.last_pos(first), "^", base, exponent)
+        return base
+
+    def exponent(self):
+        if self.is_op("-") or self.is_op("+"):
+            t = self.advance()
+            operand = self.exponent()
+            return operand if t.value == "+" else A.Unary(self.last_pos(t), "-", operand)
+        return self.power_expr()
+
+    def atom(self) -> A.Expr:
+        t = self.peek()
+        if t is None:
+            raise self.error("expected an expression, found the end of the line")
+        if t.kind == "num":
+            self.advance()
+            return A.Num(self.pos(t), t.value, t.text)
+        if t.kind == "str":
+            self.advance()
+            return A.Str(self.pos(t), t.value)
+        if t.kind == "op" and t.value == "(":
+            self.advance()
+            e = self.expr()
+            self.expect_op(")", "')'")
+            return e
+        if t.kind == "name":
+            self.advance()
+            name = t.value
+            upper = name.upper()
+            if upper == "BID":
+                if self.is_op("("):
+                    raise self.error("BID is a variable, not an array or function", t)
+                return A.Bid(self.pos(t))
+            if upper in FUNCTIONS:
+                if self.is_op("("):
+                    args = self.arg_list()
+                    return A.Call(self.last_pos(t), upper, args)
+                if upper == "RND":
+                    return A.Call(self.pos(t), upper, [])
+            if self.is_op("("):
+                args = self.arg_list()
+                return A.Index(self.last_pos(t), name, args)
+            return A.Var(self.pos(t), name)
+        if t.kind == "kw":
+            raise self.error(f"expected an expression, found the keyword {t.value}")
+        raise self.error(f"expected an expression, found {self.describe(t)}")
+
+
+def parse(src: Source, errors: list[BasicError] | None = None, lines: list[SourceLine] | None = None) -> A.Program:
+    """Parse a whole program (tokenizing it unless ``lines`` are given); syntax errors are
+    collected (and raised together if ``errors`` is not given)."""
+    own = errors is None
+    errors = [] if errors is None else errors
+    if lines is None:
+        lines = tokenize(src, errors)
+    out: list[A.Line] = []
+    seen: dict[int, int] = {}
+    last_number = None
+    for sl in lines:
+        if sl.number is not None:
+            tok = sl.number_token
+            if sl.number in seen:
+                errors.append(src.error(f"line number {sl.number} is used twice (first on source line "
+                                        f"{seen[sl.number] + 1})", tok.line, tok.col, tok.end, sl.number))
+            elif last_number is not None and sl.number < last_number:
+                errors.append(src.error(f"line numbers must increase: {sl.number} comes after {last_number}",
+                                        tok.line, tok.col, tok.end, sl.number))
+            seen.setdefault(sl.number, sl.index)
+            last_number = max(sl.number, last_number if last_number is not None else sl.number)
+        p = _LineParser(src, sl)
+        try:
+            stmts = p.parse_line()
+        except BasicError as e:
+            errors.append(e)
+            stmts = []
+        first = sl.number_token or (sl.tokens[0] if sl.tokens else None)
+        pos = (sl.index, first.col if first else 0, len(sl.text))
+        out.append(A.Line(sl.number, sl.index, stmts, pos))
+    if own and errors:
+        raise BasicError.collect(errors)
+    return A.Program(out, src)
