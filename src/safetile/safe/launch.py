@@ -59,6 +59,17 @@ def _data_of(a: Any):
     return a
 
 
+def extent_cached(a: Any) -> Extent:
+    """The memory extent of a tensor-like argument (cached on safetile tensors)."""
+    t = a._tensor if isinstance(a, (Partition, MappedPartition, Shared)) else a
+    if isinstance(t, Tensor):
+        e = t.__dict__.get("_extent")
+        if e is None:
+            e = t._extent = extent_of(t._data)
+        return e
+    return extent_of(t)
+
+
 def _device_of(data: Any) -> str:
     if isinstance(data, np.ndarray):
         return "cpu"
@@ -103,19 +114,120 @@ def _bind_dtype(b: _Binder, decl_dtype, actual: dt.DType, name: str, kname: str)
 
 
 def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -> Plan:
-    """Validate a launch and compile it; raises before touching anything."""
+    """Validate a launch and compile it; raises before touching anything.
+
+    The type-level part (kinds, element types, shapes, generics, grid, compilation) is
+    cached per argument signature; ownership, aliasing and preconditions are checked on
+    every launch.
+    """
     kname = kernel.__name__
     names = kernel.param_names
     if len(args) != len(names):
         raise LaunchTypeError(f"kernel {kname!r} takes {len(names)} argument(s) ({', '.join(names)}), "
                               f"got {len(args)}")
+    _ownership(kernel, args, check_ownership)
+    sig = _signature(kernel, args)
+    plans = kernel._shared.setdefault("plans", {})
+    template = plans.get(sig) if sig is not None else None
+    if template is None:
+        template = _analyze(kernel, args)
+        if sig is not None:
+            if len(plans) > 256:
+                plans.clear()
+            plans[sig] = template
+    compiled, grid3, device, backend, mutable, infos_static = template
+    runtime, writes, reads, infos = _instances(kernel, args, mutable)
+    if kernel.preconditions:
+        values = dict(infos_static)
+        values.update(infos)
+        for pc in kernel.preconditions:
+            pc.check(values)
+    return Plan(compiled, grid3, runtime, device, writes=writes, reads=reads, backend=backend)
+
+
+def _signature(kernel: EntryKernel, args: tuple):
+    """A hashable summary of everything the type-level checks depend on (None: do not cache)."""
+    out: list[Any] = [tuple(sorted((k, repr(v)) for k, v in kernel.explicit_generics.items())),
+                      kernel.explicit_grid, kernel.backend_name, os.environ.get("SAFETILE_BACKEND")]
+    for decl, a in zip(kernel.decls, args):
+        if isinstance(decl, ConstParam):
+            try:
+                hash(a)
+            except TypeError:
+                return None
+            out.append(("C", type(a), a))
+        elif isinstance(a, Partition):
+            d = a._tensor._data
+            out.append(("P", d.dtype, d.shape, a._pshape, a._prefix, _device_of(d)))
+        elif isinstance(a, MappedPartition):
+            d = a._tensor._data
+            out.append(("M", d.dtype, d.shape, a._partition._pshape, a._partition._prefix, a._n, _device_of(d)))
+        elif isinstance(a, (Tensor, Shared)):
+            d = a._tensor._data if isinstance(a, Shared) else a._data
+            out.append(("T", type(a), d.dtype, d.shape, _device_of(d)))
+        elif isinstance(a, np.ndarray):
+            out.append(("N", a.dtype, a.shape))
+        elif isinstance(a, SCALARS):
+            out.append(("S", type(a)))
+        else:
+            return None
+    return tuple(out)
+
+
+def _ownership(kernel: EntryKernel, args: tuple, check_ownership: bool) -> None:
+    """Every argument usable (not moved or borrowed) and no value passed twice where that is unsafe."""
+    kname = kernel.__name__
+    seen: dict[int, tuple[str, bool]] = {}
+    for name, decl, a in zip(kernel.param_names, kernel.decls, args):
+        if not isinstance(a, (Owned, Shared)):
+            continue
+        mut = isinstance(decl, TensorParam) and decl.mutable
+        if id(a) in seen:
+            first, first_mut = seen[id(a)]
+            if mut or first_mut:
+                raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
+                                 f"argument {name!r}; a mutable argument must not alias any other argument")
+            if isinstance(a, Owned):
+                raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
+                                 f"argument {name!r}; a tensor moves into one parameter only: pass "
+                                 "ct.shared(t) to read it through several")
+        seen[id(a)] = (name, mut)
+        if check_ownership:
+            a._check(f"passed as argument {name!r} of kernel {kname!r}")
+
+
+def _instances(kernel: EntryKernel, args: tuple, mutable: tuple):
+    """Per-launch memory checks: runtime data, extents, and no mutable argument aliasing another."""
+    kname = kernel.__name__
+    runtime: list[Any] = []
+    extents: list[tuple[str, Extent, bool]] = []
+    infos: dict[str, Any] = {}
+    for name, a, mut in zip(kernel.param_names, args, mutable):
+        if mut is None:  # scalar or constant
+            runtime.append(a)
+            infos[name] = a
+            continue
+        runtime.append(_data_of(a))
+        extents.append((name, extent_cached(a), mut))
+    for i, (n1, e1, m1) in enumerate(extents):
+        for n2, e2, m2 in extents[i + 1:]:
+            if (m1 or m2) and overlaps(e1, e2):
+                mut, other = (n1, n2) if m1 else (n2, n1)
+                raise AliasError(f"kernel {kname!r}: mutable argument {mut!r} overlaps argument {other!r} in memory; "
+                                 "a mutable argument must not alias any other argument (views included)")
+    return runtime, [e for _, e, m in extents if m], [e for _, e, m in extents if not m], infos
+
+
+def _analyze(kernel: EntryKernel, args: tuple):
+    """The type-level checks and compilation (cached per argument signature)."""
+    kname = kernel.__name__
+    names = kernel.param_names
     b = _Binder(kernel)
     keys: list[ParamKey] = []
-    runtime: list[Any] = []
+    mutable: list[Any] = []
     infos: dict[str, Any] = {}
-    tensor_args: list[tuple[str, Any, bool]] = []  # (name, data, mutable)
+    devices: dict[str, str] = {}
     grids: list[tuple[str, tuple[int, int, int], bool]] = []  # (name, grid3, is_prefix)
-    seen: dict[int, tuple[str, bool]] = {}
     for name, decl, a in zip(names, kernel.decls, args):
         where = f"argument {name!r} of kernel {kname!r}"
         if isinstance(a, DeviceOp):
@@ -127,13 +239,12 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
                 raise LaunchTypeError(f"{where}: ct.Constant arguments must be hashable, got "
                                       f"{type(a).__name__}") from None
             keys.append(ParamKey("const", value=a))
-            runtime.append(a)
-            infos[name] = a
+            mutable.append(None)
             continue
         if isinstance(decl, ScalarParam):
             if not isinstance(a, SCALARS):
-                raise LaunchTypeError(f"{where} is a scalar ({_show(decl.dtype) if not isinstance(decl.dtype, str) else decl.dtype}), "
-                                      f"got {type(a).__name__}")
+                want = decl.dtype if isinstance(decl.dtype, str) else decl.dtype.name
+                raise LaunchTypeError(f"{where} is a scalar ({want}), got {type(a).__name__}")
             if isinstance(decl.dtype, str):
                 from ..runtime.args import scalar_spec
                 d = scalar_spec(a)
@@ -141,24 +252,9 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
             else:
                 d = decl.dtype
             keys.append(ParamKey("scalar", dtype=d))
-            runtime.append(a)
-            infos[name] = a
+            mutable.append(None)
             continue
-        # tensors
         assert isinstance(decl, TensorParam)
-        if isinstance(a, (Owned, Shared)):
-            if id(a) in seen:
-                first, first_mut = seen[id(a)]
-                if decl.mutable or first_mut:
-                    raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
-                                     f"argument {name!r}; a mutable argument must not alias any other argument")
-                if isinstance(a, Owned):
-                    raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
-                                     f"argument {name!r}; a tensor moves into one parameter only: pass "
-                                     "ct.shared(t) to read it through several")
-            seen[id(a)] = (name, decl.mutable)
-            if check_ownership:
-                a._check(f"passed as {where}")
         if decl.kind == "mut":
             if isinstance(a, MappedPartition):
                 raise LaunchTypeError(f"{where} is ct.Mut (one sub-tensor per block); a mapped partition needs a "
@@ -215,8 +311,8 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
             keys.append(ParamKey(decl.kind, d, len(data.shape), tuple(sub), grid_rank))
         else:
             keys.append(ParamKey("ref", d, len(data.shape), tuple(static)))
-        tensor_args.append((name, data, decl.mutable))
-        runtime.append(data)
+        mutable.append(decl.mutable)
+        devices[name] = _device_of(data)
         infos[name] = ArgInfo(name, tuple(int(n) for n in data.shape), actual)
 
     # every generic named in an annotation must be determined
@@ -229,37 +325,26 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
                 raise LaunchTypeError(f"kernel {kname!r}: generic {g!r} (parameter {name!r}) is not determined by the "
                                       f"arguments; give it with {kname}.generics({g}=...)")
 
-    # devices
-    devices = {_device_of(d) for _, d, _ in tensor_args}
-    if len(devices) > 1:
-        listing = ", ".join(f"{n!r} on {_device_of(d)}" for n, d, _ in tensor_args)
+    if len(set(devices.values())) > 1:
+        listing = ", ".join(f"{n!r} on {d}" for n, d in devices.items())
         raise LaunchTypeError(f"kernel {kname!r}: arguments live on different devices ({listing})")
-    device = devices.pop() if devices else "cpu"
-
-    # aliasing: a mutable argument overlaps nothing else
-    extents = [(n, extent_of(d), m) for n, d, m in tensor_args]
-    for i, (n1, e1, m1) in enumerate(extents):
-        for n2, e2, m2 in extents[i + 1:]:
-            if (m1 or m2) and overlaps(e1, e2):
-                mut, other = (n1, n2) if m1 else (n2, n1)
-                raise AliasError(f"kernel {kname!r}: mutable argument {mut!r} overlaps argument {other!r} in memory; "
-                                 "a mutable argument must not alias any other argument (views included)")
-
+    device = next(iter(devices.values()), "cpu")
+    # aliasing comes before the grid and preconditions (it is checked again on every launch)
+    _instances(kernel, args, tuple(mutable))
     grid3 = _grid(kernel, grids)
-
-    # preconditions see shapes, scalars, constants and generics
-    values = dict(b.values)
-    values.update(infos)
-    for pc in kernel.preconditions:
-        pc.check(values)
-
+    if kernel.preconditions:
+        values = dict(b.values)
+        values.update(infos)
+        values.update({n: a for n, a, m in zip(names, args, mutable) if m is None})
+        for pc in kernel.preconditions:
+            pc.check(values)
     compiled = kernel.specialize(tuple(keys), dict(b.values))
     backend = kernel.backend_name or os.environ.get("SAFETILE_BACKEND") or ("cpu" if device == "cpu" else "triton")
     if backend not in ("cpu", "triton"):
         raise LaunchTypeError(f"unknown backend {backend!r} (SAFETILE_BACKEND): use 'cpu' or 'triton'")
-    return Plan(compiled, grid3, runtime, device,
-                writes=[e for _, e, m in extents if m], reads=[e for _, e, m in extents if not m],
-                backend=backend)
+    infos_static = dict(b.values)
+    infos_static.update(infos)
+    return compiled, grid3, device, backend, tuple(mutable), infos_static
 
 
 def _grid(kernel: EntryKernel, grids) -> tuple[int, int, int]:

@@ -17,13 +17,15 @@ _ids = itertools.count(1)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, os.sep + "threading.py")
+
+
 def caller_site() -> str:
     """``file:line`` of the first frame outside safetile (where the user made the call)."""
     f = sys._getframe(1)
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_PKG_DIR) and "asyncio" not in fn and "concurrent" not in fn \
-                and "threading" not in fn:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])):
             return f"{os.path.basename(fn)}:{f.f_lineno}"
         f = f.f_back
     return "<unknown>"
