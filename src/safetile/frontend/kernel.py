@@ -201,6 +201,11 @@ class Kernel:
         from ..runtime.args import arg_specs
         return format_function(self.specialize(arg_specs(self, args)))
 
+    def source(self, *args) -> str:
+        """The Triton source the GPU backend generates for a launch with these arguments."""
+        from ..backends.triton import kernel_source
+        return kernel_source(self, args)
+
     def __repr__(self) -> str:
         return f"<safetile kernel {self.__name__}>"
 

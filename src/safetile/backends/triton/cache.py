@@ -1,0 +1,211 @@
+"""Generated-source cache: in memory (per process) and on disk.
+
+The key of a generated kernel is a hash of its specialised IR text (which fixes dtypes,
+constants, ranks and tile shapes), the specialisation facts, the code generator version and
+the Triton version. Entries live in ``~/.cache/safetile`` (``SAFETILE_CACHE_DIR`` moves it;
+``SAFETILE_CACHE_DIR=off`` or ``SAFETILE_DISABLE_CACHE=1`` disables it, sources then go to
+a private temporary directory because Triton reads kernel source from a file). Each entry
+is a Python module whose first line carries the metadata as JSON and whose last line is
+a SHA-256 of the rest: a truncated or corrupt entry fails the check and is regenerated.
+Triton keeps its own compiled-binary cache (``~/.triton/cache`` or ``TRITON_CACHE_DIR``).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from .codegen import CODEGEN_VERSION, Generated
+
+_MAGIC = "# safetile-kernel "
+_lock = threading.Lock()
+_loaded: dict[tuple[str, bool], tuple[Any, Generated]] = {}  # (digest, interpreted) -> (jit fn, meta)
+_preludes: dict[bool, dict] = {}
+_tmpdir: str | None = None
+
+
+@contextlib.contextmanager
+def _interpret_env(interp: bool):
+    """Triton decides interpreted vs compiled when ``@triton.jit`` runs: pin it while loading."""
+    old = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1" if interp else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = old
+
+
+def _exec_file(path: Path, name: str, namespace: dict | None, interp: bool):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    if namespace:
+        module.__dict__.update(namespace)
+    sys.modules[name] = module
+    try:
+        with _interpret_env(interp):
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def prelude_namespace(interp: bool) -> dict:
+    """The names generated kernels use (``tl``, ``triton``, ``_ld``, ``_st_*`` helpers), loaded
+    once per mode so compiled and interpreted kernels can coexist in one process."""
+    ns = _preludes.get(interp)
+    if ns is None:
+        from . import prelude as _compiled_path_only  # noqa: F401 - locate the file
+        path = Path(_compiled_path_only.__file__)
+        mod = _exec_file(path, f"safetile.backends.triton._prelude_{'interp' if interp else 'cuda'}", None, interp)
+        ns = _preludes[interp] = {k: getattr(mod, k) for k in mod.__all__}
+    return ns
+
+
+def cache_dir() -> Path | None:
+    """The on-disk cache directory, or None when disabled."""
+    if os.environ.get("SAFETILE_DISABLE_CACHE", "") not in ("", "0"):
+        return None
+    env = os.environ.get("SAFETILE_CACHE_DIR", "")
+    if env.lower() in ("off", "none", "0", "false", "disable", "disabled"):
+        return None
+    return Path(env) if env else Path.home() / ".cache" / "safetile"
+
+
+def _scratch_dir() -> Path:
+    global _tmpdir
+    if _tmpdir is None:
+        _tmpdir = tempfile.mkdtemp(prefix="safetile-src-")
+        atexit.register(shutil.rmtree, _tmpdir, True)
+    return Path(_tmpdir)
+
+
+_backend_hash: str | None = None
+
+
+def backend_hash() -> str:
+    """A hash of this backend's own source files: editing the generator invalidates entries."""
+    global _backend_hash
+    if _backend_hash is None:
+        h = hashlib.sha256(CODEGEN_VERSION.encode())
+        for f in sorted(Path(__file__).parent.glob("*.py")):
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+        _backend_hash = h.hexdigest()
+    return _backend_hash
+
+
+def digest(ir_text: str, facts: Any) -> str:
+    import triton
+    h = hashlib.sha256()
+    for part in (backend_hash(), triton.__version__, ir_text, repr(facts)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _meta(gen: Generated) -> dict:
+    return {"name": gen.name, "params": gen.params, "signature": gen.signature,
+            "attrs": [[list(k), v] for k, v in gen.attrs.items()], "uses_assert": gen.uses_assert,
+            "uses_descriptors": gen.uses_descriptors}
+
+
+def _encode(key: str, gen: Generated) -> str:
+    body = f"{_MAGIC}{key} {json.dumps(_meta(gen), sort_keys=True)}\n{gen.source}"
+    return body + f"# sha256 {hashlib.sha256(body.encode()).hexdigest()}\n"
+
+
+def _decode(key: str, text: str) -> Generated | None:
+    """The metadata and source of a cache entry, or None when it is not a valid entry for ``key``."""
+    body, sep, last = text.rstrip("\n").rpartition("\n")
+    if not sep or not last.startswith("# sha256 "):
+        return None
+    body += "\n"
+    if hashlib.sha256(body.encode()).hexdigest() != last[len("# sha256 "):].strip():
+        return None
+    first, _, source = body.partition("\n")
+    if not first.startswith(_MAGIC):
+        return None
+    k, _, meta_text = first[len(_MAGIC):].partition(" ")
+    if k != key:
+        return None
+    try:
+        meta = json.loads(meta_text)
+        return Generated(source, meta["name"], list(meta["params"]), dict(meta["signature"]),
+                         {tuple(k): v for k, v in meta["attrs"]}, bool(meta["uses_assert"]),
+                         bool(meta["uses_descriptors"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _import(path: Path, key: str, gen: Generated, interp: bool):
+    name = f"_safetile_gen_{key[:24]}{'_interp' if interp else ''}"
+    return getattr(_exec_file(path, name, prelude_namespace(interp), interp), gen.name)
+
+
+def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple[Any, Generated]:
+    """The jit function and metadata for ``key``, from memory, disk, or ``make()``."""
+    hit = _loaded.get((key, interp))
+    if hit is not None:
+        return hit
+    with _lock:
+        hit = _loaded.get((key, interp))
+        if hit is not None:
+            return hit
+        root = cache_dir()
+        gen = None
+        path = None
+        if root is not None:
+            path = root / key[:2] / f"st_{key}.py"
+            try:
+                gen = _decode(key, path.read_text())
+            except (OSError, UnicodeDecodeError):
+                gen = None
+            if gen is not None:
+                try:
+                    fn = _import(path, key, gen, interp)
+                except Exception:  # noqa: BLE001 - a broken entry is regenerated, never fatal
+                    gen = None
+        if gen is None:
+            gen = make()
+            text = _encode(key, gen)
+            if root is not None:
+                try:
+                    _write_atomic(path, text)
+                except OSError:
+                    path = None
+            if path is None or root is None:
+                path = _scratch_dir() / f"st_{key}.py"
+                _write_atomic(path, text)
+            fn = _import(path, key, gen, interp)
+        if os.environ.get("SAFETILE_DUMP_SOURCE", "") not in ("", "0"):
+            print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
+        _loaded[(key, interp)] = (fn, gen)
+        return fn, gen

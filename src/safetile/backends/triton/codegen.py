@@ -1,0 +1,534 @@
+"""IR → Triton source: one ``@triton.jit`` kernel per specialised ``Function``.
+
+The generator walks the structured IR once. Every tile value becomes a Triton tensor of
+the same static shape held in a Python variable (``v12``); scalars are 0-d tensors.
+Arrays become a base pointer plus per-axis sizes and strides (``x_ptr``, ``x_n0``,
+``x_s0``); strides known to be 1 for this specialisation are written as the literal ``1``.
+Constants are hoisted to the top of the kernel (typed ``tl.full``) or inlined as literals
+where Triton's typing keeps the operand's dtype. ``if``/``for``/``while`` become Triton
+``if``/``for``/``while`` with loop-carried values as plain variables.
+
+Per-op lowerings live in this package's family modules (``elementwise.py``, ``memory.py``
+...), one emitter per catalogue op registered with ``@lowers``; an emitter returns the
+Python expression of each result (or writes statements through ``g.line``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ... import dtypes as dt
+from ...errors import TileInternalError, TileUnsupportedFeatureError
+from ...ir.core import Block, Function, Op, Value
+from ...ir.types import ArrayType, TileType
+
+CODEGEN_VERSION = "1"
+
+Emitter = Callable[["Gen", Op], Any]
+EMITTERS: dict[str, Emitter] = {}
+
+
+def lowers(*names: str):
+    """Register the Triton lowering of catalogue ops ``names``."""
+    def deco(fn: Emitter) -> Emitter:
+        for n in names:
+            if n in EMITTERS:
+                raise RuntimeError(f"Triton lowering of {n!r} registered twice")
+            EMITTERS[n] = fn
+        return fn
+    return deco
+
+
+# ------------------------------------------------------------------------------ dtypes
+
+TL = {
+    "bool_": "tl.int1", "int8": "tl.int8", "int16": "tl.int16", "int32": "tl.int32", "int64": "tl.int64",
+    "uint8": "tl.uint8", "uint16": "tl.uint16", "uint32": "tl.uint32", "uint64": "tl.uint64",
+    "float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32", "float64": "tl.float64",
+    "tfloat32": "tl.float32", "float8_e4m3fn": "tl.float8e4nv", "float8_e5m2": "tl.float8e5",
+}
+SIG = {
+    "bool_": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+    "tfloat32": "fp32", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}
+
+
+def tl_dtype(d: dt.DType) -> str:
+    return TL[d.name]
+
+
+def compute_dtype(d: dt.DType) -> dt.DType:
+    """Floats narrower than 32 bits compute in float32 (as on the CPU backend)."""
+    return dt.float32 if d.is_float and d.bits < 32 else (dt.float32 if d is dt.tfloat32 else d)
+
+
+def py_literal(value: Any, d: dt.DType) -> str:
+    """Source text for a scalar of dtype ``d`` (value rounded to ``d`` first)."""
+    if d.is_bool:
+        return "True" if value else "False"
+    if d.is_int:
+        return repr(int(value))
+    v = float(np.asarray(value).astype(d.np_dtype).astype(np.float64))
+    if math.isnan(v):
+        return "_NAN"
+    if math.isinf(v):
+        return "_INF" if v > 0 else "_NINF"
+    return repr(v)
+
+
+# ------------------------------------------------------------------------------ specialisation facts
+
+@dataclass(frozen=True)
+class ArrayFacts:
+    """What this specialisation may assume about one array argument."""
+
+    aligned: bool  # base pointer 16-byte aligned
+    unit: tuple[bool, ...]  # stride == 1, per axis
+    div16_stride: tuple[bool, ...]
+    div16_size: tuple[bool, ...]
+    idx64: bool  # offsets may exceed int32
+
+
+@dataclass(frozen=True)
+class Facts:
+    arrays: tuple[ArrayFacts, ...]  # one per array parameter, in order
+    big_grid: bool = False  # grid y or z above 65535: launched flat along x
+    target: int = 0  # compute capability (90 = sm_90); 0 = interpreter / generic
+    tma: bool = True  # tensor descriptors allowed where legal
+
+
+def default_facts(fn: Function) -> Facts:
+    arrays = tuple(ArrayFacts(True, (False,) * p.value.type.ndim, (False,) * p.value.type.ndim,
+                              (False,) * p.value.type.ndim, False)
+                   for p in fn.runtime_params if p.kind == "array")
+    return Facts(arrays)
+
+
+class ArrayInfo:
+    def __init__(self, name: str, atype: ArrayType, facts: ArrayFacts):
+        self.name = name
+        self.type = atype
+        self.dtype = atype.dtype
+        self.ndim = atype.ndim
+        self.facts = facts
+        self.ptr = f"{name}_ptr"
+        static = atype.static_shape or (None,) * atype.ndim
+        self.size_params = [f"{name}_n{i}" for i in range(self.ndim)]
+        self.stride_params = [f"{name}_s{i}" for i in range(self.ndim)]
+        self.sizes = [str(s) if s is not None else p for s, p in zip(static, self.size_params)]
+        self.static = static
+        self.strides = ["1" if u else p for u, p in zip(facts.unit, self.stride_params)]
+        self.idx64 = facts.idx64
+
+
+# ------------------------------------------------------------------------------ the module
+
+class Module:
+    """One generated source file: helper functions plus the kernel."""
+
+    def __init__(self, fn: Function, facts: Facts):
+        self.fn = fn
+        self.facts = facts
+        self.helpers: list[str] = []
+        self.helper_names: dict[str, str] = {}
+        self.counter = 0
+        self.consts: dict[int, tuple[Any, dt.DType, tuple[int, ...]]] = {}
+        self.arrays: dict[int, ArrayInfo] = {}
+        self.uses_assert = False
+        self.uses_descriptors = False
+        self.iv_start: dict[int, Value] = {}  # for-loop iv id -> start operand
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def add_helper(self, key: str, prefix: str, build: Callable[[str], str]) -> str:
+        """A module-level helper (combine function ...), generated once per key."""
+        name = self.helper_names.get(key)
+        if name is None:
+            name = self.fresh(prefix)
+            self.helper_names[key] = name
+            self.helpers.append(build(name))
+        return name
+
+
+class Gen:
+    """Emits the statements of one Triton function body."""
+
+    def __init__(self, module: Module, vectorized: bool = False, parent: "Gen | None" = None):
+        self.m = module
+        self.vectorized = vectorized  # inside a combine function: no control flow, all values broadcast
+        self.parent = parent
+        self.lines: list[str] = []
+        self.hoisted: list[str] = []
+        self.hoisted_names: dict[Any, str] = {}
+        self.names: dict[int, str] = {}
+        self.depth = 1
+
+    # -------------------------------------------------------------- text
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def hoist(self, key: Any, expr: str, prefix: str = "c") -> str:
+        """A loop-invariant value computed once at the top of the function."""
+        name = self.hoisted_names.get(key)
+        if name is None:
+            name = self.m.fresh(prefix)
+            self.hoisted_names[key] = name
+            self.hoisted.append(f"    {name} = {expr}")
+        return name
+
+    def tmp(self, expr: str, prefix: str = "t") -> str:
+        name = self.m.fresh(prefix)
+        self.line(f"{name} = {expr}")
+        return name
+
+    # -------------------------------------------------------------- values
+    def ty(self, v: Value) -> TileType:
+        return v.type
+
+    def const(self, v: Value) -> Any:
+        """The Python value of a scalar constant, else None."""
+        c = self.m.consts.get(v.id)
+        if c is not None and c[2] == ():
+            return c[0]
+        return None
+
+    def is_const(self, v: Value) -> bool:
+        return v.id in self.m.consts
+
+    def val(self, v: Value) -> str:
+        """An expression that is a Triton tensor of ``v``'s type (constants materialised)."""
+        if v.id in self.names:
+            return self.names[v.id]
+        c = self.m.consts.get(v.id)
+        if c is not None:
+            value, d, shape = c
+            text = py_literal(value, d)
+            if d.is_float and d.bits < 32 and d.name != "float16":  # bf16/fp8: exact value via float32
+                expr = f"tl.full({list(shape)!r}, {text}, tl.float32).to({tl_dtype(d)})"
+            else:
+                expr = f"tl.full({list(shape)!r}, {text}, {tl_dtype(d)})"
+            return self.hoist(("const", text, d.name, shape), expr)
+        if self.parent is not None and v.id in self.parent.names:
+            raise TileUnsupportedFeatureError(
+                "a reduce/scan combining function cannot use run-time values from the enclosing kernel",
+                v.owner.loc if v.owner else None)
+        raise TileInternalError(f"Triton backend: value {v!r} used before definition")
+
+    def lit(self, v: Value) -> str:
+        """Like ``val`` but a one-element int32/float32/bool constant may stay a Python literal
+        (Triton keeps the other operand's dtype for such weakly typed literals; operands of
+        element-wise ops share one rank, so broadcasting is unchanged)."""
+        c = self.m.consts.get(v.id)
+        if c is not None and math.prod(c[2]) == 1 and c[1].name in ("int32", "float32", "bool_"):
+            text = py_literal(c[0], c[1])
+            return f"({text})" if text.startswith("-") else text
+        return self.val(v)
+
+    def operands(self, op: Op) -> list[str]:
+        """Operand expressions for an element-wise op: literals where allowed, but never all."""
+        exprs = [self.lit(v) for v in op.operands]
+        if all(self.is_const(v) for v in op.operands):
+            exprs[0] = self.val(op.operands[0])
+        return exprs
+
+    def array(self, v: Value) -> ArrayInfo:
+        return self.m.arrays[v.id]
+
+    # -------------------------------------------------------------- analysis
+    def nonneg(self, v: Value, depth: int = 0) -> bool:
+        """Whether an integer value is provably >= 0 (to drop lower-bound checks)."""
+        if depth > 12:
+            return False
+        c = self.m.consts.get(v.id)
+        if c is not None:
+            return c[1].is_bool or (c[1].is_int and c[0] >= 0)
+        if v.type.dtype.kind == "u":
+            return True
+        if v.id in self.m.iv_start:
+            return self.nonneg(self.m.iv_start[v.id], depth + 1)
+        op = v.owner
+        if op is None:
+            return False
+        if op.name in ("bid", "num_blocks", "array_dim", "array_stride"):
+            return True
+        if op.name == "arange":
+            return op.attrs["start"] >= 0 and op.attrs["step"] >= 0
+        if op.name in ("add", "mul", "floordiv", "maximum", "minimum", "where", "broadcast", "reshape",
+                       "broadcast_to", "permute", "astype"):
+            ops = op.operands[1:] if op.name == "where" else op.operands
+            if op.name == "astype" and not (op.operands[0].type.dtype.is_int and op.result.type.dtype.is_int
+                                            and op.result.type.dtype.bits >= op.operands[0].type.dtype.bits):
+                return False
+            if op.name == "maximum":
+                return any(self.nonneg(o, depth + 1) for o in ops)
+            return all(self.nonneg(o, depth + 1) for o in ops)
+        if op.name == "mod":
+            c = self.const(op.operands[1])
+            return c is not None and c > 0
+        return False
+
+    # -------------------------------------------------------------- dtype helpers
+    def cast(self, expr: str, src: dt.DType, dst: dt.DType) -> str:
+        """Value conversion with safetile's astype rules."""
+        if src is dst or (src.name == dst.name):
+            return expr
+        if dst is dt.tfloat32:
+            return f"_st_round_tf32({self.cast(expr, src, dt.float32)})"
+        if dst.is_bool:
+            return f"({expr} != 0)"
+        if dst.is_int and src.is_float:
+            cd = compute_dtype(src)
+            x = self.cast(expr, src, cd) if cd is not src else expr
+            info = np.iinfo(dst.np_dtype)
+            return (f"_st_f2i({x}, {tl_dtype(dst)}, {float(info.min)!r}, {float(info.max)!r}, "
+                    f"{int(info.min)}, {int(info.max)})")
+        if src is dt.tfloat32 and dst is dt.float32:
+            return expr
+        if dst is dt.bfloat16 and src is not dt.float64:
+            return f"_st_to_bf16({self.cast(expr, src, dt.float32)})"
+        return f"{expr}.to({tl_dtype(dst)})"
+
+    def up(self, expr: str, d: dt.DType) -> str:
+        """``expr`` in the compute dtype of ``d`` (16-bit floats widen to float32)."""
+        cd = compute_dtype(d)
+        return expr if cd.name == d.name or d is dt.tfloat32 else f"{expr}.to({tl_dtype(cd)})"
+
+    def down(self, expr: str, d: dt.DType) -> str:
+        cd = compute_dtype(d)
+        if cd.name == d.name or d is dt.tfloat32:
+            return expr
+        return self.cast(expr, cd, d)
+
+    # -------------------------------------------------------------- blocks and ops
+    def block(self, block: Block, arg_names: list[str]) -> list[str]:
+        """Emit a region's ops; returns the expressions it yields (materialised)."""
+        for a, n in zip(block.args, arg_names):
+            self.names[a.id] = n
+        for op in block.ops:
+            if op.name == "yield":
+                return [self.val(v) for v in op.operands]
+            self.op(op)
+        return []
+
+    def op(self, op: Op) -> None:
+        if op.name in ("if", "for", "while"):
+            getattr(self, "_" + op.name)(op)
+            return
+        if op.name == "constant":
+            self.m.consts[op.result.id] = (op.attrs["value"], op.attrs["dtype"], tuple(op.attrs["shape"]))
+            return
+        if self._fold(op):
+            return
+        emitter = EMITTERS.get(op.name)
+        if emitter is None:
+            raise TileInternalError(f"the Triton backend has no lowering for {op.name!r}", op.loc)
+        out = emitter(self, op)
+        if not op.results:
+            if out is not None:
+                self.line(out)
+            return
+        exprs = out if isinstance(out, (list, tuple)) else [out]
+        for r, e in zip(op.results, exprs):
+            if e is None:
+                continue
+            if isinstance(e, Value):  # alias of another value (no-op lowering)
+                self.names[r.id] = self.val(e)
+                continue
+            name = self.m.fresh("v")
+            self.line(f"{name} = {e}")
+            self.names[r.id] = name
+
+    def _fold(self, op: Op) -> bool:
+        """Constant folding of shape changes and conversions of constants."""
+        if op.name not in ("reshape", "broadcast_to", "broadcast", "astype") or not op.operands:
+            return False
+        c = self.m.consts.get(op.operands[0].id)
+        if c is None:
+            return False
+        value, d, _ = c
+        rt = op.result.type
+        if op.name == "astype":
+            from ..cpu.elementwise import convert
+            with np.errstate(all="ignore"):
+                value = convert(np.asarray(value, dtype=d.np_dtype), rt.dtype).item()
+            if rt.dtype.is_float:
+                value = float(value)
+        self.m.consts[op.result.id] = (value, rt.dtype, tuple(rt.shape))
+        return True
+
+    def _branch(self, region: Block, results: list[str]) -> None:
+        self.depth += 1
+        start = len(self.lines)
+        ys = self.block(region, [])
+        for r, y in zip(results, ys):
+            self.line(f"{r} = {y}")
+        if len(self.lines) == start:
+            self.line("pass")
+        self.depth -= 1
+
+    def _if(self, op: Op) -> None:
+        cond = op.operands[0]
+        c = self.const(cond)
+        if c is not None:  # statically known branch
+            ys = self.block(op.regions[0 if c else 1], [])
+            for r, y in zip(op.results, ys):
+                self.names[r.id] = y
+            return
+        if self.vectorized:
+            cexpr = self.val(cond)
+            a = self.block(op.regions[0], [])
+            b = self.block(op.regions[1], [])
+            for r, x, y in zip(op.results, a, b):
+                self.names[r.id] = self.tmp(f"tl.where({cexpr}, {x}, {y})", "v")
+            return
+        results = [self.m.fresh("r") for _ in op.results]
+        self.line(f"if {self.val(cond)}:")
+        self._branch(op.regions[0], results)
+        self.line("else:")
+        self._branch(op.regions[1], results)
+        for r, n in zip(op.results, results):
+            self.names[r.id] = n
+
+    def _no_loops(self, op: Op) -> None:
+        if self.vectorized:
+            raise TileUnsupportedFeatureError("loops are not supported inside reduce/scan combining functions "
+                                              "on the Triton backend", op.loc)
+
+    def _carry(self, op: Op, inits: list[Value]) -> list[str]:
+        names = []
+        for v in inits:
+            n = self.m.fresh("k")
+            self.line(f"{n} = {self.val(v)}")
+            names.append(n)
+        return names
+
+    def _for(self, op: Op) -> None:
+        self._no_loops(op)
+        lo, hi, step = op.operands[:3]
+        carried = self._carry(op, op.operands[3:])
+        body = op.regions[0]
+        iv = self.m.fresh("i")
+        self.m.iv_start[body.args[0].id] = lo
+        self.line(f"for {iv} in range({self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}):")
+        self.depth += 1
+        start = len(self.lines)
+        ys = self.block(body, [iv] + carried)
+        for c, y in zip(carried, ys):
+            if c != y:
+                self.line(f"{c} = {y}")
+        if len(self.lines) == start:
+            self.line("pass")
+        self.depth -= 1
+        for r, n in zip(op.results, carried):
+            self.names[r.id] = n
+
+    def _while(self, op: Op) -> None:
+        self._no_loops(op)
+        carried = self._carry(op, op.operands)
+        cond_b, body_b = op.regions
+        flag = self.m.fresh("w")
+        (c,) = self.block(cond_b, carried)
+        self.line(f"{flag} = {c}")
+        self.line(f"while {flag}:")
+        self.depth += 1
+        ys = self.block(body_b, carried)
+        for n, y in zip(carried, ys):
+            if n != y:
+                self.line(f"{n} = {y}")
+        (c,) = self.block(cond_b, carried)
+        self.line(f"{flag} = {c}")
+        self.depth -= 1
+        for r, n in zip(op.results, carried):
+            self.names[r.id] = n
+
+    # -------------------------------------------------------------- combine functions
+    def combine_function(self, region: Block, prefix: str = "_st_comb") -> str:
+        """A ``@triton.jit`` function computing a reduce/scan combining region."""
+        sub = Gen(self.m, vectorized=True, parent=self)
+        args = [self.m.fresh("a") for _ in region.args]
+        ys = sub.block(region, args)
+        name = self.m.fresh(prefix)
+        body = sub.hoisted + sub.lines
+        src = ["@triton.jit", f"def {name}({', '.join(args)}):"] + body + [f"    return {', '.join(ys)}"]
+        self.m.helpers.append("\n".join(src))
+        return name
+
+
+# ------------------------------------------------------------------------------ whole kernel
+
+def kernel_name(fn: Function) -> str:
+    safe = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in fn.name)
+    return f"st_{safe}"
+
+
+@dataclass
+class Generated:
+    source: str
+    name: str
+    params: list[str]  # kernel parameter names in order
+    signature: dict[str, str]  # Triton signature type per parameter
+    attrs: dict[tuple[int, ...], list]  # divisibility attributes per parameter index
+    uses_assert: bool
+    uses_descriptors: bool
+
+
+def generate(fn: Function, facts: Facts) -> Generated:
+    """The Triton source of ``fn`` specialised for ``facts``."""
+    from . import lowerings  # noqa: F401 - registers every family's emitters
+    m = Module(fn, facts)
+    g = Gen(m)
+    params: list[str] = []
+    sig: dict[str, str] = {}
+    attrs: dict[tuple[int, ...], list] = {}
+    array_facts = iter(facts.arrays)
+
+    def add(name: str, ty: str, div16: bool = False) -> None:
+        if div16:
+            attrs[(len(params),)] = [["tt.divisibility", 16]]
+        params.append(name)
+        sig[name] = ty
+
+    for p in fn.runtime_params:
+        safe = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in p.name)
+        if p.kind == "array":
+            af = next(array_facts)
+            info = ArrayInfo(f"{safe}", p.value.type, af)
+            m.arrays[p.value.id] = info
+            ity = "i64" if af.idx64 else "i32"
+            add(info.ptr, "*" + SIG[info.dtype.name], af.aligned)
+            for i, n in enumerate(info.size_params):
+                add(n, ity, af.div16_size[i])
+            for i, s in enumerate(info.stride_params):
+                add(s, ity, af.div16_stride[i] and not af.unit[i])
+        else:
+            name = f"{safe}_v"
+            g.names[p.value.id] = name
+            add(name, SIG[p.value.type.dtype.name])
+    if facts.big_grid:
+        add("_st_gx", "i32")
+        add("_st_gy", "i32")
+    ys = g.block(fn.body, [])
+    del ys
+    name = kernel_name(fn)
+    lines = [f"# generated by safetile (Triton backend v{CODEGEN_VERSION}) from kernel {fn.name!r}",
+             "# tl, triton, _ld and the _st_* helpers come from safetile/backends/triton/prelude.py", ""]
+    for h in m.helpers:
+        lines += ["", h, ""]
+    lines += ["", "@triton.jit", f"def {name}({', '.join(params)}):"]
+    if facts.big_grid:
+        lines += ["    _st_pid = tl.program_id(0)",
+                  "    _st_bx = _st_pid % _st_gx",
+                  "    _st_by = (_st_pid // _st_gx) % _st_gy",
+                  "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
+    lines += g.hoisted + g.lines
+    if not g.hoisted and not g.lines:
+        lines.append("    pass")
+    source = "\n".join(lines) + "\n"
+    return Generated(source, name, params, sig, attrs, m.uses_assert, m.uses_descriptors)

@@ -1,0 +1,364 @@
+"""Launching specialised kernels through Triton.
+
+``launch_gpu`` is called by ``ct.launch`` when an array argument lives on a CUDA device
+(or when ``SAFETILE_BACKEND=triton`` forces this backend, e.g. with ``TRITON_INTERPRET=1``
+on CPU torch tensors in tests).
+
+Per kernel specialisation (``Function``) a ``Specialization`` object is kept in
+``kernel.backend_cache``. A launch reads each array's base pointer, sizes and strides,
+derives the facts that select a compiled variant (16-byte alignment and divisibility,
+unit strides, 64-bit indexing, oversized grids) and calls the compiled kernel's launcher
+directly (no Triton JIT dispatch). Variants are compiled once with ``triton.compile`` and
+cached; dynamic sizes never recompile.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from ... import dtypes as dt
+from ...errors import TileRuntimeError
+from ...ir.core import Function, walk
+from ...ir.printer import format_function
+from ...ir.types import TileType
+from . import cache
+from .codegen import ArrayFacts, Facts, Generated, generate
+
+_I32_LIMIT = 2**31 - 1
+_GRID_YZ_LIMIT = 65535
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def tma_enabled() -> bool:
+    return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+
+
+# ---------------------------------------------------------------------------- arrays
+
+def array_parts(a: Any) -> tuple[int, tuple, tuple, Any]:
+    """(data pointer, shape, element strides, object to hand to the interpreter)."""
+    if type(a).__module__.startswith("torch"):
+        return a.data_ptr(), tuple(a.shape), tuple(a.stride()), a
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None:
+        shape = tuple(cai["shape"])
+        import numpy as np
+        itemsize = np.dtype(cai["typestr"]).itemsize
+        if cai.get("strides") is None:
+            strides, acc = [], 1
+            for n in reversed(shape):
+                strides.append(acc)
+                acc *= n
+            strides = tuple(reversed(strides))
+        else:
+            strides = tuple(s // itemsize for s in cai["strides"])
+        return int(cai["data"][0]), shape, strides, a
+    import torch
+    import numpy as np
+    if isinstance(a, np.ndarray):
+        t = _numpy_to_torch(a)
+        return t.data_ptr(), tuple(t.shape), tuple(t.stride()), t
+    t = torch.from_dlpack(a)
+    return t.data_ptr(), tuple(t.shape), tuple(t.stride()), t
+
+
+def _numpy_to_torch(a):
+    import numpy as np
+    import torch
+    d = dt.as_dtype(a.dtype)
+    if d.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    if d.name in ("float8_e4m3fn", "float8_e5m2"):
+        return torch.from_numpy(a.view(np.uint8)).view(getattr(torch, d.name))
+    return torch.from_numpy(a)
+
+
+def needs_idx64(shape: tuple, strides: tuple) -> bool:
+    """Whether element offsets into this array may not fit in int32."""
+    span = 0
+    for n, s in zip(shape, strides):
+        if n >= _I32_LIMIT or s >= _I32_LIMIT or s <= -_I32_LIMIT:
+            return True
+        if n:
+            span += (n - 1) * (s if s >= 0 else -s)
+    return span >= _I32_LIMIT
+
+
+def array_facts(ptr: int, shape: tuple, strides: tuple) -> ArrayFacts:
+    return ArrayFacts(ptr % 16 == 0, tuple(s == 1 for s in strides), tuple(s % 16 == 0 for s in strides),
+                      tuple(n % 16 == 0 for n in shape), needs_idx64(shape, strides))
+
+
+def _fact_key(ptr: int, shape: tuple, strides: tuple) -> tuple:
+    """Cheap hashable summary that determines ``array_facts`` (computed at every launch)."""
+    return (ptr & 15, tuple(n & 15 for n in shape), tuple(-1 if s == 1 else s & 15 for s in strides),
+            needs_idx64(shape, strides))
+
+
+# ---------------------------------------------------------------------------- streams
+
+def stream_handle(stream: Any, device: int) -> int:
+    if stream is None:
+        from triton.runtime.driver import driver
+        return driver.active.get_current_stream(device)
+    if isinstance(stream, int):
+        return stream
+    h = getattr(stream, "cuda_stream", None)  # torch
+    if h is None:
+        h = getattr(stream, "ptr", None)  # CuPy
+    if h is None and hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol
+        h = stream.__cuda_stream__()[1]
+    if h is None:
+        raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
+                        "stream, an int handle, or None)")
+    return int(h)
+
+
+# ---------------------------------------------------------------------------- compile options
+
+def _resolve(value, target: int):
+    from ...frontend.kernel import ByTarget
+    return value.resolve(f"sm_{target}") if isinstance(value, ByTarget) else value
+
+
+def default_num_warps(fn: Function) -> int:
+    biggest, acc = 1, 0
+    for op in walk(fn.body):
+        for r in op.results:
+            if isinstance(r.type, TileType):
+                n = 1
+                for s in r.type.shape:
+                    n *= s
+                biggest = max(biggest, n)
+        if op.name == "mma":
+            n = 1
+            for s in op.result.type.shape:
+                n *= s
+            acc = max(acc, n)
+    if acc:
+        return 8 if acc >= 128 * 128 else 4
+    return 16 if biggest >= 16384 else 8 if biggest >= 4096 else 4
+
+
+def compile_options(fn: Function, gen: Generated, target: int) -> dict:
+    hints = {k: _resolve(v, target) for k, v in fn.hints.items()}
+    warps = hints.get("num_warps") or default_num_warps(fn)
+    opts: dict[str, Any] = {"num_warps": warps, "sanitize_overflow": False}
+    if hints.get("num_stages"):
+        opts["num_stages"] = hints["num_stages"]
+    if hints.get("num_ctas") and target >= 90:
+        opts["num_ctas"] = hints["num_ctas"]
+    if hints.get("occupancy"):
+        opts["maxnreg"] = max(24, min(255, 65536 // (hints["occupancy"] * warps * 32)) // 8 * 8)
+    if gen.uses_assert:
+        opts["debug"] = True
+    return opts
+
+
+# ---------------------------------------------------------------------------- variants
+
+class Variant:
+    """One compiled kernel for one set of facts."""
+
+    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool):
+        self.gen = gen
+        self.interp = interp
+        self.jitfn = jitfn
+        if interp:
+            return
+        import triton
+        from triton.compiler import ASTSource
+        from triton.runtime.driver import driver
+        target = driver.active.get_current_target()
+        self.compiled = triton.compile(ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs)),
+                                       target=target, options=compile_options(fn, gen, facts.target))
+        self.run = self.compiled.run  # loads the binary
+        self.function = self.compiled.function
+        self.packed = self.compiled.packed_metadata
+        if getattr(self.compiled.metadata, "global_scratch_size", 0):
+            _ensure_allocator()
+
+    def launch(self, grid3, stream: int, flat: list) -> None:
+        gx, gy, gz = grid3
+        self.run(gx, gy, gz, stream, self.function, self.packed, None, None, None, *flat)
+
+
+def _ensure_allocator() -> None:
+    from triton.runtime import _allocation
+    if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
+        import torch
+        import triton
+
+        def alloc(size: int, alignment: int, stream):
+            return torch.empty(size, dtype=torch.int8, device="cuda")
+        triton.set_allocator(alloc)
+
+
+class Specialization:
+    """Everything known about one specialised Function: argument handling and variants."""
+
+    def __init__(self, kernel, fn: Function):
+        self.fn = fn
+        self.kernel = kernel
+        self.variants: dict[tuple, Variant] = {}
+        self.lock = threading.Lock()
+        # position of each runtime argument in the launch args and its kind
+        self.slots: list[tuple[int, str, Any]] = []
+        rt = iter(fn.runtime_params)
+        for i, is_const in enumerate(kernel.constant_params):
+            if is_const:
+                continue
+            p = next(rt)
+            self.slots.append((i, p.kind, p.value.type.dtype))
+        self.ir_text: str | None = None
+
+    # -------------------------------------------------------------- facts
+    def facts_for(self, parts, big_grid: bool, target: int) -> Facts:
+        arrays = tuple(array_facts(ptr, shape, strides) for ptr, shape, strides in parts)
+        return Facts(arrays, big_grid, target, tma_enabled() and not interpreting())
+
+    def variant(self, key: tuple, parts, big_grid: bool, target: int) -> Variant:
+        with self.lock:
+            v = self.variants.get(key)
+            if v is not None:
+                return v
+            facts = self.facts_for(parts, big_grid, target)
+            if self.ir_text is None:
+                self.ir_text = format_function(self.fn)
+            k = cache.digest(self.ir_text, facts)
+            jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interpreting())
+            v = Variant(jitfn, gen, facts, self.fn, interpreting())
+            self.variants[key] = v
+            return v
+
+    # -------------------------------------------------------------- launch
+    def __call__(self, stream, grid3, args) -> None:
+        interp = interpreting()
+        flat: list = []
+        parts = []
+        key: list = []
+        for i, kind, d in self.slots:
+            a = args[i]
+            if kind == "array":
+                ptr, shape, strides, obj = array_parts(a)
+                flat.append(obj if interp else ptr)
+                flat.extend(shape)
+                flat.extend(strides)
+                parts.append((ptr, shape, strides))
+                key.append(_fact_key(ptr, shape, strides))
+            else:
+                flat.append(_interp_scalar(a, d) if interp else a)
+        gx, gy, gz = grid3
+        big = gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT
+        if interp:
+            device, target = -1, 0
+        else:
+            import torch
+            device = torch.cuda.current_device()
+            target = _capability(device)
+        key.append((big, device))
+        key = tuple(key)
+        v = self.variants.get(key)
+        if v is None:
+            v = self.variant(key, parts, big, target)
+        if big:
+            if gx * gy * gz > 2**31 - 1:
+                raise ValueError(f"grid {grid3} has more than 2**31 - 1 blocks")
+            flat.extend((gx, gy))
+            grid3 = (gx * gy * gz, 1, 1)
+        if interp:
+            _interp_launch(v, grid3, flat)
+        else:
+            v.launch(grid3, stream_handle(stream, device), flat)
+
+
+_caps: dict[int, int] = {}
+
+
+def _capability(device: int) -> int:
+    c = _caps.get(device)
+    if c is None:
+        import torch
+        major, minor = torch.cuda.get_device_capability(device)
+        c = _caps[device] = major * 10 + minor
+    return c
+
+
+# ---------------------------------------------------------------------------- interpreter
+
+def _interp_scalar(x, d: dt.DType):
+    """A typed interpreter tensor (the interpreter otherwise types Python scalars itself)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+    from .codegen import TL
+    tld = eval(TL[d.name], {"tl": tl})  # noqa: S307 - our own table of "tl.<dtype>" names
+    with np.errstate(all="ignore"):
+        data = np.array([x]).astype(d.np_dtype if d.name not in ("bfloat16",) else np.float32)
+    return tl.core.tensor(TensorHandle(data, tld), tld)
+
+
+def _interp_launch(v: Variant, grid3, flat) -> None:
+    from triton.runtime.errors import InterpreterError
+
+    from . import interp
+    interp.install()
+    try:
+        with interp.jit_calls_interpreted(), interp.debug_options(v.gen.uses_assert):
+            v.jitfn[grid3](*flat)
+    except InterpreterError as e:
+        cause = e.__cause__
+        if isinstance(cause, AssertionError):
+            raise TileRuntimeError(f"assertion failed: {cause}") from None
+        raise
+
+
+# ---------------------------------------------------------------------------- entry points
+
+def specialization(kernel, fn: Function, specs) -> Specialization:
+    key = ("triton", specs)
+    spec = kernel.backend_cache.get(key)
+    if spec is None or spec.fn is not fn:
+        spec = kernel.backend_cache[key] = Specialization(kernel, fn)
+    return spec
+
+
+def launch_gpu(stream, grid3, kernel, fn: Function, specs, args) -> None:
+    """Run ``fn`` (the specialisation of ``kernel`` for ``specs``) over ``grid3`` on ``stream``."""
+    spec = kernel.backend_cache.get(("triton", specs))
+    if spec is None or spec.fn is not fn:
+        spec = specialization(kernel, fn, specs)
+    spec(stream, grid3, args)
+
+
+def kernel_source(kernel, args, target: int | None = None) -> str:
+    """The generated Triton source for launching ``kernel`` with ``args``."""
+    from ...runtime.args import arg_specs
+    args = tuple(args)
+    specs = arg_specs(kernel, args)
+    fn = kernel.specialize(specs)
+    spec = specialization(kernel, fn, specs)
+    parts = []
+    for i, kind, _ in spec.slots:
+        if kind == "array":
+            a = args[i]
+            if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
+                ptr = a.__array_interface__["data"][0]
+                parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
+            else:
+                parts.append(array_parts(a)[:3])
+    if target is None:
+        target = 0
+        if not interpreting():
+            try:
+                import torch
+                if torch.cuda.is_available():
+                    target = _capability(torch.cuda.current_device())
+            except ImportError:
+                pass
+    facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90)
+    return generate(fn, facts).source

@@ -1,0 +1,270 @@
+"""Triton lowerings of the memory family (ops/memory.py).
+
+Tile-space ``load``/``store`` always have a correct masked path: element offsets
+``index * tile + arange`` per axis, pointer = base + Σ offset·stride, mask = offsets inside
+the array (the lower bound is dropped where the index is provably non-negative); masked
+loads read the padding value, masked stores write nothing. Where this specialisation
+proves a tensor descriptor legal (sm_90+, 16-byte aligned base, unit last stride, 16-byte
+strides, identity order, zero/NaN padding) rank ≥ 2 tiles go through
+``tl.make_tensor_descriptor`` (TMA on Hopper) instead.
+
+Gather/scatter/atomics address elements through broadcast index tiles; out-of-bounds or
+masked-off lanes read ``padding_value`` (0 for atomics' old values) and write nothing.
+``atomic_cas`` has no mask in Triton, so dead lanes compare-and-swap the array's first
+element with itself.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as dt
+from ...ir.core import walk
+from ...ops.memory import MemoryOrder, MemoryScope, PaddingMode
+from .codegen import ArrayInfo, Gen, lowers, py_literal
+
+_PAD = {PaddingMode.UNDETERMINED: "0", PaddingMode.ZERO: "0", PaddingMode.NEG_ZERO: "-0.0",
+        PaddingMode.NAN: "_NAN", PaddingMode.POS_INF: "_INF", PaddingMode.NEG_INF: "_NINF"}
+_SEM = {MemoryOrder.WEAK: "relaxed", MemoryOrder.RELAXED: "relaxed", MemoryOrder.ACQUIRE: "acquire",
+        MemoryOrder.RELEASE: "release", MemoryOrder.ACQ_REL: "acq_rel"}
+_SCOPE = {MemoryScope.NONE: "gpu", MemoryScope.BLOCK: "cta", MemoryScope.CLUSTER: "gpu",
+          MemoryScope.DEVICE: "gpu", MemoryScope.SYS: "sys"}
+
+
+@lowers("array_dim")
+def array_dim(g: Gen, op):
+    info = g.array(op.operands[0])
+    axis = op.attrs["axis"]
+    if info.static[axis] is not None:
+        g.m.consts[op.result.id] = (int(info.static[axis]), dt.int32, ())
+        return None
+    s = info.sizes[axis]
+    return f"{s}.to(tl.int32)" if info.idx64 else s
+
+
+@lowers("array_stride")
+def array_stride(g: Gen, op):
+    info = g.array(op.operands[0])
+    s = info.strides[op.attrs["axis"]]
+    if s == "1":
+        g.m.consts[op.result.id] = (1, dt.int32, ())
+        return None
+    return f"{s}.to(tl.int32)" if info.idx64 else s
+
+
+# ---------------------------------------------------------------------------------- tile space
+
+def _expand(x: str, d: int, rank: int) -> str:
+    if rank == 1:
+        return x
+    return f"{x}[{', '.join(':' if k == d else 'None' for k in range(rank))}]"
+
+
+def _tile_access(g: Gen, info: ArrayInfo, index, shape, order):
+    """(pointer expression, mask expression or None) for the tile at ``index``."""
+    rank = len(shape)
+    if rank == 0:
+        return info.ptr, None
+    terms, masks = [], []
+    for d in range(rank):
+        ax, s, i = order[d], shape[d], index[d]
+        c = g.const(i)
+        if c is not None:
+            start = int(c) * s
+            off = f"tl.arange(0, {s})" + (f" + {start}" if start else "")
+            if info.idx64:
+                off = f"(tl.arange(0, {s}).to(tl.int64) + {start})"
+        else:
+            iv = g.val(i)
+            if info.idx64:
+                iv = f"{iv}.to(tl.int64)"
+            off = f"{iv} * {s} + tl.arange(0, {s})" if s != 1 else f"{iv} + tl.arange(0, 1)"
+        off = g.tmp(off, "o")
+        e = _expand(off, d, rank)
+        stride = info.strides[ax]
+        terms.append(e if stride == "1" else f"{e} * {stride}")
+        static = info.static[ax]
+        lower_ok = (c is not None and c >= 0) or (c is None and g.nonneg(i))
+        upper_ok = c is not None and static is not None and (int(c) + 1) * s <= static
+        if not upper_ok:
+            masks.append(f"({e} < {info.sizes[ax]})")
+        if not lower_ok:
+            masks.append(f"({e} >= 0)")
+    ptrs = g.tmp(f"{info.ptr} + " + " + ".join(terms), "p")
+    mask = g.tmp(" & ".join(masks), "m") if masks else None
+    return ptrs, mask
+
+
+def _descriptor(g: Gen, op, info: ArrayInfo, shape, order, padding) -> str | None:
+    """The hoisted tensor descriptor for this access, when legal for the specialisation."""
+    f = g.m.facts
+    rank = len(shape)
+    if f.target < 90 or not f.tma or op.attrs.get("allow_tma") is False or g.vectorized:
+        return None
+    af = info.facts
+    d = info.dtype
+    if not (2 <= rank <= 5) or tuple(order) != tuple(range(rank)) or d.is_bool or af.idx64:
+        return None
+    if not (af.aligned and af.unit[-1] and all(af.div16_stride[a] or af.unit[a] for a in range(rank - 1))):
+        return None
+    if shape[-1] * d.itemsize < 16 or any(s > 256 for s in shape):
+        return None
+    if padding not in (PaddingMode.UNDETERMINED, PaddingMode.ZERO) and not (padding is PaddingMode.NAN and d.is_float):
+        return None
+    pad = "nan" if padding is PaddingMode.NAN else "zero"
+    g.m.uses_descriptors = True
+    return g.hoist(("desc", info.name, tuple(shape), pad),
+                   f"tl.make_tensor_descriptor({info.ptr}, shape=[{', '.join(info.sizes)}], "
+                   f"strides=[{', '.join(info.strides[:-1] + ['1'])}], block_shape={list(shape)!r}, "
+                   f"padding_option={pad!r})", "desc")
+
+
+def _desc_offsets(g: Gen, index, shape) -> str:
+    offs = []
+    for i, s in zip(index, shape):
+        c = g.const(i)
+        offs.append(str(int(c) * s) if c is not None else (f"{g.val(i)} * {s}" if s != 1 else g.val(i)))
+    return "[" + ", ".join(offs) + "]"
+
+
+@lowers("load")
+def load(g: Gen, op):
+    info = g.array(op.operands[0])
+    index = op.operands[1:]
+    shape, order, padding = op.attrs["shape"], op.attrs["order"], op.attrs["padding"]
+    desc = _descriptor(g, op, info, shape, order, padding)
+    if desc is not None:
+        return f"{desc}.load({_desc_offsets(g, index, shape)})"
+    ptrs, mask = _tile_access(g, info, index, shape, order)
+    if mask is None:
+        return f"tl.load({ptrs})"
+    return f"tl.load({ptrs}, mask={mask}, other={_PAD[padding]})"
+
+
+@lowers("store")
+def store(g: Gen, op):
+    info = g.array(op.operands[0])
+    index, tile = op.operands[1:-1], op.operands[-1]
+    shape, order = tile.type.shape, op.attrs["order"]
+    desc = _descriptor(g, op, info, shape, order, PaddingMode.ZERO)
+    if desc is not None:
+        return f"{desc}.store({_desc_offsets(g, index, shape)}, {g.val(tile)})"
+    ptrs, mask = _tile_access(g, info, index, shape, order)
+    val = g.val(tile)
+    return f"tl.store({ptrs}, {val})" if mask is None else f"tl.store({ptrs}, {val}, mask={mask})"
+
+
+# ---------------------------------------------------------------------------------- element-wise
+
+def _element_access(g: Gen, info: ArrayInfo, index, extra_mask=None, full_shape=None):
+    """(pointers broadcast to ``full_shape``, validity mask) for element index tiles."""
+    terms, masks = [], []
+    for ax, i in enumerate(index):
+        iv = g.val(i)
+        if info.idx64:
+            iv = f"{iv}.to(tl.int64)"
+        stride = info.strides[ax]
+        terms.append(iv if stride == "1" else f"{iv} * {stride}")
+        masks.append(f"({iv} < {info.sizes[ax]})")
+        if not g.nonneg(i):
+            masks.append(f"({iv} >= 0)")
+    if extra_mask is not None:
+        masks.append(g.val(extra_mask))
+    idx_shape = dt.broadcast_shapes(*(i.type.shape for i in index)) if index else ()
+    ptrs = f"{info.ptr} + " + " + ".join(terms) if terms else info.ptr
+    if full_shape is not None and tuple(idx_shape) != tuple(full_shape):
+        ptrs = f"tl.broadcast_to({ptrs}, {list(full_shape)!r})"
+    ptrs = g.tmp(ptrs, "p")
+    mask = g.tmp(" & ".join(masks), "m") if masks else None
+    if mask is not None and full_shape is not None and full_shape:
+        mask_shape = dt.broadcast_shapes(*(i.type.shape for i in index),
+                                         *(() if extra_mask is None else (extra_mask.type.shape,)))
+        if tuple(mask_shape) != tuple(full_shape):
+            mask = g.tmp(f"tl.broadcast_to({mask}, {list(full_shape)!r})", "m")
+    return ptrs, mask
+
+
+def _padding_literal(value, d: dt.DType) -> str:
+    if d.is_float:
+        return py_literal(float(value), d)
+    with np.errstate(all="ignore"):
+        return py_literal(np.asarray(value).astype(d.np_dtype).item(), d)
+
+
+@lowers("gather")
+def gather(g: Gen, op):
+    info = g.array(op.operands[0])
+    n = info.ndim
+    index = op.operands[1:1 + n]
+    mask = op.operands[1 + n] if op.attrs["has_mask"] else None
+    shape = op.result.type.shape
+    ptrs, valid = _element_access(g, info, index, mask, shape)
+    if valid is None:
+        return f"tl.load({ptrs})"
+    return f"tl.load({ptrs}, mask={valid}, other={_padding_literal(op.attrs['padding_value'], info.dtype)})"
+
+
+@lowers("scatter")
+def scatter(g: Gen, op):
+    info = g.array(op.operands[0])
+    n = info.ndim
+    index = op.operands[1:1 + n]
+    value = op.operands[1 + n]
+    mask = op.operands[2 + n] if op.attrs["has_mask"] else None
+    shape = dt.broadcast_shapes(*(v.type.shape for v in op.operands[1:]))
+    ptrs, valid = _element_access(g, info, index, mask, shape)
+    val = g.val(value)
+    if tuple(value.type.shape) != tuple(shape):
+        val = f"tl.broadcast_to({val}, {list(shape)!r})"
+    return f"tl.store({ptrs}, {val})" if valid is None else f"tl.store({ptrs}, {val}, mask={valid})"
+
+
+def _used(g: Gen, v) -> bool:
+    uses = getattr(g.m, "_uses", None)
+    if uses is None:
+        uses = {}
+        for o in walk(g.m.fn.body):
+            for x in o.operands:
+                uses[x.id] = uses.get(x.id, 0) + 1
+        g.m._uses = uses
+    return uses.get(v.id, 0) > 0
+
+
+def _mem_kw(op) -> str:
+    return f"sem={_SEM[op.attrs['memory_order']]!r}, scope={_SCOPE[op.attrs['memory_scope']]!r}"
+
+
+def _bcast(g: Gen, v, shape) -> str:
+    x = g.val(v)
+    return x if tuple(v.type.shape) == tuple(shape) else f"tl.broadcast_to({x}, {list(shape)!r})"
+
+
+@lowers("atomic_rmw")
+def atomic_rmw(g: Gen, op):
+    info = g.array(op.operands[0])
+    n = info.ndim
+    index, update = op.operands[1:1 + n], op.operands[1 + n]
+    shape = op.result.type.shape
+    ptrs, valid = _element_access(g, info, index, None, shape)
+    fn = f"tl.atomic_{op.attrs['kind']}"
+    call = f"{fn}({ptrs}, {_bcast(g, update, shape)}, mask={valid or 'None'}, {_mem_kw(op)})"
+    if not _used(g, op.result):
+        g.line(call)
+        return None
+    old = g.tmp(call, "t")
+    return old if valid is None else f"tl.where({valid}, {old}, 0)"
+
+
+@lowers("atomic_cas")
+def atomic_cas(g: Gen, op):
+    info = g.array(op.operands[0])
+    n = info.ndim
+    index = op.operands[1:1 + n]
+    expected, desired = op.operands[1 + n], op.operands[2 + n]
+    shape = op.result.type.shape
+    ptrs, valid = _element_access(g, info, index, None, shape)
+    exp, des = _bcast(g, expected, shape), _bcast(g, desired, shape)
+    if valid is not None:  # dead lanes swap element 0 with itself
+        ptrs = g.tmp(f"tl.where({valid}, {ptrs}, {info.ptr})", "p")
+        exp = g.tmp(f"tl.where({valid}, {exp}, {des})", "t")
+    old = g.tmp(f"tl.atomic_cas({ptrs}, {exp}, {des}, {_mem_kw(op)})", "t")
+    return old if valid is None else f"tl.where({valid}, {old}, 0)"

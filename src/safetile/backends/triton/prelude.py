@@ -1,0 +1,242 @@
+"""Device helpers shared by every generated kernel (``from ...prelude import *``).
+
+Each helper implements one piece of safetile semantics that Triton does not provide
+directly: Python floor division and modulo, saturating float→int conversion, integer
+powers, NaN-aware reductions. Generated sources call these by name; the same source runs
+compiled (CUDA) and under ``TRITON_INTERPRET=1`` (see ``interp.py`` for the interpreter's
+libdevice stand-in).
+"""
+from __future__ import annotations
+
+import os
+
+import triton
+import triton.language as tl
+
+_INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+if _INTERPRETED:
+    from .interp import libdevice_shim as _ld  # noqa: F401 - used by generated sources
+else:
+    from triton.language.extra.cuda import libdevice as _ld  # noqa: F401
+
+_NAN = tl.constexpr(float("nan"))
+_INF = tl.constexpr(float("inf"))
+_NINF = tl.constexpr(float("-inf"))
+
+
+# ---------------------------------------------------------------------------- integers
+
+@triton.jit
+def _st_ifloordiv(a, b):
+    """a // b rounding toward -inf; 0 where b == 0 (signed integers)."""
+    nz = b != 0
+    bb = tl.where(nz, b, 1)
+    q = a // bb
+    r = a - q * bb
+    q = tl.where((r != 0) & ((r ^ bb) < 0), q - 1, q)
+    return tl.where(nz, q, 0)
+
+
+@triton.jit
+def _st_imod(a, b):
+    """a % b with the sign of b; 0 where b == 0 (signed integers)."""
+    nz = b != 0
+    bb = tl.where(nz, b, 1)
+    r = a % bb
+    r = tl.where((r != 0) & ((r ^ bb) < 0), r + bb, r)
+    return tl.where(nz, r, 0)
+
+
+@triton.jit
+def _st_ufloordiv(a, b):
+    nz = b != 0
+    return tl.where(nz, a // tl.where(nz, b, 1), 0)
+
+
+@triton.jit
+def _st_umod(a, b):
+    nz = b != 0
+    return tl.where(nz, a % tl.where(nz, b, 1), 0)
+
+
+@triton.jit
+def _st_ipow(x, y, BITS: tl.constexpr):
+    """x ** y with wrapping; y < 0 gives 1/x truncated (1, -1 or 0) like the CPU backend."""
+    r = x * 0 + 1
+    base = x
+    e = tl.maximum(y, 0)
+    for _i in tl.static_range(BITS):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    small = tl.where(x == 1, 1, tl.where(x == -1, tl.where((y & 1) == 0, 1, -1), 0)).to(x.dtype)
+    return tl.where(y < 0, small, r)
+
+
+@triton.jit
+def _st_upow(x, y, BITS: tl.constexpr):
+    r = x * 0 + 1
+    base = x
+    e = y
+    for _i in tl.static_range(BITS):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    return r
+
+
+# ---------------------------------------------------------------------------- floats
+
+@triton.jit
+def _st_signbit(x):
+    if x.dtype.is_fp64():
+        s = x.to(tl.int64, bitcast=True) < 0
+    else:
+        s = x.to(tl.int32, bitcast=True) < 0
+    return s
+
+
+@triton.jit
+def _st_div(a, b):
+    """IEEE (correctly rounded) division for float32 and float64."""
+    if a.dtype.is_fp64():
+        q = a / b
+    else:
+        q = tl.div_rn(a, b)
+    return q
+
+
+@triton.jit
+def _st_fdivmod(a, b):
+    """NumPy's npy_divmod for floats: (floor quotient, modulo with the sign of b)."""
+    mod = a % b  # fmod
+    div = _st_div(a - mod, b)
+    adjust = (mod != 0) & ((b < 0) != (mod < 0))
+    mod = tl.where(adjust, mod + b, mod)
+    div = tl.where(adjust, div - 1.0, div)
+    zero_b = tl.where(_st_signbit(b), -0.0, 0.0)
+    mod = tl.where(mod == 0, zero_b, mod)
+    fl = tl.floor(div)
+    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
+    q0 = _st_div(a, b)
+    zq = tl.where(_st_signbit(q0), -0.0, 0.0)
+    fl = tl.where(div == 0, zq, fl)
+    # b == 0: numpy returns a / b (inf or nan) and fmod's nan
+    fl = tl.where(b == 0, q0, fl)
+    return fl, mod
+
+
+@triton.jit
+def _st_ffloordiv(a, b):
+    q, m = _st_fdivmod(a, b)
+    return q
+
+
+@triton.jit
+def _st_fmod(a, b):
+    q, m = _st_fdivmod(a, b)
+    return m
+
+
+@triton.jit
+def _st_round_tf32(x):
+    """Round float32 to TF32's 10-bit mantissa (nearest even), keeping inf/nan."""
+    bits = x.to(tl.uint32, bitcast=True)
+    lsb = (bits >> 13) & 1
+    rounded = ((bits + 0xFFF + lsb) & 0xFFFFE000).to(tl.float32, bitcast=True)
+    finite = (x == x) & (tl.abs(x) != float("inf"))
+    return tl.where(finite, rounded, x)
+
+
+@triton.jit
+def _st_f2i(x, DST: tl.constexpr, LO: tl.constexpr, HI: tl.constexpr, MIN: tl.constexpr, MAX: tl.constexpr):
+    """Float → integer: truncate toward zero, saturate at the type limits, NaN → 0."""
+    inside = (x < HI) & (x > LO)
+    r = tl.where(inside, x, 0.0).to(DST)
+    r = tl.where(x >= HI, MAX, r)
+    r = tl.where(x <= LO, MIN, r)
+    return r
+
+
+if _INTERPRETED:
+    @triton.jit
+    def _st_to_bf16(x):
+        """float32 → bfloat16, round to nearest even (the interpreter's own cast truncates)."""
+        bits = x.to(tl.uint32, bitcast=True)
+        r = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        r = tl.where(x != x, 0x7FC0, r)
+        return r.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+else:
+    @triton.jit
+    def _st_to_bf16(x):
+        """float32 → bfloat16, round to nearest even."""
+        return x.to(tl.bfloat16)
+
+
+# ---------------------------------------------------------------------------- combine functions
+
+@triton.jit
+def _st_add(a, b):
+    return a + b
+
+
+@triton.jit
+def _st_mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _st_or(a, b):
+    return a | b
+
+
+@triton.jit
+def _st_and(a, b):
+    return a & b
+
+
+@triton.jit
+def _st_max_nan(a, b):
+    """Maximum where NaN wins."""
+    return tl.where((a != a) | (a > b), a, b)
+
+
+@triton.jit
+def _st_min_nan(a, b):
+    return tl.where((a != a) | (a < b), a, b)
+
+
+@triton.jit
+def _st_max_num(a, b):
+    """Maximum ignoring NaN (NaN only when both are NaN)."""
+    return tl.where((b != b) | (a > b), a, b)
+
+
+@triton.jit
+def _st_min_num(a, b):
+    return tl.where((b != b) | (a < b), a, b)
+
+
+@triton.jit
+def _st_argmax_comb(av, ai, bv, bi):
+    """(value, index) pairs: the larger value wins, NaN counts as largest, ties take the lower index."""
+    an = av != av
+    bn = bv != bv
+    better = (av > bv) | (an & ~bn)
+    tie = (av == bv) | (an & bn)
+    pick = better | (tie & (ai < bi))
+    return tl.where(pick, av, bv), tl.where(pick, ai, bi)
+
+
+@triton.jit
+def _st_argmin_comb(av, ai, bv, bi):
+    an = av != av
+    bn = bv != bv
+    better = (av < bv) | (an & ~bn)
+    tie = (av == bv) | (an & bn)
+    pick = better | (tie & (ai < bi))
+    return tl.where(pick, av, bv), tl.where(pick, ai, bi)
+
+
+__all__ = ["tl", "triton", "_ld", "_NAN", "_INF", "_NINF"] + sorted(
+    n for n in list(globals()) if n.startswith("_st_"))

@@ -1,0 +1,108 @@
+"""Triton lowerings of the shape family (ops/shape.py).
+
+Triton tensors cannot be sliced, so ``extract`` views the tile as a grid of sub-tiles
+(reshape to interleaved (count, size) axes), keeps the chosen block with a one-hot mask and
+sums the count axes away; values travel as same-width integers so the sum is exact for
+every dtype (NaN payloads and -0.0 included). ``insert`` selects with the same mask, and
+``cat`` joins both tiles on a new last axis, moves it next to the concatenation axis and
+merges the two.
+"""
+from __future__ import annotations
+
+import math
+
+from .codegen import Gen, lowers, tl_dtype
+
+
+@lowers("reshape")
+def reshape(g: Gen, op):
+    src, dst = op.operands[0].type.shape, op.attrs["shape"]
+    x = g.val(op.operands[0])
+    if tuple(src) == tuple(dst):
+        return op.operands[0]
+    if not src:
+        return f"tl.broadcast_to({x}, {list(dst)!r})"
+    return f"tl.reshape({x}, {list(dst)!r})"
+
+
+@lowers("permute")
+def permute(g: Gen, op):
+    return f"tl.permute({g.val(op.operands[0])}, {list(op.attrs['axes'])!r})"
+
+
+@lowers("broadcast_to")
+def broadcast_to(g: Gen, op):
+    return f"tl.broadcast_to({g.val(op.operands[0])}, {list(op.attrs['shape'])!r})"
+
+
+@lowers("cat")
+def cat(g: Gen, op):
+    a, b = (g.val(v) for v in op.operands)
+    axis = op.attrs["axis"]
+    rank = len(op.result.type.shape)
+    j = g.tmp(f"tl.join({a}, {b})")
+    perm = list(range(axis)) + [rank] + list(range(axis, rank))
+    p = j if perm == list(range(rank + 1)) else g.tmp(f"tl.permute({j}, {perm!r})")
+    return f"tl.reshape({p}, {list(op.result.type.shape)!r})"
+
+
+def _bits(d):
+    """(integer dtype of the same width, to-bits format, from-bits format) for exact selection."""
+    if d.is_bool:
+        return "tl.int8", "{}.to(tl.int8)", "({} != 0)"
+    if d.is_float:
+        it = f"tl.int{d.bits}"
+        return it, f"{{}}.to({it}, bitcast=True)", f"{{}}.to({it}).to({tl_dtype(d)}, bitcast=True)"
+    return tl_dtype(d), "{}", f"{{}}.to({tl_dtype(d)})"
+
+
+def _blocks(g: Gen, full, sub, index):
+    """Interleaved (count, size) shape and the one-hot mask of block ``index``."""
+    inter, mask = [], None
+    rank = len(full)
+    for d, (n, s) in enumerate(zip(full, sub)):
+        inter += [n // s, s]
+    for d, (n, s) in enumerate(zip(full, sub)):
+        c = n // s
+        if c == 1:
+            continue
+        shape = [1] * (2 * rank)
+        shape[2 * d] = c
+        oh = f"tl.reshape(tl.arange(0, {c}) == {g.lit(index[d])}, {shape!r})"
+        mask = oh if mask is None else f"({mask} & {oh})"
+    return inter, mask
+
+
+@lowers("extract")
+def extract(g: Gen, op):
+    x, index = op.operands[0], op.operands[1:]
+    full, sub = x.type.shape, op.attrs["shape"]
+    if tuple(full) == tuple(sub):
+        return x
+    d = x.type.dtype
+    _, to_bits, from_bits = _bits(d)
+    inter, mask = _blocks(g, full, sub, index)
+    y = g.tmp(f"tl.where({mask}, tl.reshape({to_bits.format(g.val(x))}, {inter!r}), 0)")
+    for k in reversed(range(len(full))):
+        if full[k] // sub[k] > 1:
+            y = g.tmp(f"tl.sum({y}, axis={2 * k})")
+    return from_bits.format(f"tl.reshape({y}, {list(sub)!r})")
+
+
+@lowers("insert")
+def insert(g: Gen, op):
+    x, index, v = op.operands[0], op.operands[1:-1], op.operands[-1]
+    full, sub = x.type.shape, v.type.shape
+    if tuple(full) == tuple(sub):
+        return v
+    inter, mask = _blocks(g, full, sub, index)
+    vinter = [k for s in sub for k in (1, s)]
+    d = x.type.dtype
+    xs, vs = g.val(x), g.val(v)
+    if d.is_float and d.bits == 8:
+        xs, vs = f"{xs}.to(tl.int8, bitcast=True)", f"{vs}.to(tl.int8, bitcast=True)"
+    out = f"tl.reshape(tl.where({mask}, tl.reshape({vs}, {vinter!r}), tl.reshape({xs}, {inter!r})), {list(full)!r})"
+    return f"{out}.to({tl_dtype(d)}, bitcast=True)" if d.is_float and d.bits == 8 else out
+
+
+del math
