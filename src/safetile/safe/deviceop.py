@@ -197,49 +197,63 @@ def empty() -> DeviceOp:
     return Value(None)
 
 
-class Then(DeviceOp):
+def _spine(op: DeviceOp) -> tuple[DeviceOp, list[DeviceOp]]:
+    """The innermost non-chain op under a left-deep chain of then/map, and the chain (outer first).
+
+    Chains of thousands of ``then`` calls are walked iteratively, never recursively.
+    """
+    chain = []
+    while isinstance(op, (Then, Map)):
+        chain.append(op)
+        op = op.op
+    return op, chain
+
+
+class _Chained(DeviceOp):
+    op: DeviceOp
+
+    def _device(self):
+        base, _ = _spine(self)
+        return base._device()
+
+    def _children(self):
+        return (_spine(self)[0],)
+
+    def _run(self, ctx):
+        base, chain = _spine(self)
+        v = base._run(ctx)
+        for node in reversed(chain):
+            v = node._apply(v, ctx)
+        return v
+
+    @property
+    def label(self) -> str:
+        base, chain = _spine(self)
+        return f"{base.label} followed by {len(chain)} step(s)"
+
+
+class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
         self.op, self.f = op, f
 
-    def _children(self):
-        return (self.op,)
-
-    def _device(self):
-        return self.op._device()
-
-    def _run(self, ctx):
-        v = self.op._run(ctx)
+    def _apply(self, v, ctx):
         r = self.f(v)
         if isinstance(r, DeviceOp):
             r = r._run(ctx)
         return r
 
-    @property
-    def label(self) -> str:
-        return f"{self.op.label}.then({getattr(self.f, '__name__', 'f')})"
 
-
-class Map(DeviceOp):
+class Map(_Chained):
     def __init__(self, op: DeviceOp, f: Callable, name: str):
         self.op, self.f, self.name = op, f, name
         if name == "inspect":
             self.arity = op.arity
 
-    def _children(self):
-        return (self.op,)
-
-    def _device(self):
-        return self.op._device()
-
-    def _run(self, ctx):
-        r = self.f(self.op._run(ctx))
+    def _apply(self, v, ctx):
+        r = self.f(v)
         if isinstance(r, DeviceOp):
             raise DeviceOpError(f"{self.name}() closure returned a DeviceOp; use then() to chain device work")
         return r
-
-    @property
-    def label(self) -> str:
-        return f"{self.op.label}.{self.name}()"
 
 
 class Zip(DeviceOp):

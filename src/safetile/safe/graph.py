@@ -75,14 +75,13 @@ class Graph:
 
     def _capture_cuda(self) -> None:
         import torch
-        side = torch.cuda.Stream(device=self.stream.device)
-        side.wait_stream(self.stream.torch_stream)
-        with torch.cuda.stream(side):  # warm-up: compiles kernels outside the capture
+        ts = self.stream.torch_stream
+        with torch.cuda.stream(ts):  # warm-up run: compiles every kernel before the capture
             for _, fn in self._steps:
                 fn(self.stream)
-        self.stream.torch_stream.wait_stream(side)
+        ts.synchronize()
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=self.stream.torch_stream):
+        with torch.cuda.graph(g, stream=ts):
             for _, fn in self._steps:
                 fn(self.stream)
         self._cuda_graph = g
