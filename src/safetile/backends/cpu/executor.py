@@ -53,10 +53,14 @@ def tile_ndim(v: Value) -> int:
 class Env:
     """Values of one region execution; misses fall back to the parent, re-laid for this set."""
 
-    def __init__(self, blocks: BlockSet, parent: "Env | None" = None, subset_idx: np.ndarray | None = None):
+    def __init__(self, blocks: BlockSet, parent: "Env | None" = None, subset_idx: np.ndarray | None = None,
+                 extra_axes: int = 0):
         self.blocks = blocks
         self.parent = parent
         self.subset_idx = subset_idx  # positions in parent.blocks, or None when the same set
+        # element-wise regions (reduce/scan combiners) run with ``extra_axes`` tile axes
+        # appended to the parent's batch: outer values get unit axes there
+        self.extra_axes = extra_axes
         self.values: dict[int, Any] = {}
 
     def get(self, v: Value) -> Any:
@@ -69,6 +73,9 @@ class Env:
         x = self.parent.get(v)
         if self.subset_idx is not None and isinstance(v.type, TileType):
             x = self.parent.blocks.to_subset(x, self.subset_idx, tile_ndim(v))
+        if self.extra_axes and isinstance(v.type, TileType):
+            nb = self.parent.blocks.nb
+            x = x.reshape(x.shape[:nb] + (1,) * self.extra_axes + x.shape[nb:])
         self.values[v.id] = x
         return x
 

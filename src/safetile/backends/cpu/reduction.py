@@ -72,12 +72,22 @@ def arg_extreme(run, op, args):
 
 
 def _run_region(run, region, arrays):
-    """Run a scalar combining region element-wise over arrays of one common shape."""
+    """Run a scalar combining region element-wise over arrays of one common shape.
+
+    The region sees every element as a block of its own: its batch is the current batch
+    followed by the remaining tile axes. Values from outside the region (a captured
+    per-block scalar, ``bid``) get unit axes for those extra dimensions.
+    """
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    blocks = BlockSet(shape, run.blockset.coords, run.blockset.ids, run.grid)
+    outer = run.blockset
+    extra = len(shape) - outer.nb
+    pad = (1,) * extra
+    blocks = BlockSet(shape, tuple(c.reshape(c.shape + pad) for c in outer.coords), outer.ids.reshape(
+        outer.ids.shape + pad), run.grid)
     saved = run.cur_env
     try:
-        return run.run_block(region, Env(blocks, run.cur_env), [np.broadcast_to(a, shape) for a in arrays])
+        return run.run_block(region, Env(blocks, run.cur_env, extra_axes=extra),
+                             [np.broadcast_to(a, shape) for a in arrays])
     finally:
         run.cur_env = saved
 
@@ -140,8 +150,13 @@ def custom_scan(run, op, args):
         prev = [np.take(v, np.arange(n - step), axis=axis) for v in vals]
         cur = [np.take(v, np.arange(step, n), axis=axis) for v in vals]
         combined = _run_region(run, op.regions[0], prev + cur)
-        vals = [np.concatenate([h, np.broadcast_to(c, cu.shape)], axis=axis)
-                for h, c, cu in zip(head, combined, cur)]
+        new = []
+        for h, c, cu in zip(head, combined, cur):
+            # the combiner may depend on per-block values: results can have a wider batch
+            c = np.broadcast_to(c, np.broadcast_shapes(c.shape, cu.shape))
+            h = np.broadcast_to(h, c.shape[:axis] + (h.shape[axis],) + c.shape[axis + 1:])
+            new.append(np.concatenate([h, c], axis=axis))
+        vals = new
         step *= 2
     if op.attrs["reverse"]:
         vals = [np.flip(v, axis) for v in vals]
