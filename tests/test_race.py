@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -10,8 +11,21 @@ import pytest
 
 import safetile as ct
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "safe"))
-permute = importlib.import_module("permute_heads")
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "safe")
+
+
+def ex(name):
+    """Import examples/safe/<name>.py under a unique module name."""
+    key = f"safetile_safe_example_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(EXAMPLES, f"{name}.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[key]
+
+
+permute = ex("permute_heads")
 
 B = 16
 
@@ -207,10 +221,8 @@ def test_race_free_unchecked_kernels_report_nothing(name, kernel, grid, make):
 
 
 def _examples():
-    out = []
-    for mod in ("vector_add", "softmax", "persistent_gemm", "batched_matmul", "flash_attention", "dropout"):
-        out.append(importlib.import_module(mod))
-    return out
+    return [ex(m) for m in ("vector_add", "softmax", "persistent_gemm", "batched_matmul", "flash_attention",
+                             "dropout")]
 
 
 def test_race_free_safe_examples_report_nothing():

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import GraphCaptureError
-from .memory import REGISTRY, Extent
+from .memory import REGISTRY, Extent, InFlight
 from .streams import Stream, default_pool, execution
 
 
@@ -96,16 +96,22 @@ class Graph:
         _check_terminal("Graph.launch()")
         self._wait_conflicts()
         stream = self.stream
-        if self._cuda_graph is not None:
-            with stream.context():
-                self._cuda_graph.replay()
-            stream.synchronize()
-        else:
-            def replay():
-                with execution():
-                    for _, fn in self._steps:
-                        fn(stream)
-            stream.run(replay)
+        entry = InFlight(f"graph replay ({self.num_ops} ops)", stream, list(self._extents), [])
+        entry.enqueued.set()
+        REGISTRY.add(entry)  # concurrent work on this memory waits for the replay
+        try:
+            if self._cuda_graph is not None:
+                with stream.context():
+                    self._cuda_graph.replay()
+                stream.synchronize()
+            else:
+                def replay():
+                    with execution():
+                        for _, fn in self._steps:
+                            fn(stream)
+                stream.run(replay)
+        finally:
+            REGISTRY.remove(entry)
         self.replays += 1
         return self.value
 
