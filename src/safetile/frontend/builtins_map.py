@@ -1,12 +1,19 @@
-"""Python builtins that have a meaning in tile code (``print``, ``len``, ``min``...)."""
+"""Python builtins and ``math`` functions that have a meaning in tile code.
+
+Each handler gets the compiler, the evaluated arguments and keyword arguments. With
+only compile-time arguments most of these simply run the Python function; with tiles
+they emit the matching tile op, or explain what to use instead.
+"""
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any, Callable
 
+from .. import dtypes as dt
 from ..errors import TileTypeError, TileUnsupportedFeatureError
 from ..ops import debug, elementwise as ew
-from ..ops.values import Tile, describe, is_const
+from ..ops.values import Array, Tile, describe, is_const
 
 
 def _print(c, args, kwargs):
@@ -15,20 +22,25 @@ def _print(c, args, kwargs):
 
 def _len(c, args, kwargs):
     (x,) = args
-    if isinstance(x, tuple):
+    if isinstance(x, (tuple, str, range, dict)):
         return len(x)
     if isinstance(x, Tile) and x.ndim:
+        return x.shape[0]
+    if isinstance(x, Array):
         return x.shape[0]
     raise TileTypeError(f"len() of {describe(x)} is not defined in tile code")
 
 
-def _minmax(fold, tile_fn):
+def _minmax(fold: Callable, tile_fn: Callable, name: str):
     def handler(c, args, kwargs):
         if kwargs:
-            raise TileTypeError("min/max take no keyword arguments in tile code")
-        vals = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+            raise TileTypeError(f"{name}() takes no keyword arguments in tile code")
+        if len(args) == 1 and isinstance(args[0], Tile):
+            raise TileTypeError(f"{name}() of one tile is ambiguous; reduce it with ct.{name}(tile), or pass "
+                                f"two values for an element-wise {name}imum")
+        vals = args[0] if len(args) == 1 and isinstance(args[0], (tuple, range)) else args
         if not vals:
-            raise TileTypeError("min/max of nothing")
+            raise TileTypeError(f"{name}() of nothing")
         acc = vals[0]
         for v in vals[1:]:
             acc = fold(acc, v) if is_const(acc) and is_const(v) else tile_fn(acc, v)
@@ -36,67 +48,97 @@ def _minmax(fold, tile_fn):
     return handler
 
 
+def _sum(c, args, kwargs):
+    if kwargs or not 1 <= len(args) <= 2:
+        raise TileTypeError("sum(values, start=0) in tile code takes a tuple and an optional start")
+    values = args[0]
+    if isinstance(values, Tile):
+        raise TileTypeError("sum() of a tile is ambiguous; reduce it with ct.sum(tile)")
+    if not isinstance(values, (tuple, range)):
+        raise TileTypeError(f"sum() needs a tuple in tile code, got {describe(values)}")
+    acc = args[1] if len(args) == 2 else 0
+    for v in values:
+        acc = acc + v
+    return acc
+
+
 def _abs(c, args, kwargs):
     (x,) = args
     return builtins.abs(x) if is_const(x) else ew.abs(x)
 
 
-def _convert(pytype, dtype_name):
+def _convert(pytype: type, dtype_name: str):
     def handler(c, args, kwargs):
+        if kwargs or len(args) > 1:
+            raise TileTypeError(f"{pytype.__name__}() takes at most one argument in tile code")
+        if not args:
+            return pytype()
         (x,) = args
-        if is_const(x):
+        if not isinstance(x, Tile):
             return pytype(x)
-        if isinstance(x, Tile):
-            if x.shape != ():
-                raise TileTypeError(f"{pytype.__name__}() needs a scalar, got {x.type}")
-            from .. import dtypes as dt
-            if pytype is bool:
-                return c._truth(x)
-            target = dt.as_dtype(dtype_name)
-            if pytype is int and x.dtype.is_int:
-                return x
-            if pytype is float and x.dtype.is_float:
-                return x
-            return ew.astype(x, target)
-        raise TileTypeError(f"{pytype.__name__}() of {describe(x)}")
+        if x.shape != ():
+            raise TileTypeError(f"{pytype.__name__}() needs a scalar, got a {x.type}; use .astype(...) to "
+                                "convert a whole tile")
+        if pytype is bool:
+            return c._truth(x)
+        if pytype is int and x.dtype.is_int or pytype is float and x.dtype.is_float:
+            return x
+        return ew.astype(x, dt.as_dtype(dtype_name))
     return handler
 
 
 def _tuple(c, args, kwargs):
+    if kwargs or len(args) > 1:
+        raise TileTypeError("tuple() takes at most one argument")
     if not args:
         return ()
     (x,) = args
-    if isinstance(x, tuple):
-        return x
+    if isinstance(x, (tuple, range, str, dict)):
+        return tuple(x)
     raise TileTypeError(f"tuple() of {describe(x)} is not supported in tile code")
 
 
 def _range(c, args, kwargs):
-    raise TileUnsupportedFeatureError("range() can only be used as the iterable of a for loop")
-
-
-def _isinstance(c, args, kwargs):
-    return builtins.isinstance(*args)
+    if kwargs or not all(is_const(a) for a in args):
+        raise TileUnsupportedFeatureError("range() with run-time bounds can only be the iterable of a for loop")
+    return range(*args)
 
 
 def _enumerate(c, args, kwargs):
-    (x,) = args
-    if isinstance(x, tuple):
-        return tuple(enumerate(x))
+    x = args[0]
+    if isinstance(x, (tuple, range)):
+        return tuple(enumerate(x, *args[1:], **kwargs))
     raise TileTypeError("enumerate() works on compile-time tuples in tile code")
 
 
 def _zip(c, args, kwargs):
-    if all(isinstance(a, tuple) for a in args):
-        return tuple(zip(*args))
+    if all(isinstance(a, (tuple, range)) for a in args):
+        return tuple(zip(*args, **kwargs))
     raise TileTypeError("zip() works on compile-time tuples in tile code")
+
+
+def _reversed(c, args, kwargs):
+    (x,) = args
+    if isinstance(x, (tuple, range)):
+        return tuple(reversed(x))
+    raise TileTypeError("reversed() works on compile-time tuples in tile code")
+
+
+def _math(tile_fn: Callable, py_fn: Callable):
+    """A ``math`` function: folded on constants, the element-wise tile op on tiles."""
+    def handler(c, args, kwargs):
+        if any(isinstance(a, Tile) for a in args):
+            return tile_fn(*args, **kwargs)
+        return py_fn(*args, **kwargs)
+    return handler
 
 
 _TABLE: dict[Any, Callable] = {
     builtins.print: _print,
     builtins.len: _len,
-    builtins.min: _minmax(builtins.min, ew.minimum),
-    builtins.max: _minmax(builtins.max, ew.maximum),
+    builtins.min: _minmax(builtins.min, ew.minimum, "min"),
+    builtins.max: _minmax(builtins.max, ew.maximum, "max"),
+    builtins.sum: _sum,
     builtins.abs: _abs,
     builtins.int: _convert(int, "int32"),
     builtins.float: _convert(float, "float32"),
@@ -104,10 +146,17 @@ _TABLE: dict[Any, Callable] = {
     builtins.tuple: _tuple,
     builtins.list: _tuple,
     builtins.range: _range,
-    builtins.isinstance: _isinstance,
     builtins.enumerate: _enumerate,
     builtins.zip: _zip,
+    builtins.reversed: _reversed,
 }
+for _name in ("exp", "exp2", "log", "log2", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor",
+              "ceil", "atan2"):
+    _py = getattr(math, _name, None)
+    if _py is not None:
+        _TABLE[_py] = _math(getattr(ew, _name), _py)
+_TABLE[math.fabs] = _math(ew.abs, math.fabs)
+_TABLE[math.pow] = _math(ew.pow, math.pow)
 
 
 def lookup(fn: Any) -> Callable | None:

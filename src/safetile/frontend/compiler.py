@@ -1,23 +1,25 @@
 """Python AST → tile IR.
 
-The compiler walks a kernel's AST. Expressions are evaluated to front-end values: Python
+The compiler walks a kernel's AST. Expressions evaluate to front-end values: Python
 constants (folded eagerly), ``Tile``/``Array`` symbols that wrap IR values, tuples, and
 callables. Calls of ``safetile`` functions emit IR through the catalogue; calls of any
 other Python function inline its AST. Variables are SSA names: ``if`` merges the names
 either branch changed, loops carry the names their body reassigns, and ``break``,
 ``continue`` and ``return`` become boolean flags that guard the statements after them,
 so the IR keeps purely structured control flow.
+
+Every user mistake becomes a ``Tile*Error`` located at the innermost statement or
+expression being compiled; inlined calls add one frame each.
 """
 from __future__ import annotations
 
 import ast
 import builtins
-import inspect
-import math
-import operator
+import contextlib
+import os
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -25,58 +27,106 @@ from .. import dtypes as dt
 from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError,
                       TileStaticEvalError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError,
                       TileValueError)
-from ..ir.builder import Builder, building
+from ..ir.builder import Builder
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..ops import elementwise as ew
-from ..ops.values import Array, Tile, as_tile, const_tile, describe, is_const
+from ..ops.values import Array, Tile, as_tile, describe, is_const
 from .source import ParsedFunction, parse_function
 
+# Hidden variables in a function's environment (never valid Python identifiers).
 BRK, CONT, RET, RETVAL, IV = "$break", "$continue", "$return", "$retval", "$iv"
 FLAGS = (BRK, CONT, RET)
 
 _BINOPS = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.MatMult: operator.matmul,
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+    ast.MatMult: "@",
 }
-_CMPOPS = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge,
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b,
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "@": lambda a, b: a @ b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+_UNSUPPORTED_STMTS = {
+    "With": "'with' statements are not supported in tile code",
+    "AsyncWith": "'async with' is not supported in tile code",
+    "Try": "'try' statements are not supported in tile code (tile code has no exceptions; use "
+           "ct.static_assert or ct.assert_ to check conditions)",
+    "TryStar": "'try' statements are not supported in tile code",
+    "Raise": "'raise' is not supported in tile code; use ct.static_assert (compile time) or ct.assert_ "
+             "(run time)",
+    "ClassDef": "class definitions are not supported in tile code; define classes at module level",
+    "Global": "'global' is not supported in tile code: module globals are read-only compile-time constants",
+    "Nonlocal": "'nonlocal' is not supported in tile code: enclosing variables are read-only",
+    "Import": "import statements are not supported in tile code; import at module level",
+    "ImportFrom": "import statements are not supported in tile code; import at module level",
+    "Delete": "'del' is not supported in tile code",
+    "AsyncFunctionDef": "async functions are not supported in tile code",
+    "AsyncFor": "'async for' is not supported in tile code",
+    "Match": "'match' statements are not supported in tile code; use if/elif",
+}
+_UNSUPPORTED_EXPRS = {
+    "Yield": "generators ('yield') are not supported in tile code",
+    "YieldFrom": "generators ('yield from') are not supported in tile code",
+    "Await": "'await' is not supported in tile code",
+    "SetComp": "set comprehensions are not supported in tile code",
+    "DictComp": "dict comprehensions are not supported in tile code",
+    "Set": "sets are not supported in tile code; use a tuple",
+    "Starred": "a starred expression is only allowed in a tuple, a call or an assignment target",
 }
 
 
 class _Undefined:
-    """Marks a name that is not defined on every path reaching this point."""
+    """Marks a name that is not usable here; reading it raises an error with ``reason``."""
 
     def __init__(self, reason: str):
         self.reason = reason
-
-
-@dataclass
-class LocalFunction:
-    """A ``def`` or ``lambda`` written inside tile code, closed over the current scope."""
-
-    node: ast.FunctionDef | ast.Lambda
-    parsed: ParsedFunction
-    scope: dict[str, Any]
-    globals: dict[str, Any]
 
 
 class _Stop(Exception):
     """Unwinds the rest of a statement list after an unconditional break/continue/return."""
 
 
-# ---------------------------------------------------------------------------------- scans
+@dataclass
+class LocalFunction:
+    """A ``def`` or ``lambda`` written inside tile code.
+
+    Free names are looked up in the defining function's environment when the function is
+    called (Python's late binding); defaults are evaluated at definition, like Python.
+    """
+
+    node: ast.FunctionDef | ast.Lambda
+    owner: "FunctionCompiler"
+    defaults: list[Any]
+    kw_defaults: list[Any]
+
+    @property
+    def name(self) -> str:
+        return getattr(self.node, "name", "<lambda>")
+
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------------- AST scans
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+           ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+
 
 def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
-    """Names (re)bound by ``stmts``, not looking into nested function definitions."""
+    """Names (re)bound by ``stmts``, not looking into nested scopes."""
     out: set[str] = set()
 
-    def visit(node):
-        if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef, ast.ClassDef)):
-            if isinstance(node, ast.FunctionDef):
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, _SCOPES):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 out.add(node.name)
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -89,16 +139,104 @@ def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
     return out
 
 
-def _contains(stmts, kinds, into_loops: bool) -> bool:
-    def visit(node) -> bool:
+def _contains(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
+    """Whether ``stmts`` contain a node of ``kinds`` (outside nested scopes, optionally loops)."""
+    def visit(node: ast.AST) -> bool:
         if isinstance(node, kinds):
             return True
-        if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, _SCOPES):
             return False
-        if not into_loops and isinstance(node, (ast.For, ast.While)):
+        if not into_loops and isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
             return False
         return any(visit(c) for c in ast.iter_child_nodes(node))
     return any(visit(s) for s in stmts)
+
+
+# ---------------------------------------------------------------------------------- value helpers
+
+def _flatten(v: Any) -> list[Any]:
+    if isinstance(v, tuple):
+        return [x for item in v for x in _flatten(item)]
+    return [v]
+
+
+def _rebuild(template: Any, flat: list[Any]) -> Any:
+    it = iter(flat)
+
+    def build(t):
+        if isinstance(t, tuple):
+            return tuple(build(x) for x in t)
+        return next(it)
+    return build(template)
+
+
+def _same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+            all(_same_structure(x, y) for x, y in zip(a, b))
+    return True
+
+
+def _is_value(v: Any) -> bool:
+    """A tile or a number: something that can live in a register and change at run time."""
+    return isinstance(v, Tile) or is_const(v)
+
+
+def _carriable(v: Any) -> bool:
+    if isinstance(v, tuple):
+        return all(_carriable(x) for x in v)
+    return _is_value(v)
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    """Whether two compile-time values are interchangeable (same type and value)."""
+    if a is b:
+        return True
+    if isinstance(a, (Tile, Array)) or isinstance(b, (Tile, Array)):
+        return False
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_static(x, y) for x, y in zip(a, b))
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - objects with exotic __eq__ are simply not equal
+        return False
+
+
+def _is_static(v: Any) -> bool:
+    """A compile-time value that may be handed to ordinary Python code."""
+    if isinstance(v, tuple):
+        return all(_is_static(x) for x in v)
+    return not isinstance(v, (Tile, Array, LocalFunction, _Undefined))
+
+
+def _is_safetile_callable(fn: Any) -> bool:
+    """Functions and bound methods of safetile's op modules are called directly."""
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    mod = getattr(target, "__module__", None) or ""
+    return mod.startswith("safetile.ops") and callable(fn)
+
+
+def _is_library_function(fn: Any) -> bool:
+    """Python functions of NumPy/the standard library are evaluated, never inlined."""
+    mod = getattr(fn, "__module__", None) or ""
+    root = mod.split(".")[0]
+    return root in ("numpy", "math", "builtins", "operator", "functools", "typing", "enum", "dataclasses",
+                    "ml_dtypes", "torch")
+
+
+def _cause(e: BaseException) -> BaseException | None:
+    """The cause to chain to a user error: hidden unless SAFETILE_DEBUG is set."""
+    return e if os.environ.get("SAFETILE_DEBUG") else None
+
+
+def _describe_type(v: Any) -> str:
+    if isinstance(v, Tile):
+        return str(v.type)
+    if is_const(v):
+        return f"the constant {v!r}"
+    return describe(v)
 
 
 # ---------------------------------------------------------------------------------- compiler
@@ -114,182 +252,214 @@ class FunctionCompiler:
         self.builder = builder
         self.call_stack = call_stack
         self.is_kernel = is_kernel
-        self.loop_flags: list[tuple[bool, bool]] = []  # per enclosing loop: (has break, has continue)
+        self.loop_depth = 0  # enclosing run-time loops (return is not allowed inside them)
+        self.unrolled_depth = 0  # enclosing compile-time (unrolled) loops
+        self.last_assignment: dict[str, ast.AST] = {}  # the statement that last assigned each name
+        self.statement: ast.stmt | None = None  # the statement being compiled
 
     # ------------------------------------------------------------------ errors & locations
 
-    def loc(self, node):
+    def loc(self, node: ast.AST | None):
         return self.parsed.loc(node) if node is not None else self.builder.loc
+
+    def error(self, cls: type[TileError], message: str, node: ast.AST | None) -> TileError:
+        return cls(message, self.loc(node) if node is not None else None)
+
+    @contextlib.contextmanager
+    def at(self, node: ast.AST) -> Iterator[None]:
+        """Set the builder location to ``node`` and turn anything raised inside into a located TileError."""
+        builder = self.builder
+        saved = (builder.loc, builder.compiler)
+        builder.loc, builder.compiler = self.loc(node), self
+        try:
+            yield
+        except _Stop:
+            raise
+        except TileError as e:
+            if not e.locs:
+                e.locs.append(self.loc(node))
+            raise
+        except (TypeError, AttributeError) as e:
+            raise TileTypeError(str(e), self.loc(node)) from _cause(e)
+        except (ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError, ArithmeticError) as e:
+            msg = f"key {e.args[0]!r} not found" if isinstance(e, KeyError) and e.args else str(e)
+            raise TileValueError(msg, self.loc(node)) from _cause(e)
+        except NotImplementedError as e:
+            raise TileUnsupportedFeatureError(str(e) or "not supported in tile code", self.loc(node)) from None
+        except RecursionError:
+            raise TileRecursionError("tile functions are nested too deeply", self.loc(node)) from None
+        except Exception as e:  # noqa: BLE001 - a bug in safetile: keep the cause for the report
+            raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}", self.loc(node)) from e
+        finally:
+            builder.loc, builder.compiler = saved
 
     def call_value(self, fn: Any, args: list) -> Any:
         """Call a tile function from an op (e.g. a reduce combiner) at the current location."""
         return self.call(fn, args, {}, None)
 
-    def at(self, node: ast.AST):
-        """Context manager: set the builder location and attach it to errors raised inside."""
-        compiler = self
-
-        class _At:
-            def __enter__(self):
-                self.saved = (compiler.builder.loc, getattr(compiler.builder, "compiler", None))
-                compiler.builder.loc = compiler.loc(node)
-                compiler.builder.compiler = compiler
-
-            def __exit__(self, et, ev, tb):
-                compiler.builder.loc, compiler.builder.compiler = self.saved
-                if ev is None or isinstance(ev, _Stop):
-                    return False
-                if isinstance(ev, TileError):
-                    if not ev.locs:
-                        ev.locs.append(compiler.loc(node))
-                    return False
-                if isinstance(ev, (TypeError, ValueError, ZeroDivisionError, OverflowError,
-                                   IndexError, KeyError, AttributeError)):
-                    cls = TileValueError if isinstance(ev, (ValueError, ZeroDivisionError, OverflowError)) \
-                        else TileTypeError
-                    raise cls(str(ev), compiler.loc(node)) from ev
-                if isinstance(ev, RecursionError):
-                    raise TileRecursionError("tile functions are too deeply nested", compiler.loc(node)) from ev
-                raise TileInternalError(f"internal error: {type(ev).__name__}: {ev}", compiler.loc(node)) from ev
-        return _At()
-
     # ------------------------------------------------------------------ names
 
-    def lookup(self, name: str, node: ast.AST) -> Any:
+    def lookup(self, name: str, node: ast.AST | None) -> Any:
         if name in self.env:
             v = self.env[name]
             if isinstance(v, _Undefined):
-                raise TileSyntaxError(f"name {name!r} {v.reason}", self.loc(node))
+                raise self.error(TileSyntaxError, f"name {name!r} {v.reason}", node)
             return v
         if name in self.globals:
             return self.globals[name]
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        raise TileSyntaxError(f"name {name!r} is not defined", self.loc(node))
+        raise self.error(TileSyntaxError, f"name {name!r} is not defined", node)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, (list,)):
+            if isinstance(value, list):
                 value = tuple(value)
             self.env[target.id] = value
+            self.last_assignment[target.id] = self.statement or target
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if not isinstance(value, tuple):
-                raise TileTypeError(f"cannot unpack {describe(value)}", self.loc(target))
-            stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
-            if stars:
-                i = stars[0]
-                n_after = len(target.elts) - i - 1
-                if len(value) < len(target.elts) - 1:
-                    raise TileValueError(f"not enough values to unpack (expected at least "
-                                         f"{len(target.elts) - 1}, got {len(value)})", self.loc(target))
-                for t, v in zip(target.elts[:i], value[:i]):
-                    self.assign(t, v)
-                self.assign(target.elts[i].value, tuple(value[i:len(value) - n_after]))
-                for t, v in zip(target.elts[i + 1:], value[len(value) - n_after:]):
-                    self.assign(t, v)
-                return
-            if len(value) != len(target.elts):
-                raise TileValueError(f"cannot unpack {len(value)} values into {len(target.elts)} names",
-                                     self.loc(target))
-            for t, v in zip(target.elts, value):
-                self.assign(t, v)
+            self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
-            raise TileUnsupportedFeatureError(
-                "tiles and arrays are immutable in tile code; store to arrays with ct.store and build "
-                "new tiles with ct.where or ct.insert", self.loc(target))
+            raise self.error(TileUnsupportedFeatureError,
+                             "cannot assign to an element: tiles and arrays are immutable in tile code; "
+                             "write to arrays with ct.store/ct.scatter and build new tiles with ct.where "
+                             "or ct.insert", target)
         elif isinstance(target, ast.Attribute):
-            raise TileUnsupportedFeatureError("attribute assignment is not supported in tile code",
-                                              self.loc(target))
+            raise self.error(TileUnsupportedFeatureError,
+                             f"cannot assign to attribute {target.attr!r}: objects are immutable in tile code",
+                             target)
+        elif isinstance(target, ast.Starred):
+            raise self.error(TileSyntaxError, "a starred assignment target must be in a tuple or list", target)
         else:
-            raise TileSyntaxError(f"cannot assign to {type(target).__name__}", self.loc(target))
+            raise self.error(TileSyntaxError, f"cannot assign to {type(target).__name__}", target)
+
+    def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
+        if not isinstance(value, tuple):
+            raise self.error(TileTypeError, f"cannot unpack {describe(value)}: only tuples can be unpacked "
+                             "in tile code", target)
+        elts = target.elts
+        stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+        if len(stars) > 1:
+            raise self.error(TileSyntaxError, "multiple starred expressions in assignment", target)
+        if not stars:
+            if len(value) != len(elts):
+                raise self.error(TileValueError, f"cannot unpack {len(value)} value(s) into {len(elts)} "
+                                 "name(s)", target)
+            for t, v in zip(elts, value):
+                self.assign(t, v)
+            return
+        i = stars[0]
+        n_after = len(elts) - i - 1
+        if len(value) < len(elts) - 1:
+            raise self.error(TileValueError, f"not enough values to unpack (expected at least {len(elts) - 1}, "
+                             f"got {len(value)})", target)
+        for t, v in zip(elts[:i], value[:i]):
+            self.assign(t, v)
+        self.assign(elts[i].value, tuple(value[i:len(value) - n_after]))
+        for t, v in zip(elts[i + 1:], value[len(value) - n_after:]):
+            self.assign(t, v)
+
+    # ------------------------------------------------------------------ truth values
+
+    def _truth(self, v: Any, node: ast.AST | None = None) -> Any:
+        """A Python bool (compile-time) or a bool scalar tile (run time) for a condition."""
+        if isinstance(v, Tile):
+            if v.shape != ():
+                raise self.error(TileTypeError,
+                                 f"a {v.type} cannot be used as a condition (a tile has no single truth "
+                                 "value); reduce it to a scalar first (e.g. ct.sum(t) > 0) or select element-"
+                                 "wise with ct.where; use & | ~ for element-wise logic", node)
+            return v if v.dtype.is_bool else ew.not_equal(v, 0)
+        if isinstance(v, Array):
+            raise self.error(TileTypeError, "an array cannot be used as a condition", node)
+        if isinstance(v, _Undefined):
+            raise self.error(TileSyntaxError, v.reason, node)
+        return bool(v)
+
+    def _not(self, v: Any) -> Any:
+        if isinstance(v, Tile):
+            return ew.equal(v, False)
+        return not v
+
+    def _and(self, a: Any, b: Any) -> Any:
+        if not isinstance(a, Tile):
+            return b if a else False
+        if not isinstance(b, Tile):
+            return a if b else False
+        return ew.bitwise_and(a, b)
+
+    def _or(self, a: Any, b: Any) -> Any:
+        if not isinstance(a, Tile):
+            return True if a else b
+        if not isinstance(b, Tile):
+            return True if b else a
+        return ew.bitwise_or(a, b)
 
     # ------------------------------------------------------------------ statements
 
     def run_body(self, stmts: list[ast.stmt]) -> None:
-        """Compile a statement list; statements after a possible exit are guarded."""
+        """Compile a statement list; an unconditional exit ends it early."""
         try:
             self._stmts(stmts)
         except _Stop:
             pass
 
     def _stmts(self, stmts: list[ast.stmt]) -> None:
+        """Compile statements; after a statement that may have exited, guard the rest."""
         for k, s in enumerate(stmts):
             self.stmt(s)
             rest = stmts[k + 1:]
-            if rest and self._may_exit(s):
-                guard = self._exit_guard()
-                if guard is True:
-                    continue
-                if guard is False:
-                    raise _Stop
-                self._emit_if(guard, lambda: self.run_body(rest), lambda: None, s)
+            if not rest:
                 return
+            guard = self._exit_guard()
+            if guard is True:
+                continue
+            if guard is False:
+                raise _Stop
+            self._emit_if(guard, lambda: self._resume(rest), self._exited_branch, s)
+            return
 
-    def _may_exit(self, s: ast.stmt) -> bool:
-        if not isinstance(s, (ast.If, ast.With, ast.Try)):
-            return False
-        if _contains([s], (ast.Return,), into_loops=True):
-            return True
-        return bool(self.loop_flags) and _contains([s], (ast.Break, ast.Continue), into_loops=False)
+    def _live_flags(self) -> list[str]:
+        return [f for f in FLAGS if self.env.get(f, False) is not False]
 
     def _exit_guard(self) -> Any:
-        """True when no exit flag is set (constant-folded where possible)."""
-        live = True
-        for flag in FLAGS:
-            v = self.env.get(flag, False)
-            if isinstance(v, _Undefined):
-                continue
-            live = self._and(live, self._not(v))
+        """True while no exit flag is set: a bool, or a bool tile when it depends on run-time values."""
+        live: Any = True
+        for f in self._live_flags():
+            live = self._and(live, self._not(self.env[f]))
         return live
 
-    def _not(self, v):
-        if is_const(v):
-            return not v
-        return ew.equal(self._truth(v), False)
+    def _resume(self, stmts: list[ast.stmt]) -> None:
+        """Continue with ``stmts`` on the path where no exit flag is set."""
+        for f in self._live_flags():
+            self.env[f] = False
+        self.run_body(stmts)
 
-    def _and(self, a, b):
-        if is_const(a):
-            return b if a else False
-        if is_const(b):
-            return a if b else False
-        return ew.bitwise_and(self._truth(a), self._truth(b))
-
-    def _or(self, a, b):
-        if is_const(a):
-            return True if a else b
-        if is_const(b):
-            return True if b else a
-        return ew.bitwise_or(self._truth(a), self._truth(b))
-
-    def _truth(self, v, node=None) -> Any:
-        """A bool scalar tile (or constant) for a condition."""
-        if is_const(v):
-            return bool(v)
-        if isinstance(v, Tile):
-            if v.shape != ():
-                raise TileTypeError(f"a condition must be a scalar, got a {v.type}; reduce it first "
-                                    "(e.g. ct.sum) or use ct.where")
-            return v if v.dtype.is_bool else ew.not_equal(v, 0)
-        if v is None:
-            return False
-        if isinstance(v, tuple):
-            return len(v) > 0
-        raise TileTypeError(f"{describe(v)} cannot be used as a condition")
+    def _exited_branch(self) -> None:
+        """The path where an exit flag is set: if only one flag could be set, it is known true."""
+        live = self._live_flags()
+        if len(live) == 1:
+            self.env[live[0]] = True
 
     def stmt(self, s: ast.stmt) -> None:
-        method = getattr(self, "stmt_" + type(s).__name__, None)
+        kind = type(s).__name__
+        method = getattr(self, "stmt_" + kind, None)
         if method is None:
-            raise TileUnsupportedFeatureError(f"{type(s).__name__} statements are not supported in tile code",
-                                              self.loc(s))
-        with self.at(s):
-            method(s)
+            message = _UNSUPPORTED_STMTS.get(kind, f"{kind} statements are not supported in tile code")
+            raise self.error(TileUnsupportedFeatureError, message, s)
+        saved, self.statement = self.statement, s
+        try:
+            with self.at(s):
+                method(s)
+        finally:
+            self.statement = saved
 
     def stmt_Expr(self, s: ast.Expr) -> None:
-        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
-            return  # docstring
+        if isinstance(s.value, ast.Constant):
+            return  # a docstring or a bare constant
         self.expr(s.value)
 
-    def stmt_Pass(self, s) -> None:
+    def stmt_Pass(self, s: ast.Pass) -> None:
         pass
 
     def stmt_Assign(self, s: ast.Assign) -> None:
@@ -305,368 +475,508 @@ class FunctionCompiler:
         if not isinstance(s.target, ast.Name):
             self.assign(s.target, None)  # raises the immutability error
         current = self.lookup(s.target.id, s.target)
-        self.env[s.target.id] = self._binop(type(s.op), current, self.expr(s.value), s)
+        value = self._binop(_BINOPS.get(type(s.op)), current, self.expr(s.value), s)
+        self.assign(s.target, value)
 
     def stmt_FunctionDef(self, s: ast.FunctionDef) -> None:
-        if s.decorator_list:
-            raise TileUnsupportedFeatureError("decorators on nested tile functions are not supported", self.loc(s))
-        self.env[s.name] = LocalFunction(s, self.parsed, self.env, self.globals)
+        from .kernel import TileFunction, function
+        for d in s.decorator_list:
+            deco = self.expr(d)
+            if deco is not function and not isinstance(deco, TileFunction):
+                raise self.error(TileUnsupportedFeatureError, "nested tile functions cannot have decorators "
+                                 "(other than @ct.function)", d)
+        self.env[s.name] = self._local_function(s)
+        self.last_assignment[s.name] = s
+
+    def _local_function(self, node: ast.FunctionDef | ast.Lambda) -> LocalFunction:
+        a = node.args
+        defaults = [self.expr(d) for d in a.defaults]
+        kw_defaults = [self.expr(d) if d is not None else _MISSING for d in a.kw_defaults]
+        return LocalFunction(node, self, defaults, kw_defaults)
 
     def stmt_Assert(self, s: ast.Assert) -> None:
         cond = self.expr(s.test)
         msg = self.expr(s.msg) if s.msg is not None else None
-        if is_const(cond):
-            if not cond:
-                raise TileStaticAssertionError(f"assertion failed{': ' + str(msg) if msg else ''}", self.loc(s))
+        if not isinstance(cond, Tile):
+            if not self._truth(cond, s.test):
+                raise self.error(TileStaticAssertionError,
+                                 "assertion failed" + (f": {msg}" if msg is not None else ""), s)
             return
         from ..ops.debug import assert_
-        assert_(cond, msg if msg is not None else "assertion failed")
+        assert_(cond, str(msg) if msg is not None else "assertion failed")
 
     def stmt_Return(self, s: ast.Return) -> None:
-        if any(self.loop_flags) or self.loop_flags:
-            raise TileUnsupportedFeatureError("return inside a loop is not supported in tile code", self.loc(s))
+        if self.loop_depth:
+            raise self.error(TileUnsupportedFeatureError, "'return' inside a loop is not supported in tile "
+                             "code; set a variable and 'break', then return after the loop", s)
         value = self.expr(s.value) if s.value is not None else None
         if self.is_kernel and value is not None:
-            raise TileSyntaxError("a kernel cannot return a value; store results to an array", self.loc(s.value))
+            raise self.error(TileSyntaxError, "a kernel cannot return a value; store results to an array",
+                             s.value)
         self.env[RETVAL] = value
         self.env[RET] = True
         raise _Stop
 
-    def stmt_Break(self, s) -> None:
-        if not self.loop_flags:
-            raise TileSyntaxError("'break' outside a loop", self.loc(s))
+    def stmt_Break(self, s: ast.Break) -> None:
+        if not (self.loop_depth or self.unrolled_depth):
+            raise self.error(TileSyntaxError, "'break' outside a loop", s)
         self.env[BRK] = True
         raise _Stop
 
-    def stmt_Continue(self, s) -> None:
-        if not self.loop_flags:
-            raise TileSyntaxError("'continue' outside a loop", self.loc(s))
+    def stmt_Continue(self, s: ast.Continue) -> None:
+        if not (self.loop_depth or self.unrolled_depth):
+            raise self.error(TileSyntaxError, "'continue' outside a loop", s)
         self.env[CONT] = True
         raise _Stop
 
     # ------------------------------------------------------------------ if
 
     def stmt_If(self, s: ast.If) -> None:
-        cond = self._truth(self.expr(s.test))
-        if is_const(cond):
-            self._stmts_inline(s.body if cond else s.orelse)
+        cond = self._truth(self.expr(s.test), s.test)
+        if not isinstance(cond, Tile):
+            self._stmts(s.body if cond else s.orelse)  # compile-time condition: one branch only
             return
         self._emit_if(cond, lambda: self.run_body(s.body), lambda: self.run_body(s.orelse), s)
 
-    def _stmts_inline(self, stmts) -> None:
-        self._stmts(stmts)  # a _Stop propagates to the enclosing statement list
-
     def _emit_if(self, cond: Tile, then_fn: Callable, else_fn: Callable, node: ast.AST) -> None:
-        before = dict(self.env)
-        envs, blocks = [], []
+        """Emit an ``if`` op and merge the variables the two branches left different."""
+        before = self.env
+        branches: list[tuple[Block, dict[str, Any]]] = []
         for fn in (then_fn, else_fn):
             self.env = dict(before)
             block = Block()
             with self.builder.inside(block):
                 fn()
-            envs.append(self.env)
-            blocks.append(block)
-        names = [n for n in dict.fromkeys([*envs[0], *envs[1]])
-                 if envs[0].get(n, _MISSING) is not envs[1].get(n, _MISSING)
-                 or envs[0].get(n, _MISSING) is not before.get(n, _MISSING)]
-        merged: dict[str, Any] = {}
-        yields: list[list[Tile]] = [[], []]
-        result_types: list[TileType] = []
-        plan: list[tuple[str, Any, int, int]] = []  # name, tuple template, first result, count
-        for name in names:
-            a, b = envs[0].get(name, _MISSING), envs[1].get(name, _MISSING)
+            branches.append((block, self.env))
+        self.env = dict(before)
+        (block_a, env_a), (block_b, env_b) = branches
+        exited = [any(e.get(f, False) is True for f in FLAGS) for e in (env_a, env_b)]
+        line = self.loc(node).line
+        pairs: list[tuple[Any, Any, TileType]] = []
+        templates: dict[str, Any] = {}
+        for name in dict.fromkeys([*env_a, *env_b]):
+            a, b = env_a.get(name, _MISSING), env_b.get(name, _MISSING)
+            if name in FLAGS:
+                a, b = (False if a is _MISSING else a), (False if b is _MISSING else b)
+            if a is b:
+                if a is not _MISSING:
+                    self.env[name] = a
+                continue
             a_missing = a is _MISSING or isinstance(a, _Undefined)
             b_missing = b is _MISSING or isinstance(b, _Undefined)
-            if name == RETVAL and a_missing != b_missing:
-                # the branch that did not return yields a placeholder; the return flag guards it
-                a, b = (_placeholder(b), b) if a_missing else (a, _placeholder(a))
-            elif a_missing or b_missing:
-                merged[name] = _Undefined(f"is not defined on every path through the if at line "
-                                          f"{self.loc(node).line}")
+            if a_missing and b_missing:
+                self.env[name] = a if a is not _MISSING else b
                 continue
-            if is_const(a) and is_const(b) and type(a) is type(b) and a == b:
-                merged[name] = a
-                continue
+            if a_missing or b_missing:
+                missing_exited = exited[0] if a_missing else exited[1]
+                if not (missing_exited or name == RETVAL):
+                    which = "else" if a_missing else "if"
+                    self.env[name] = _Undefined(
+                        f"is assigned only in the {which} branch of the if at line {line}, so it is not "
+                        "defined on every path; assign it before the if or in both branches")
+                    continue
+                # the missing side never reaches a use of the name: any value of the right type will do
+                with self.builder.inside(block_a if a_missing else block_b):
+                    filler = self._placeholder(b if a_missing else a)
+                a, b = (filler, b) if a_missing else (a, filler)
             try:
-                ta, tb = self._merge_pair(a, b, blocks, name)
+                templates[name] = self._merge(a, b, pairs, cond)
             except TileTypeError as e:
-                e.message = f"variable {name!r} has different types after the if: {e.message}"
-                e.args = (e.message,)
-                raise
-            plan.append((name, a if isinstance(a, tuple) else None, len(result_types), len(ta)))
-            for t_a, t_b in zip(ta, tb):
-                yields[0].append(t_a)
-                yields[1].append(t_b)
-                result_types.append(t_a.type)
-        for block, ys in zip(blocks, yields):
+                where = self.last_assignment.get(name, node) if name[0] != "$" else node
+                what = "the return value" if name == RETVAL else f"variable {name!r}"
+                raise self.error(TileTypeError, f"{what} has different types after the if at line {line}: "
+                                 f"{e.message}", where) from None
+        yields: list[list[Value]] = [[], []]
+        for a, b, target in pairs:
+            for k, (v, block) in enumerate(((a, block_a), (b, block_b))):
+                with self.builder.inside(block):
+                    yields[k].append(self._coerce(v, target).value)
+        for block, ys in zip((block_a, block_b), yields):
             with self.builder.inside(block):
-                self.builder.emit("yield", [t.value for t in ys])
-        op = self.builder.emit("if", [cond.value], {"result_types": tuple(result_types)}, regions=blocks)
+                self.builder.emit("yield", ys)
+        op = self.builder.emit("if", [cond.value], {"result_types": tuple(t for _, _, t in pairs)},
+                               regions=[block_a, block_b])
         results = [Tile(v) for v in op.results]
-        self.env = dict(before)
-        self.env.update(merged)
-        for name, template, start, count in plan:
-            vals = results[start:start + count]
-            self.env[name] = _rebuild(template, vals) if template is not None else vals[0]
+        for name, template in templates.items():
+            self.env[name] = self._fill(template, results)
 
-    def _merge_pair(self, a: Any, b: Any, blocks: list[Block], name: str) -> tuple[list[Tile], list[Tile]]:
-        """Flatten two branch values into matching lists of tiles (materialising constants)."""
+    def _merge(self, a: Any, b: Any, pairs: list, cond: Tile) -> Any:
+        """A template for the merged value: leaves are kept values or ``_Slot`` result indices."""
+        if _same_static(a, b):
+            return a
+        if isinstance(a, bool) and isinstance(b, bool):  # True/False per branch: the condition itself
+            return cond if a else self._not(cond)
         if isinstance(a, tuple) or isinstance(b, tuple):
-            if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
-                raise TileTypeError(f"{describe(a)} vs {describe(b)}")
-            out_a, out_b = [], []
-            for x, y in zip(a, b):
-                xa, yb = self._merge_pair(x, y, blocks, name)
-                out_a += xa
-                out_b += yb
-            return out_a, out_b
-        for v in (a, b):
-            if not (is_const(v) or isinstance(v, Tile)):
-                raise TileTypeError(f"{describe(a)} vs {describe(b)} (only tiles and numbers can differ "
-                                    "between branches)")
-        target = self._merge_type(a, b)
-        out = []
-        for v, block in zip((a, b), blocks):
-            with self.builder.inside(block):
-                out.append(self._coerce(v, target))
-        return [out[0]], [out[1]]
+            if not _same_structure(a, b) or not (isinstance(a, tuple) and isinstance(b, tuple)):
+                raise TileTypeError(f"{_describe_type(a)} on one path, {_describe_type(b)} on the other")
+            return tuple(self._merge(x, y, pairs, cond) for x, y in zip(a, b))
+        if not (_is_value(a) and _is_value(b)):
+            raise TileTypeError(f"{_describe_type(a)} on one path, {_describe_type(b)} on the other (only "
+                                "tiles and numbers can differ between run-time branches)")
+        target = self._join(a, b)
+        pairs.append((a, b, target))
+        return _Slot(len(pairs) - 1)
 
-    def _merge_type(self, a, b) -> TileType:
+    def _join(self, a: Any, b: Any) -> TileType:
+        """The tile type that holds a value of either branch."""
         ta = a.type if isinstance(a, Tile) else None
         tb = b.type if isinstance(b, Tile) else None
         if ta is None and tb is None:
-            d = dt.promote(dt.scalar_dtype(a), dt.scalar_dtype(b))
-            return TileType(d, ())
-        if ta is None or tb is None:
-            t, c = (ta, b) if ta is not None else (tb, a)
-            return TileType(dt.promote_with_scalar(t.dtype, c), t.shape)
+            return TileType(dt.promote(dt.scalar_dtype(a), dt.scalar_dtype(b)), ())
+        if ta is None:
+            return TileType(dt.promote_with_scalar(tb.dtype, a), tb.shape)
+        if tb is None:
+            return TileType(dt.promote_with_scalar(ta.dtype, b), ta.shape)
         if ta.shape != tb.shape:
-            raise TileTypeError(f"{ta} vs {tb}")
+            raise TileTypeError(f"{ta} on one path, {tb} on the other (shapes differ)")
         return TileType(dt.promote(ta.dtype, tb.dtype), ta.shape)
 
-    def _coerce(self, v, target: TileType) -> Tile:
+    def _fill(self, template: Any, results: list[Tile]) -> Any:
+        if isinstance(template, _Slot):
+            return results[template.index]
+        if isinstance(template, tuple):
+            return tuple(self._fill(t, results) for t in template)
+        return template
+
+    def _coerce(self, v: Any, target: TileType) -> Tile:
+        """``v`` (a constant or a tile) as a tile of exactly ``target``."""
         t = as_tile(v, target.dtype) if is_const(v) else ew.cast(v, target.dtype)
         if t.shape != target.shape:
             from ..ops.shape import broadcast_to
             t = broadcast_to(t, target.shape)
         return t
 
+    def _placeholder(self, v: Any) -> Any:
+        """A same-typed stand-in for a value on a path that never uses it."""
+        if isinstance(v, tuple):
+            return tuple(self._placeholder(x) for x in v)
+        if isinstance(v, Tile):
+            return self._coerce(0, v.type)
+        return v
+
     # ------------------------------------------------------------------ loops
 
     def stmt_For(self, s: ast.For) -> None:
         if s.orelse:
-            raise TileUnsupportedFeatureError("for ... else is not supported in tile code", self.loc(s))
+            raise self.error(TileUnsupportedFeatureError, "'for ... else' is not supported in tile code", s)
         it = s.iter
-        if isinstance(it, ast.Call):
-            fn = self.expr(it.func)
+        if isinstance(it, ast.Call) and not it.keywords and len(it.args) >= 1:
             from ..ops.meta import static_iter
+            fn = self.expr(it.func)
             if fn is static_iter:
                 if len(it.args) != 1:
-                    raise TileTypeError("static_iter takes one iterable", self.loc(it))
-                return self._unroll(s, self._static_eval_node(it.args[0]))
-            if fn is range:
+                    raise self.error(TileTypeError, "ct.static_iter() takes exactly one iterable", it)
+                return self._unroll(s, self._static_iterable(it.args[0]))
+            if fn is builtins.range:
                 return self._range_loop(s, it)
         iterable = self.expr(it)
-        if isinstance(iterable, tuple):
-            return self._unroll(s, iterable)
-        raise TileUnsupportedFeatureError(
-            "tile code loops over range(...), ct.static_iter(...) or a tuple of compile-time values, "
-            f"not {describe(iterable)}", self.loc(it))
-
-    def _unroll(self, s: ast.For, values) -> None:
-        if _contains(s.body, (ast.Break, ast.Continue), into_loops=False):
-            raise TileUnsupportedFeatureError("break/continue in an unrolled static loop is not supported",
-                                              self.loc(s))
-        for v in values:
-            self.assign(s.target, v)
-            self._stmts_inline(s.body)
-
-    def _range_loop(self, s: ast.For, call: ast.Call) -> None:
-        if call.keywords or not 1 <= len(call.args) <= 3:
-            raise TileTypeError("range() takes 1 to 3 positional arguments", self.loc(call))
-        args = [self.expr(a) for a in call.args]
-        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        for a in (start, stop, step):
-            if not ((is_const(a) and isinstance(a, (int, np.integer)) and not isinstance(a, bool))
-                    or (isinstance(a, Tile) and a.shape == () and a.dtype.is_int)):
-                raise TileTypeError(f"range() arguments must be integer scalars, got {describe(a)}", self.loc(call))
-        if is_const(step) and step <= 0:
-            raise TileValueError(f"range() step must be positive in tile code, got {step}", self.loc(call))
-        if not isinstance(s.target, ast.Name):
-            raise TileSyntaxError("a range loop variable must be a single name", self.loc(s.target))
-        has_brk = _contains(s.body, (ast.Break,), into_loops=False)
-        has_cont = _contains(s.body, (ast.Continue,), into_loops=False)
-        d = dt.int32
-        for a in (start, stop, step):
-            if isinstance(a, Tile):
-                d = dt.promote(d, a.dtype)
-            elif not dt.representable(a, dt.int32):
-                d = dt.int64
-        if has_brk:
-            # for with break → while over an explicit induction variable
-            self.env[IV] = as_tile(start, d) if is_const(start) else ew.cast(start, d)
-            target = s.target.id
-
-            def cond():
-                return self._and(self._not(self.env[BRK]), ew.less(self.env[IV], stop))
+        if hasattr(type(iterable), "__tile_range__"):  # range-like loop protocol (safe/device.py iter_indices)
+            start, stop, step, bind = iterable.__tile_range__()
+            if not isinstance(s.target, ast.Name) or _contains(s.body, (ast.Break,), into_loops=False):
+                raise self.error(TileUnsupportedFeatureError, "this loop takes a single loop variable and no "
+                                 "'break'", s)
+            name, bounds = s.target.id, [self._coerce(a, TileType(dt.int32, ())) for a in (start, stop, step)]
 
             def body():
-                self.env[target] = self.env[IV]
+                self.env[name] = bind(self.env[name])
                 self.run_body(s.body)
-                self.env[IV] = ew.add(self.env[IV], step)
-
-            self._loop(s, "while", cond, body, has_brk, has_cont, extra_carried=(IV,))
-            self.env.pop(IV, None)
-            self.env[target] = _Undefined(f"(a range loop variable) cannot be used after its loop "
-                                          f"(line {self.loc(s).line})")
+            self._loop(s, "for", None, body, bounds=bounds, target=name)
+            self.env[name] = _Undefined(f"is the variable of the loop at line {self.loc(s).line} and cannot be "
+                                        "used after the loop")
             return
-        bounds = [as_tile(a, d) if is_const(a) else ew.cast(a, d) for a in (start, stop, step)]
-        self._loop(s, "for", None, lambda: self.run_body(s.body), has_brk, has_cont, bounds=bounds,
-                   target=s.target.id)
-        self.env[s.target.id] = _Undefined(f"(a range loop variable) cannot be used after its loop "
-                                           f"(line {self.loc(s).line})")
+        if isinstance(iterable, (tuple, range)):
+            return self._unroll(s, iterable)
+        if isinstance(iterable, Tile):
+            raise self.error(TileUnsupportedFeatureError, f"cannot iterate over a {iterable.type}: tile code "
+                             "loops over range(...), ct.static_iter(...) or a tuple", it)
+        raise self.error(TileUnsupportedFeatureError, "tile code loops over range(...), ct.static_iter(...) "
+                         f"or a tuple of compile-time values, not {describe(iterable)}", it)
+
+    def _static_iterable(self, node: ast.expr) -> tuple:
+        value = self._static_eval_node(node)
+        try:
+            return tuple(value)
+        except TypeError:
+            raise self.error(TileStaticEvalError, f"ct.static_iter needs an iterable, got {describe(value)}",
+                             node) from None
+
+    def _unroll(self, s: ast.For, values) -> None:
+        """A loop over compile-time values: the body is compiled once per value."""
+        values = tuple(values)
+        saved = {f: self.env.pop(f) for f in (BRK, CONT) if f in self.env}
+        self.unrolled_depth += 1
+        try:
+            self._unroll_from(s, values, 0)
+        finally:
+            self.unrolled_depth -= 1
+        self.env.pop(BRK, None)
+        self.env.pop(CONT, None)
+        self.env.update(saved)
+        if self.env.get(RET, False) is True:
+            raise _Stop
+
+    def _unroll_from(self, s: ast.For, values: tuple, start: int) -> None:
+        for k in range(start, len(values)):
+            self.assign(s.target, values[k])
+            self.run_body(s.body)
+            self.env.pop(CONT, None)  # continue ends only this iteration
+            if k + 1 == len(values):
+                return
+            guard = self._exit_guard()
+            if guard is True:
+                continue
+            if guard is False:
+                return
+            self._emit_if(guard, lambda: self._resume_unroll(s, values, k + 1), self._exited_branch, s)
+            return
+
+    def _resume_unroll(self, s: ast.For, values: tuple, start: int) -> None:
+        for f in self._live_flags():
+            self.env[f] = False
+        self._unroll_from(s, values, start)
+
+    def _range_loop(self, s: ast.For, call: ast.Call) -> None:
+        if not 1 <= len(call.args) <= 3:
+            raise self.error(TileTypeError, f"range expected 1 to 3 arguments, got {len(call.args)}", call)
+        args = [self.expr(a) for a in call.args]
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else \
+            (args[0], args[1], args[2] if len(args) == 3 else 1)
+        for a, a_node in zip(args, call.args):
+            if not ((is_const(a) and isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)))
+                    or (isinstance(a, Tile) and a.shape == () and a.dtype.is_int)):
+                raise self.error(TileTypeError, f"range() arguments must be integer scalars, got "
+                                 f"{_describe_type(a)}", a_node)
+        if is_const(step) and step <= 0:
+            raise self.error(TileValueError, f"range() step must be positive in tile code, got {step}",
+                             call.args[2])
+        if not isinstance(s.target, ast.Name):
+            raise self.error(TileUnsupportedFeatureError, "the variable of a range loop must be a single name",
+                             s.target)
+        d = dt.int32
+        for a in (start, stop, step):
+            d = dt.promote(d, a.dtype) if isinstance(a, Tile) else \
+                (d if dt.representable(a, dt.int32) else dt.int64)
+        bounds = [self._coerce(a, TileType(d, ())) for a in (start, stop, step)]
+        target = s.target.id
+        if _contains(s.body, (ast.Break,), into_loops=False):
+            # a for loop that may break becomes a while loop over an explicit induction variable
+            iv = f"{IV}{self.loop_depth}"
+            self.env[iv] = bounds[0]
+
+            def cond():
+                return ew.less(self.env[iv], bounds[1])
+
+            def body():
+                self.env[target] = self.env[iv]
+                self.last_assignment[target] = s.target
+                self.run_body(s.body)
+                self.env[iv] = ew.add(self.env[iv], bounds[2])
+
+            self._loop(s, "while", cond, body, extra_carried=(iv,))
+            self.env.pop(iv, None)
+        else:
+            self._loop(s, "for", None, lambda: self.run_body(s.body), bounds=bounds, target=target)
+        self.env[target] = _Undefined(f"is the variable of the range loop at line {self.loc(s).line} and "
+                                      "cannot be used after the loop; copy it to another variable inside the loop")
 
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
-            raise TileUnsupportedFeatureError("while ... else is not supported in tile code", self.loc(s))
-        has_brk = _contains(s.body, (ast.Break,), into_loops=False)
-        has_cont = _contains(s.body, (ast.Continue,), into_loops=False)
+            raise self.error(TileUnsupportedFeatureError, "'while ... else' is not supported in tile code", s)
 
         def cond():
-            c = self._truth(self.expr(s.test))
-            return self._and(self._not(self.env[BRK]), c) if has_brk else c
+            with self.at(s.test):
+                return self._truth(self.expr(s.test), s.test)
 
-        self._loop(s, "while", cond, lambda: self.run_body(s.body), has_brk, has_cont)
+        self._loop(s, "while", cond, lambda: self.run_body(s.body))
 
-    def _loop(self, s, kind: str, cond_fn, body_fn, has_brk: bool, has_cont: bool,
-              bounds=None, target: str | None = None, extra_carried: tuple = ()) -> None:
-        """Emit a ``for``/``while`` op whose carried values are the names the body reassigns."""
+    def _loop(self, s: ast.For | ast.While, kind: str, cond_fn: Callable | None, body_fn: Callable,
+              bounds: list[Tile] | None = None, target: str | None = None, extra_carried: tuple = ()) -> None:
+        """Emit a ``for``/``while`` op carrying the variables its body reassigns.
+
+        The body is compiled in rounds. The first binds variables that hold Python
+        constants to those constants: one that comes out unchanged is a loop invariant and
+        stays a constant; otherwise its type is what one iteration makes of it (so
+        ``acc = 0.0`` followed by ``acc = acc + tile`` carries the tile's type). Later
+        rounds bind carried variables to block arguments of the inferred types until the
+        body preserves them. Variables that start as tiles must keep their type.
+        """
         saved_flags = {f: self.env.pop(f) for f in (BRK, CONT) if f in self.env}
+        has_brk = _contains(s.body, (ast.Break,), into_loops=False)
         if has_brk:
             self.env[BRK] = False
         assigned = _assigned_names(s.body) | set(extra_carried) | ({BRK} if has_brk else set())
-        carried = [n for n in self.env if n in assigned and n != target
-                   and self._carriable(self.env[n])]
-        init = {n: self.env[n] for n in carried}
-        block_types = {n: [x.type if isinstance(x, Tile) else TileType(dt.scalar_dtype(x), ())
-                           for x in _flatten(init[n])] for n in carried}
-        for _ in range(4):  # widen carried types until the body preserves them
-            body_block, cond_block, out_types, outer_env = self._lower_loop_body(
-                kind, cond_fn, body_fn, carried, init, block_types, has_cont, target,
-                bounds[0].dtype if bounds else None)
-            changed = {n: ts for n, ts in out_types.items() if ts != block_types[n]}
+        outer = dict(self.env)
+        names = [n for n in outer if n in assigned and n != target and not isinstance(outer[n], _Undefined)]
+        init = {n: outer[n] for n in names}
+        static = {n for n in names if not _carriable(init[n])}
+        unstable: dict[str, str] = {}  # static names the body changes → reason they cannot be used
+        # per carried name and leaf: None = still the constant it started as, else the carried type
+        leaf_types: dict[str, list[TileType | None]] = {
+            n: [x.type if isinstance(x, Tile) else None for x in _flatten(init[n])] for n in names if n not in static}
+        weak = {n: [not isinstance(x, Tile) for x in _flatten(init[n])] for n in leaf_types}
+        for _round in range(8):
+            body_block, cond_block, out_env = self._loop_round(kind, cond_fn, body_fn, outer, init, leaf_types,
+                                                               unstable, bounds, target)
+            changed = False
+            for n in names:
+                out = out_env.get(n, _MISSING)
+                if n in static:
+                    if n not in unstable and not (out is init[n] or _same_static(out, init[n])):
+                        unstable[n] = (f"changes in the loop at line {self.loc(s).line} from "
+                                       f"{describe(init[n])} to {describe(out)}; only tiles and numbers can "
+                                       "change from one iteration to the next")
+                        changed = True
+                    continue
+                new = self._carried_types(n, init[n], out, leaf_types[n], weak[n], s)
+                if new != leaf_types[n]:
+                    leaf_types[n] = new
+                    changed = True
             if not changed:
                 break
-            for n, ts in changed.items():
-                inits = list(_flatten(init[n]))
-                block_types[n] = [self._widen(a, b, x, n, s) for a, b, x in zip(block_types[n], ts, inits)]
         else:
-            raise TileTypeError("loop-carried variable types do not settle", self.loc(s))
-        self.env = outer_env
-        flat_init = [self._coerce(x, t) for n in carried for x, t in zip(_flatten(init[n]), block_types[n])]
-        operands = [t.value for t in flat_init]
-        result_types = tuple(t for n in carried for t in block_types[n])
+            raise self.error(TileTypeError, "the types of the loop-carried variables do not settle", s)
+        self.env = outer
+        init_operands = [self._coerce(x, t).value for n in leaf_types
+                         for x, t in zip(_flatten(init[n]), leaf_types[n]) if t is not None]
+        result_types = tuple(t for n in leaf_types for t in leaf_types[n] if t is not None)
         if kind == "for":
-            op = self.builder.emit("for", [b.value for b in bounds] + operands,
+            op = self.builder.emit("for", [b.value for b in bounds] + init_operands,
                                    {"result_types": result_types}, regions=[body_block])
         else:
-            op = self.builder.emit("while", operands, {"result_types": result_types},
+            op = self.builder.emit("while", init_operands, {"result_types": result_types},
                                    regions=[cond_block, body_block])
-        results = [Tile(v) for v in op.results]
-        i = 0
-        for n in carried:
-            k = len(block_types[n])
-            self.env[n] = _rebuild(init[n], results[i:i + k]) if isinstance(init[n], tuple) else results[i]
-            i += k
-        for n in _assigned_names(s.body) - set(carried) - {target}:
-            if not n.startswith("$"):
-                self.env[n] = _Undefined(f"is assigned only inside the loop at line {self.loc(s).line}; "
-                                         "define it before the loop to use it afterwards")
-        self.env.pop(BRK, None)
-        self.env.pop(CONT, None)
+        results = iter(Tile(v) for v in op.results)
+        for n, types_ in leaf_types.items():
+            leaves = [next(results) if t is not None else x for x, t in zip(_flatten(init[n]), types_)]
+            self.env[n] = _rebuild(init[n], leaves)
+        for n, reason in unstable.items():
+            self.env[n] = _Undefined(reason)
+        line = self.loc(s).line
+        for n in _assigned_names(s.body) - set(names) - {target}:
+            self.env[n] = _Undefined(f"is assigned only inside the loop at line {line}; assign it before the "
+                                     "loop to use it after the loop")
+        for f in (BRK, CONT):
+            self.env.pop(f, None)
         self.env.update(saved_flags)
 
-    def _carriable(self, v) -> bool:
-        if isinstance(v, tuple):
-            return len(v) > 0 and all(self._carriable(x) for x in v)
-        return isinstance(v, Tile) or is_const(v)
+    def _loop_round(self, kind, cond_fn, body_fn, outer, init, leaf_types, unstable, bounds, target):
+        """Compile the loop's regions once with the given carried types."""
+        def bind(block: Block) -> None:
+            for n, types_ in leaf_types.items():
+                leaves = []
+                for x, t in zip(_flatten(init[n]), types_):
+                    if t is None:
+                        leaves.append(x)
+                    else:
+                        arg = Value(t, hint=n.lstrip("$"))
+                        block.args.append(arg)
+                        leaves.append(Tile(arg))
+                self.env[n] = _rebuild(init[n], leaves)
+            for n, reason in unstable.items():
+                self.env[n] = _Undefined(reason)
 
-    def _widen(self, a: TileType, b: TileType, init: Any, name: str, s) -> TileType:
-        """The carried type that holds both the value before the loop and after one iteration."""
-        if a == b:
-            return a
-        if is_const(init) and (a.shape == () or a.shape == b.shape):
-            return b if a.dtype.is_float == b.dtype.is_float or b.dtype.is_float else \
-                TileType(dt.promote(a.dtype, b.dtype), b.shape)
-        if a.shape == b.shape:
-            return TileType(dt.promote(a.dtype, b.dtype), a.shape)
-        raise TileTypeError(f"loop-carried variable {name!r} changes type in the loop body: {a} before, "
-                            f"{b} after; initialise it with the final shape (e.g. ct.zeros)", self.loc(s))
-
-    def _lower_loop_body(self, kind, cond_fn, body_fn, carried, init, block_types, has_cont, target,
-                         iv_dtype):
-        outer_env = dict(self.env)
-        self.loop_flags.append((True, has_cont))
+        cond_block = None
+        self.loop_depth += 1
         try:
-            def bind_args(block: Block) -> None:
-                for n in carried:
-                    args = [Value(t, hint=n) for t in block_types[n]]
-                    block.args.extend(args)
-                    tiles = [Tile(a) for a in args]
-                    self.env[n] = _rebuild(init[n], tiles) if isinstance(init[n], tuple) else tiles[0]
-
-            cond_block = None
             if kind == "while":
                 cond_block = Block()
-                self.env = dict(outer_env)
-                bind_args(cond_block)
+                self.env = dict(outer)
+                bind(cond_block)
                 with self.builder.inside(cond_block):
                     c = cond_fn()
+                    if BRK in self.env:
+                        c = self._and(self._not(self.env[BRK]), c)
                     c = c if isinstance(c, Tile) else as_tile(bool(c), dt.bool_)
                     self.builder.emit("yield", [c.value])
             body_block = Block()
-            self.env = dict(outer_env)
+            self.env = dict(outer)
             if kind == "for":
-                iv = Value(TileType(iv_dtype, ()), hint=target)
+                iv = Value(TileType(bounds[0].dtype, ()), hint=target)
                 body_block.args.append(iv)
+            bind(body_block)
+            if kind == "for":
                 self.env[target] = Tile(iv)
-            bind_args(body_block)
-            if has_cont:
-                self.env[CONT] = False
+            if BRK in self.env:
+                self.env[BRK] = False  # the body only runs while no break happened
+            self.env[CONT] = False
             with self.builder.inside(body_block):
                 body_fn()
-                out_types = {}
+                out_env = self.env
                 ys = []
-                for n in carried:
-                    v = self.env.get(n)
-                    if isinstance(v, _Undefined) or v is None and init[n] is not None:
-                        raise TileTypeError(f"loop-carried variable {n!r} {getattr(v, 'reason', 'is undefined')}")
-                    flat = list(_flatten(v)) if self._carriable(v) else None
-                    if flat is None or len(flat) != len(block_types[n]):
-                        raise TileTypeError(f"loop-carried variable {n!r} changes from "
-                                            f"{describe(init[n])} to {describe(v)} in the loop body")
-                    tiles = []
-                    for x, t in zip(flat, block_types[n]):
-                        if is_const(x):
-                            x = as_tile(x, t.dtype) if dt.representable(x, t.dtype) else as_tile(x)
-                        if x.type != t and x.shape == () and t.shape != () and x.dtype is t.dtype:
-                            from ..ops.shape import broadcast_to
-                            x = broadcast_to(x, t.shape)
-                        tiles.append(x)
-                    out_types[n] = [x.type for x in tiles]
-                    ys.extend(tiles)
-                self.builder.emit("yield", [t.value for t in ys])
-            return body_block, cond_block, out_types, outer_env
+                for n, types_ in leaf_types.items():
+                    out = out_env.get(n, _MISSING)
+                    if not (_carriable(out) and _same_structure(out, init[n])):
+                        continue  # _carried_types reports the problem
+                    ys += [self._coerce(x, t).value for x, t in zip(_flatten(out), types_)
+                           if t is not None and self._fits(x, t)]
+                self.builder.emit("yield", ys)
+            return body_block, cond_block, out_env
         finally:
-            self.loop_flags.pop()
+            self.loop_depth -= 1
+
+    @staticmethod
+    def _fits(x: Any, t: TileType) -> bool:
+        """Whether ``x`` can be yielded as ``t`` without changing the carried type."""
+        if is_const(x):
+            return dt.representable(x, t.dtype)
+        if not isinstance(x, Tile):
+            return False
+        if x.dtype is not t.dtype and not dt.promote(x.dtype, t.dtype) is t.dtype:
+            return False
+        try:
+            return dt.broadcast_shapes(x.shape, t.shape) == t.shape
+        except ValueError:
+            return False
+
+    def _carried_types(self, name: str, init: Any, out: Any, types_: list, weak: list, s) -> list:
+        """The carried leaf types after one more round (raises when a variable changes type)."""
+        where = self.last_assignment.get(name, s) if name[0] != "$" else s
+        label = f"loop-carried variable {name!r}"
+        if out is _MISSING or isinstance(out, _Undefined):
+            raise self.error(TileTypeError, f"{label} is not defined at the end of the loop body", where)
+        if not _carriable(out) or not _same_structure(init, out):
+            raise self.error(TileTypeError, f"{label} changes from {describe(init)} to {describe(out)} in the "
+                             "loop body; it must keep its type from one iteration to the next", where)
+        new = []
+        for x0, x, t, is_weak in zip(_flatten(init), _flatten(out), types_, weak):
+            if t is None:  # still the constant it started as
+                if is_const(x) and _same_static(x, x0):
+                    new.append(None)
+                elif is_const(x):
+                    new.append(TileType(dt.promote(dt.scalar_dtype(x0), dt.scalar_dtype(x)), ()))
+                else:
+                    new.append(TileType(dt.promote_with_scalar(x.dtype, x0), x.shape))
+                continue
+            if self._fits(x, t) and (is_weak or is_const(x) or x.type == t):
+                new.append(t)
+                continue
+            if not is_weak:
+                got = _describe_type(x)
+                raise self.error(TileTypeError,
+                                 f"{label} changes type in the loop: it is a {t} before the loop and "
+                                 f"{got} after an iteration; a loop must keep each variable's type and shape "
+                                 f"(convert with .astype({t.dtype.name}) or initialise it with the right type)",
+                                 where)
+            # a variable that started as a Python constant takes the type the loop gives it
+            if is_const(x):
+                new.append(TileType(dt.promote_with_scalar(t.dtype, x), t.shape))
+                continue
+            try:
+                shape = dt.broadcast_shapes(t.shape, x.shape)
+            except ValueError:
+                raise self.error(TileTypeError, f"{label} changes shape in the loop: {t} vs {x.type}",
+                                 where) from None
+            new.append(TileType(dt.promote(t.dtype, x.dtype), shape))
+        return new
 
     # ------------------------------------------------------------------ expressions
 
     def expr(self, node: ast.expr) -> Any:
-        method = getattr(self, "expr_" + type(node).__name__, None)
+        kind = type(node).__name__
+        method = getattr(self, "expr_" + kind, None)
         if method is None:
-            raise TileUnsupportedFeatureError(f"{type(node).__name__} expressions are not supported in tile code",
-                                              self.loc(node))
+            message = _UNSUPPORTED_EXPRS.get(kind, f"{kind} expressions are not supported in tile code")
+            raise self.error(TileUnsupportedFeatureError, message, node)
         with self.at(node):
             return method(node)
 
@@ -676,100 +986,154 @@ class FunctionCompiler:
     def expr_Name(self, node: ast.Name) -> Any:
         return self.lookup(node.id, node)
 
-    def expr_Tuple(self, node: ast.Tuple) -> tuple:
-        out = []
+    def expr_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        value = self.expr(node.value)
+        self.assign(node.target, value)
+        return value
+
+    def expr_Tuple(self, node: ast.Tuple | ast.List) -> tuple:
+        out: list[Any] = []
         for e in node.elts:
             if isinstance(e, ast.Starred):
                 v = self.expr(e.value)
-                if not isinstance(v, tuple):
-                    raise TileTypeError(f"cannot unpack {describe(v)}", self.loc(e))
+                if not isinstance(v, (tuple, range)):
+                    raise self.error(TileTypeError, f"cannot unpack {describe(v)} with *", e)
                 out.extend(v)
             else:
                 out.append(self.expr(e))
         return tuple(out)
 
-    expr_List = expr_Tuple
+    expr_List = expr_Tuple  # lists are immutable tuples in tile code
+
+    def expr_Dict(self, node: ast.Dict) -> dict:
+        out: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                out.update(self.expr(v))
+                continue
+            key = self.expr(k)
+            if not _is_static(key):
+                raise self.error(TileTypeError, "dictionary keys must be compile-time values", k)
+            out[key] = self.expr(v)
+        return out
+
+    def expr_ListComp(self, node: ast.ListComp | ast.GeneratorExp) -> tuple:
+        """A comprehension over compile-time tuples/ranges, unrolled into a tuple."""
+        out: list[Any] = []
+        saved = dict(self.env)
+
+        def run(k: int) -> None:
+            if k == len(node.generators):
+                out.append(self.expr(node.elt))
+                return
+            gen = node.generators[k]
+            if gen.is_async:
+                raise self.error(TileUnsupportedFeatureError, "async comprehensions are not supported", gen)
+            iterable = self._comprehension_iterable(gen.iter)
+            if not isinstance(iterable, (tuple, range, str, dict)):
+                raise self.error(TileUnsupportedFeatureError,
+                                 f"a comprehension in tile code must iterate over a compile-time tuple or "
+                                 f"range, not {describe(iterable)}; use a for loop over range(...) instead",
+                                 gen.iter)
+            for item in iterable:
+                self.assign(gen.target, item)
+                keep = True
+                for cond_node in gen.ifs:
+                    c = self._truth(self.expr(cond_node), cond_node)
+                    if isinstance(c, Tile):
+                        raise self.error(TileUnsupportedFeatureError, "a comprehension filter must be a "
+                                         "compile-time condition", cond_node)
+                    keep = keep and c
+                if keep:
+                    run(k + 1)
+
+        try:
+            run(0)
+        finally:
+            self.env = saved
+        return tuple(out)
+
+    expr_GeneratorExp = expr_ListComp
+
+    def _comprehension_iterable(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Call) and self.expr(node.func) is builtins.range:
+            args = [self.expr(a) for a in node.args]
+            if any(isinstance(a, Tile) for a in args):
+                raise self.error(TileUnsupportedFeatureError, "a comprehension in tile code is unrolled at "
+                                 "compile time, so its range() needs constant bounds; use a for loop for "
+                                 "run-time bounds", node)
+        return self.expr(node)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
         if node.attr.startswith("__"):
-            raise TileUnsupportedFeatureError(f"access to {node.attr} is not supported", self.loc(node))
+            raise self.error(TileUnsupportedFeatureError, f"access to {node.attr} is not supported in tile code",
+                             node)
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            raise TileTypeError(f"{describe(base)} has no attribute {node.attr!r}", self.loc(node)) from None
+            what = f"module {base.__name__!r}" if isinstance(base, types.ModuleType) else _describe_type(base)
+            raise self.error(TileTypeError, f"{what} has no attribute {node.attr!r}", node) from None
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
         key = self._subscript_key(node.slice)
-        if isinstance(base, tuple):
-            if isinstance(key, Tile):
-                raise TileTypeError("tuples can only be indexed by compile-time constants", self.loc(node))
-            return base[key]
+        if isinstance(base, Array):
+            raise self.error(TileTypeError, "arrays cannot be indexed directly in tile code; use ct.load, "
+                             "ct.gather or a tiled view", node)
         if isinstance(base, Tile):
             return base[key]
-        if isinstance(base, Array):
-            raise TileTypeError("arrays cannot be indexed directly in tile code; use ct.load, ct.gather "
-                                "or a tiled view", self.loc(node))
-        if isinstance(base, dict):
-            return base[key]
-        raise TileTypeError(f"{describe(base)} is not subscriptable", self.loc(node))
+        if isinstance(key, Tile) or (isinstance(key, tuple) and any(isinstance(k, Tile) for k in key)):
+            raise self.error(TileTypeError, f"{describe(base)} can only be indexed by compile-time constants",
+                             node.slice)
+        return base[key]
 
     def _subscript_key(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Slice):
-            parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
-            return slice(*parts)
+            return slice(*(self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
         if isinstance(node, ast.Tuple):
             return tuple(self._subscript_key(e) for e in node.elts)
         return self.expr(node)
 
-    def _binop(self, op_type, a, b, node):
-        fn = _BINOPS.get(op_type)
-        if fn is None:
-            raise TileUnsupportedFeatureError(f"operator {op_type.__name__} is not supported", self.loc(node))
-        if isinstance(a, tuple) and isinstance(b, tuple) and op_type is ast.Add:
-            return a + b
-        if isinstance(a, tuple) and is_const(b) and op_type is ast.Mult:
-            return a * b
-        if not (isinstance(a, Tile) or is_const(a)) or not (isinstance(b, Tile) or is_const(b)):
-            raise TileTypeError(f"unsupported operand types for {op_type.__name__}: {describe(a)} and {describe(b)}")
-        if is_const(a) and is_const(b):
-            try:
-                return fn(a, b)
-            except (ZeroDivisionError, OverflowError, ValueError) as e:
-                raise TileValueError(f"constant expression failed: {e}") from None
-        return fn(a, b)
+    def _binop(self, op: str | None, a: Any, b: Any, node: ast.AST) -> Any:
+        if op is None:
+            raise self.error(TileUnsupportedFeatureError, "this operator is not supported in tile code", node)
+        fn = _PY_OPS[op]
+        if isinstance(a, (Tile, Array)) or isinstance(b, (Tile, Array)):
+            for v in (a, b):
+                if not _is_value(v):
+                    raise self.error(TileTypeError, f"unsupported operand types for {op}: {_describe_type(a)} "
+                                     f"and {_describe_type(b)}", node)
+        return fn(a, b)  # constants fold; tiles emit ops through their operators
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
-        return self._binop(type(node.op), self.expr(node.left), self.expr(node.right), node)
+        return self._binop(_BINOPS.get(type(node.op)), self.expr(node.left), self.expr(node.right), node)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
-            return self._not(self._truth(v))
-        if not (isinstance(v, Tile) or is_const(v)):
-            raise TileTypeError(f"bad operand for unary {type(node.op).__name__}: {describe(v)}")
+            return self._not(self._truth(v, node.operand))
+        if isinstance(v, Array):
+            raise self.error(TileTypeError, f"bad operand for unary operator: {describe(v)}", node)
         if isinstance(node.op, ast.USub):
             return -v
         if isinstance(node.op, ast.UAdd):
             return +v
-        if isinstance(node.op, ast.Invert):
-            return ~v
-        raise TileUnsupportedFeatureError(f"unary {type(node.op).__name__} is not supported")
+        return ~v
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        """``and``/``or``: Python semantics on compile-time values, bool results on scalar tiles."""
+        is_and = isinstance(node.op, ast.And)
         acc = self.expr(node.values[0])
-        for v in node.values[1:]:
-            if is_const(acc) or acc is None or isinstance(acc, tuple):
-                truthy = bool(acc) if not isinstance(acc, Tile) else None
-                if isinstance(node.op, ast.And) and not truthy:
-                    return acc
-                if isinstance(node.op, ast.Or) and truthy:
-                    return acc
-                acc = self.expr(v)
+        for value_node in node.values[1:]:
+            if not isinstance(acc, Tile):
+                if self._truth(acc, node) != is_and:
+                    return acc  # short circuit, like Python
+                acc = self.expr(value_node)
                 continue
-            rhs = self.expr(v)
-            acc = self._and(acc, rhs) if isinstance(node.op, ast.And) else self._or(acc, rhs)
+            a = self._truth(acc, node.values[0])
+            b = self._truth(self.expr(value_node), value_node)
+            acc = self._and(a, b) if is_and else self._or(a, b)
         return acc
 
     def expr_Compare(self, node: ast.Compare) -> Any:
@@ -777,37 +1141,57 @@ class FunctionCompiler:
         result: Any = True
         for op, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
-            if isinstance(op, (ast.Is, ast.IsNot)):
-                r = (left is right) if isinstance(op, ast.Is) else (left is not right)
-            elif isinstance(op, (ast.In, ast.NotIn)):
-                if not isinstance(right, (tuple, dict, str)):
-                    raise TileTypeError(f"'in' needs a compile-time tuple, got {describe(right)}")
-                r = (left in right) if isinstance(op, ast.In) else (left not in right)
+            r = self._compare(op, left, right, node)
+            if result is True:
+                result = r
+            elif isinstance(result, Tile) or isinstance(r, Tile):
+                result = self._and(result, r) if not (isinstance(result, Tile) and isinstance(r, Tile)) \
+                    else ew.bitwise_and(result, r)
             else:
-                fn = _CMPOPS[type(op)]
-                if (isinstance(left, tuple) and isinstance(right, tuple)) or (
-                        isinstance(left, (str, dt.DType)) or isinstance(right, (str, dt.DType))):
-                    r = fn(left, right)
-                elif not (isinstance(left, Tile) or is_const(left)) or not (isinstance(right, Tile) or is_const(right)):
-                    if isinstance(op, (ast.Eq, ast.NotEq)):
-                        r = fn(left, right)
-                    else:
-                        raise TileTypeError(f"cannot compare {describe(left)} and {describe(right)}")
-                else:
-                    r = fn(left, right)
-            result = self._and(result, r)
+                result = result and r
+            if not isinstance(result, Tile) and not result:
+                return result  # a chain stops at its first false link, like Python
             left = right
         return result
 
-    def expr_IfExp(self, node: ast.IfExp) -> Any:
-        cond = self._truth(self.expr(node.test))
-        if is_const(cond):
-            return self.expr(node.body if cond else node.orelse)
-        from ..ops.elementwise import where
-        return where(cond, self.expr(node.body), self.expr(node.orelse))
+    def _compare(self, op: ast.cmpop, left: Any, right: Any, node: ast.AST) -> Any:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return (left is right) if isinstance(op, ast.Is) else (left is not right)
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if not isinstance(right, (tuple, dict, str, range)):
+                raise self.error(TileTypeError, f"'in' needs a compile-time tuple, got {describe(right)}", node)
+            found = any(_same_static(left, x) or (is_const(left) and is_const(x) and left == x) for x in right) \
+                if not isinstance(right, str) else left in right
+            return found if isinstance(op, ast.In) else not found
+        sym = _CMPOPS[type(op)]
+        if isinstance(left, Array) or isinstance(right, Array):
+            raise self.error(TileTypeError, f"cannot compare {describe(left)} and {describe(right)}", node)
+        if (isinstance(left, Tile) or isinstance(right, Tile)) and not (_is_value(left) and _is_value(right)):
+            if sym in ("==", "!="):
+                return (sym == "!=")  # a tile never equals a non-numeric object
+            raise self.error(TileTypeError, f"cannot compare {_describe_type(left)} and {_describe_type(right)}",
+                             node)
+        return _PY_OPS[sym](left, right)
 
-    def expr_Lambda(self, node: ast.Lambda) -> Any:
-        return LocalFunction(node, self.parsed, dict(self.env), self.globals)
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self._truth(self.expr(node.test), node.test)
+        if not isinstance(cond, Tile):
+            return self.expr(node.body if cond else node.orelse)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        return self._select(cond, a, b, node)
+
+    def _select(self, cond: Tile, a: Any, b: Any, node: ast.AST) -> Any:
+        if _same_static(a, b):
+            return a
+        if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+            return tuple(self._select(cond, x, y, node) for x, y in zip(a, b))
+        if not (_is_value(a) and _is_value(b)):
+            raise self.error(TileTypeError, "a conditional expression with a run-time condition must give tiles "
+                             f"or numbers on both sides, got {describe(a)} and {describe(b)}", node)
+        return ew.where(cond, a, b)
+
+    def expr_Lambda(self, node: ast.Lambda) -> LocalFunction:
+        return self._local_function(node)
 
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Any:
         from ..ops.debug import FormatString
@@ -815,34 +1199,45 @@ class FunctionCompiler:
         for v in node.values:
             if isinstance(v, ast.Constant):
                 parts.append(str(v.value))
+                continue
+            value = self.expr(v.value)
+            spec = ""
+            if v.format_spec is not None:
+                spec_val = self.expr(v.format_spec)
+                spec = spec_val.text() if isinstance(spec_val, FormatString) else str(spec_val)
+            if isinstance(value, FormatString) and value.parts and all(isinstance(p, str) for p in value.parts):
+                value = value.text()
+            if isinstance(value, (Tile, FormatString)):
+                parts.append((value, spec) if isinstance(value, Tile) else value.text())
             else:
-                value = self.expr(v.value)
-                spec = ""
-                if v.format_spec is not None:
-                    spec_val = self.expr(v.format_spec)
-                    spec = spec_val.text() if isinstance(spec_val, FormatString) else str(spec_val)
-                conv = {-1: "", 115: "!s", 114: "!r", 97: "!a"}[v.conversion]
-                if is_const(value) or isinstance(value, (str, dt.DType)) or value is None:
-                    parts.append(format(value if not conv else (repr(value) if conv == "!r" else str(value)), spec))
-                else:
-                    parts.append((value, spec))
+                if v.conversion == ord("r"):
+                    value = repr(value)
+                elif v.conversion in (ord("s"), ord("a")):
+                    value = str(value) if v.conversion == ord("s") else ascii(value)
+                elif isinstance(value, dt.DType):
+                    value = value.name
+                parts.append(format(value, spec))
         return FormatString(parts)
+
+    # ------------------------------------------------------------------ calls
 
     def expr_Call(self, node: ast.Call) -> Any:
         fn = self.expr(node.func)
         from ..ops import meta
         if fn is meta.static_eval:
             if len(node.args) != 1 or node.keywords:
-                raise TileTypeError("static_eval takes exactly one expression", self.loc(node))
+                raise self.error(TileTypeError, "ct.static_eval() takes exactly one expression", node)
             return self._static_eval_node(node.args[0])
         if fn is meta.static_assert:
             return self._static_assert(node)
+        if fn is meta.static_iter:
+            raise self.error(TileSyntaxError, "ct.static_iter(...) can only be the iterable of a for loop", node)
         args: list[Any] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
                 v = self.expr(a.value)
-                if not isinstance(v, tuple):
-                    raise TileTypeError(f"cannot unpack {describe(v)} with *", self.loc(a))
+                if not isinstance(v, (tuple, range)):
+                    raise self.error(TileTypeError, f"cannot unpack {describe(v)} with *", a)
                 args.extend(v)
             else:
                 args.append(self.expr(a))
@@ -851,22 +1246,24 @@ class FunctionCompiler:
             if kw.arg is None:
                 v = self.expr(kw.value)
                 if not isinstance(v, dict):
-                    raise TileTypeError("** needs a compile-time dict", self.loc(kw))
+                    raise self.error(TileTypeError, "** needs a compile-time dict", kw.value)
                 kwargs.update(v)
             else:
                 kwargs[kw.arg] = self.expr(kw.value)
         return self.call(fn, args, kwargs, node)
 
-    def call(self, fn: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
-        from .kernel import Kernel, TileFunction
+    def call(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None) -> Any:
         from . import builtins_map
+        from .kernel import Kernel, TileFunction
         if isinstance(fn, Kernel):
-            raise TileTypeError(f"kernel {fn.__name__!r} cannot be called from tile code; move the shared "
-                                "code into a tile function", self.loc(node))
+            raise self.error(TileTypeError, f"kernel {fn.__name__!r} cannot be called from tile code; move the "
+                             "shared code into a tile function", node)
         if isinstance(fn, TileFunction):
             fn = fn.fn
         if isinstance(fn, LocalFunction):
             return self.inline(fn, args, kwargs, node)
+        if isinstance(fn, (Tile, Array)):
+            raise self.error(TileTypeError, f"{_describe_type(fn)} is not callable", node)
         if _is_safetile_callable(fn):
             return fn(*args, **kwargs)
         special = builtins_map.lookup(fn)
@@ -874,84 +1271,104 @@ class FunctionCompiler:
             return special(self, args, kwargs)
         if isinstance(fn, dt.DType):
             if len(args) != 1 or kwargs:
-                raise TileTypeError(f"{fn.name}(x) takes one argument")
-            return ew.astype(args[0], fn)
-        if isinstance(fn, types.FunctionType):
+                raise self.error(TileTypeError, f"{fn.name}(x) takes exactly one argument", node)
+            return as_tile(args[0], fn) if is_const(args[0]) else ew.astype(args[0], fn)
+        if isinstance(fn, types.FunctionType) and not _is_library_function(fn):
             return self.inline(fn, args, kwargs, node)
-        if callable(fn) and all(_is_static(a) for a in args) and all(_is_static(v) for v in kwargs.values()):
+        if not callable(fn):
+            raise self.error(TileTypeError, f"{describe(fn)} is not callable", node)
+        if all(_is_static(a) for a in args) and all(_is_static(v) for v in kwargs.values()):
             return fn(*args, **kwargs)  # compile-time evaluation (e.g. math.log2(TILE))
-        raise TileUnsupportedFeatureError(f"cannot call {describe(fn)} with run-time values in tile code",
-                                          self.loc(node))
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or describe(fn)
+        raise self.error(TileUnsupportedFeatureError, f"{name}() cannot be called with run-time values in tile "
+                         "code; use the ct.* equivalent", node)
 
-    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST) -> Any:
+    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None) -> Any:
         """Inline a tile function (module-level def, nested def or lambda) at this call."""
         if isinstance(fn, LocalFunction):
-            parsed, fnode, globals_, scope = fn.parsed, fn.node, fn.globals, dict(fn.scope)
-            key = id(fnode)
-            defaults_src = fnode.args
-            bound = self._bind_ast(fnode.args, args, kwargs, node, fn)
+            owner = fn.owner
+            parsed, fnode, globals_ = owner.parsed, fn.node, owner.globals
+            scope = {k: v for k, v in owner.env.items() if not k.startswith("$")}
+            key: Any = fnode
+            name = fn.name
+            bound = self._bind_local(fn, args, kwargs, node)
         else:
             parsed = parse_function(fn)
-            fnode, globals_ = parsed.node, fn.__globals__
+            fnode, globals_, name, key = parsed.node, fn.__globals__, fn.__name__, fn.__code__
+            if isinstance(fnode, ast.AsyncFunctionDef):
+                raise self.error(TileUnsupportedFeatureError, f"{name}() is async; tile functions cannot be "
+                                 "async", node)
             scope = {}
-            if fn.__closure__:
-                for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                    try:
-                        scope[name] = cell.cell_contents
-                    except ValueError:
-                        pass
-            key = fn.__code__
-            try:
-                sig = inspect.signature(fn)
-                ba = sig.bind(*args, **kwargs)
-            except TypeError as e:
-                raise TileTypeError(f"{fn.__name__}(): {e}", self.loc(node)) from None
-            ba.apply_defaults()
-            bound = dict(ba.arguments)
-        if any(k == key for k in self.call_stack):
-            raise TileRecursionError(f"recursive call of {parsed.name!r}: tile functions are inlined and "
-                                     "cannot recurse", self.loc(node))
+            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+                try:
+                    scope[var] = cell.cell_contents
+                except ValueError:  # a free variable not assigned yet
+                    scope[var] = _Undefined("is a free variable that has no value yet")
+            bound = self._bind_python(fn, args, kwargs, node)
+        if key in self.call_stack:
+            raise self.error(TileRecursionError, f"{name}() calls itself: tile functions are inlined at every "
+                             "call, so recursion is not supported (use a loop)", node)
         scope.update(bound)
         sub = FunctionCompiler(parsed, globals_, scope, self.builder, self.call_stack + (key,), is_kernel=False)
         try:
             if isinstance(fnode, ast.Lambda):
                 return sub.expr(fnode.body)
             sub.run_body(fnode.body)
+            result = sub.env.get(RETVAL)
+            if result is not None and sub.env.get(RET) is not True:
+                raise sub.error(TileTypeError, f"{name}() does not return a value on every path; add a "
+                                "return at the end or in every branch", fnode)
+            return result
         except TileError as e:
-            e.add_frame(self.loc(node))
+            if node is not None or self.builder.loc is not None:
+                e.add_frame(self.loc(node))
             raise
-        result = sub.env.get(RETVAL)
-        if isinstance(result, _Undefined):
-            raise TileTypeError(f"{parsed.name}() does not return a value on every path", self.loc(node))
-        return result
 
-    def _bind_ast(self, a: ast.arguments, args, kwargs, node, fn: LocalFunction) -> dict[str, Any]:
-        names = [p.arg for p in a.posonlyargs + a.args]
-        defaults = a.defaults
+    def _bind_python(self, fn: types.FunctionType, args: list, kwargs: dict, node) -> dict[str, Any]:
+        import inspect
+        sig = inspect.signature(fn)
+        try:
+            ba = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(TileTypeError, f"{fn.__name__}(): {e}: called with {len(args)} positional and "
+                             f"{len(kwargs)} keyword argument(s) for {fn.__name__}{sig}", node) from None
+        ba.apply_defaults()
+        return dict(ba.arguments)
+
+    def _bind_local(self, fn: LocalFunction, args: list, kwargs: dict, node) -> dict[str, Any]:
+        """Bind call arguments to a local function's parameters, like Python does."""
+        a = fn.node.args
+        name = fn.name
+        positional = [p.arg for p in a.posonlyargs + a.args]
         bound: dict[str, Any] = {}
-        if len(args) > len(names) and a.vararg is None:
-            raise TileTypeError(f"too many arguments ({len(args)} given, {len(names)} expected)", self.loc(node))
-        for n, v in zip(names, args):
-            bound[n] = v
+        if len(args) > len(positional) and a.vararg is None:
+            raise self.error(TileTypeError, f"{name}() takes {len(positional)} positional argument(s) but "
+                             f"{len(args)} were given", node)
+        for p, v in zip(positional, args):
+            bound[p] = v
         if a.vararg is not None:
-            bound[a.vararg.arg] = tuple(args[len(names):])
+            bound[a.vararg.arg] = tuple(args[len(positional):])
+        keyword_ok = [p.arg for p in a.args + a.kwonlyargs]
+        extra: dict[str, Any] = {}
         for k, v in kwargs.items():
             if k in bound:
-                raise TileTypeError(f"argument {k!r} given twice", self.loc(node))
-            bound[k] = v
-        missing = [n for n in names if n not in bound]
-        sub = FunctionCompiler(fn.parsed, fn.globals, fn.scope, self.builder, self.call_stack, False)
-        for n, d in zip(names[len(names) - len(defaults):], defaults):
-            if n not in bound:
-                bound[n] = sub.expr(d)
-        for kwarg, d in zip(a.kwonlyargs, a.kw_defaults):
-            if kwarg.arg not in bound:
-                if d is None:
-                    raise TileTypeError(f"missing keyword argument {kwarg.arg!r}", self.loc(node))
-                bound[kwarg.arg] = sub.expr(d)
-        missing = [n for n in names if n not in bound]
+                raise self.error(TileTypeError, f"{name}() got multiple values for argument {k!r}", node)
+            if k in keyword_ok:
+                bound[k] = v
+            elif a.kwarg is not None:
+                extra[k] = v
+            else:
+                raise self.error(TileTypeError, f"{name}() got an unexpected keyword argument {k!r}", node)
+        for p, d in zip(positional[len(positional) - len(fn.defaults):], fn.defaults):
+            bound.setdefault(p, d)
+        for p, d in zip(a.kwonlyargs, fn.kw_defaults):
+            if p.arg not in bound and d is not _MISSING:
+                bound[p.arg] = d
+        missing = [p for p in positional + [k.arg for k in a.kwonlyargs] if p not in bound]
         if missing:
-            raise TileTypeError(f"missing argument(s): {', '.join(missing)}", self.loc(node))
+            raise self.error(TileTypeError, f"{name}() missing argument(s): {', '.join(map(repr, missing))}", node)
+        if a.kwarg is not None:
+            bound[a.kwarg.arg] = extra
         return bound
 
     # ------------------------------------------------------------------ static evaluation
@@ -963,74 +1380,43 @@ class FunctionCompiler:
 
     def _static_eval_node(self, node: ast.expr) -> Any:
         expr = ast.Expression(body=node)
-        ast.fix_missing_locations(expr)
         try:
-            value = eval(compile(expr, self.parsed.filename, "eval"), self._static_namespace())
+            code = compile(expr, self.parsed.filename, "eval")
+            value = eval(code, self._static_namespace())  # noqa: S307 - the user's own kernel code
         except TileError:
             raise
-        except Exception as e:
-            raise TileStaticEvalError(f"cannot evaluate at compile time: {type(e).__name__}: {e}",
-                                      self.loc(node)) from None
-        if isinstance(value, (Tile, Array)):
-            raise TileStaticEvalError("static_eval produced a run-time value; only compile-time facts "
-                                      "(shapes, dtypes, constants) can be evaluated", self.loc(node))
+        except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing
+            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {type(e).__name__}: {e}",
+                             node) from None
+        if isinstance(value, (Tile, Array)) or (isinstance(value, tuple) and not _is_static(value)):
+            raise self.error(TileStaticEvalError, "ct.static_eval produced a run-time value; only compile-time "
+                             "facts (shapes, dtypes, constants) can be evaluated", node)
         return value
 
     def _static_assert(self, node: ast.Call) -> None:
-        if not 1 <= len(node.args) <= 2:
-            raise TileTypeError("static_assert(cond, message=None)", self.loc(node))
-        cond = self.expr(node.args[0])
-        msg = self.expr(node.args[1]) if len(node.args) == 2 else None
-        if not (is_const(cond) or isinstance(cond, (tuple, str)) or cond is None):
-            raise TileStaticAssertionError(f"static_assert needs a compile-time condition, got {describe(cond)}",
-                                           self.loc(node.args[0]))
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords}
+        if "message" in kw:
+            args.append(kw.pop("message"))
+        if not 1 <= len(args) <= 2 or kw:
+            raise self.error(TileTypeError, "ct.static_assert(condition, message=None) takes a condition and an "
+                             "optional message", node)
+        cond = self.expr(args[0])
+        msg = self.expr(args[1]) if len(args) == 2 else None
+        if isinstance(cond, (Tile, Array)):
+            raise self.error(TileStaticAssertionError, f"ct.static_assert needs a compile-time condition, got "
+                             f"a run-time {cond.type}", args[0])
         if not cond:
-            raise TileStaticAssertionError(str(msg) if msg is not None else "static assertion failed",
-                                           self.loc(node))
+            from ..ops.debug import FormatString
+            text = msg.text() if isinstance(msg, FormatString) else (str(msg) if msg is not None else None)
+            src = ast.unparse(args[0])
+            raise self.error(TileStaticAssertionError, f"static assertion failed: {text}" if text else
+                             f"static assertion failed: {src}", node)
         return None
 
 
-_MISSING = object()
+@dataclass(frozen=True)
+class _Slot:
+    """A leaf of a merged-value template: the index of an ``if`` result."""
 
-
-def _placeholder(v):
-    """A same-typed stand-in for a value on a path where it is never used."""
-    if isinstance(v, tuple):
-        return tuple(_placeholder(x) for x in v)
-    if isinstance(v, Tile):
-        from ..ops.factories import zeros
-        return zeros(v.shape, v.dtype) if v.shape else ew.cast(as_tile(0, v.dtype), v.dtype)
-    return v
-
-
-def _flatten(v):
-    if isinstance(v, tuple):
-        for x in v:
-            yield from _flatten(x)
-    else:
-        yield v
-
-
-def _rebuild(template, flat: list):
-    it = iter(flat)
-
-    def build(t):
-        if isinstance(t, tuple):
-            return tuple(build(x) for x in t)
-        return next(it)
-    return build(template)
-
-
-def _is_static(v) -> bool:
-    if isinstance(v, tuple):
-        return all(_is_static(x) for x in v)
-    return is_const(v) or isinstance(v, (str, dt.DType, type(None), type)) or (
-        not isinstance(v, (Tile, Array)) and not callable(v))
-
-
-def _is_safetile_callable(fn) -> bool:
-    """Functions and bound methods defined by safetile's op modules are called directly."""
-    mod = getattr(fn, "__module__", None) or ""
-    if isinstance(fn, types.MethodType):
-        mod = getattr(fn.__func__, "__module__", "") or ""
-    return mod.startswith("safetile.ops") and callable(fn)
+    index: int

@@ -5,14 +5,16 @@ dtypes of scalars, values of constants, hints); dynamic array sizes never recomp
 """
 from __future__ import annotations
 
+import ast
 import inspect
+import os
 import threading
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..errors import TileError, TileInternalError, TileTypeError, TileValueError
+from ..errors import TileError, TileInternalError, TileRecursionError, TileUnsupportedFeatureError
 from ..ir.builder import Builder, building
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
@@ -105,6 +107,10 @@ class TileFunction:
     """``@ct.function``: a helper compiled as tile code (inlined at every call)."""
 
     def __init__(self, fn: Callable):
+        if isinstance(fn, TileFunction):
+            fn = fn.fn
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@ct.function must decorate a function, got {fn!r}")
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -119,6 +125,8 @@ class TileFunction:
 
 def function(fn: Callable | None = None, **options):
     """Mark a tile function (optional: any function called from a kernel is tile code)."""
+    if options:
+        raise TypeError(f"@ct.function takes no options, got {', '.join(options)}")
     if fn is None:
         return lambda f: TileFunction(f)
     return TileFunction(fn)
@@ -141,7 +149,21 @@ class ScalarSpec:
 
 @dataclass(frozen=True)
 class ConstSpec:
+    """A compile-time argument. ``types`` keeps ``1``, ``1.0`` and ``True`` (equal in Python)
+    from sharing one compiled kernel."""
+
     value: Any
+    types: Any = None
+
+    @staticmethod
+    def of(value: Any) -> "ConstSpec":
+        return ConstSpec(value, _type_signature(value))
+
+
+def _type_signature(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_type_signature(v) for v in value)
+    return type(value)
 
 
 ArgSpec = ArraySpec | ScalarSpec | ConstSpec
@@ -151,6 +173,10 @@ class Kernel:
     """``@ct.kernel``: a tile kernel (cuTile Python style). Launch it with ``ct.launch``."""
 
     def __init__(self, fn: Callable, hints: dict[str, Any] | None = None):
+        if isinstance(fn, (Kernel, TileFunction)):
+            fn = fn.fn
+        if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+            raise TypeError(f"@ct.kernel must decorate a function defined with def, got {fn!r}")
         self.fn = fn
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
@@ -191,7 +217,14 @@ class Kernel:
             with self._lock:
                 fn = self._cache.get(specs)
                 if fn is None:
-                    fn = compile_function(self.fn, specs, self.hints)
+                    try:
+                        fn = compile_function(self.fn, specs, self.hints)
+                    except TileError as e:
+                        if os.environ.get("SAFETILE_DEBUG"):
+                            raise
+                        # the message already shows where in the kernel; the compiler's own
+                        # frames would only hide it
+                        raise e.with_traceback(None) from None
                     self._cache[specs] = fn
         return fn
 
@@ -211,8 +244,12 @@ class Kernel:
 
 
 def kernel(fn: Callable | None = None, **hints) -> Kernel | Callable[[Callable], Kernel]:
-    """Decorator: ``@ct.kernel`` or ``@ct.kernel(num_ctas=2, occupancy=4)``."""
+    """Decorator: ``@ct.kernel`` or ``@ct.kernel(num_ctas=2, occupancy=4)``.
+
+    Hints are checked here, at decoration, so a bad value fails where it is written.
+    """
     if fn is None:
+        validate_hints(hints)
         return lambda f: Kernel(f, hints)
     return Kernel(fn, hints)
 
@@ -248,6 +285,8 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
             body.args.append(v)
             scope[name] = Tile(v)
             params.append(Param(name, "scalar", value=v))
+    if isinstance(parsed.node, ast.AsyncFunctionDef):
+        raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
     compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True)
     try:
         with building(builder), builder.inside(body):
@@ -256,7 +295,8 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
     except TileError:
         raise
     except RecursionError:
-        raise
+        raise TileRecursionError("the kernel is nested too deeply to compile",
+                                 parsed.loc(parsed.node)) from None
     except Exception as e:  # noqa: BLE001 - never leak a raw traceback from the compiler
         raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}",
                                 parsed.loc(parsed.node)) from e

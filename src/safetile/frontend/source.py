@@ -1,84 +1,116 @@
-"""Kernel source: parsing a Python function's AST and mapping nodes to file positions."""
+"""Kernel source: finding a Python function's AST and mapping its nodes to file positions.
+
+The whole defining file is parsed (once per file version) and the function's node is
+found by its first line, so line and column numbers in errors are exact for kernels
+defined anywhere: at module level, indented inside test functions, or as lambdas.
+"""
 from __future__ import annotations
 
 import ast
 import inspect
 import linecache
-import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import SourceLoc, TileSyntaxError
 
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
 
 @dataclass
 class ParsedFunction:
-    """The AST of one Python function plus what is needed to locate its nodes."""
+    """The AST of one Python function plus the file it lives in."""
 
-    node: ast.FunctionDef | ast.Lambda
+    node: FunctionNode
     filename: str
-    first_line: int  # 1-based line of the def in the file
-    indent: int  # columns removed by dedent
     name: str
 
     def loc(self, node: ast.AST) -> SourceLoc:
-        line = getattr(node, "lineno", 1) + self.first_line - 1
-        col = getattr(node, "col_offset", 0) + self.indent
+        """The source location of ``node`` (a multi-line node is underlined to its first line's end)."""
+        line = getattr(node, "lineno", None) or getattr(self.node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
         end_line = getattr(node, "end_lineno", None)
         end_col = getattr(node, "end_col_offset", None)
-        if end_col is not None:
-            end_col += self.indent
-            if end_line is not None and end_line + self.first_line - 1 != line:
-                end_col = None  # multi-line node: underline to the end of the first line
         text = linecache.getline(self.filename, line) or None
-        if end_col is None and text is not None:
-            end_col = len(text.rstrip("\n"))
+        if end_line != line or end_col is None:
+            end_col = len(text.rstrip("\n")) if text is not None else None
         return SourceLoc(self.filename, line, col, end_col, text, self.name)
 
 
-_cache: dict[Any, ParsedFunction] = {}
+_functions: dict[Any, ParsedFunction] = {}
+_modules: dict[str, tuple[tuple[str, ...], ast.Module]] = {}
 
 
 def parse_function(fn: Callable) -> ParsedFunction:
-    """Parse ``fn``'s source (cached per code object)."""
+    """Find and parse ``fn``'s definition (cached per code object)."""
     code = getattr(fn, "__code__", None)
     key = code if code is not None else fn
-    if key in _cache:
-        return _cache[key]
-    try:
-        lines, first_line = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
-    except (OSError, TypeError) as e:
-        raise TileSyntaxError(f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}") from None
-    source = "".join(lines)
-    dedented = textwrap.dedent(source)
-    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
-    linecache.checkcache(filename)
-    if not linecache.getline(filename, first_line):
-        linecache.cache[filename] = (len(source), None, [""] * (first_line - 1) + lines, filename)
-    try:
-        module = ast.parse(dedented)
-    except SyntaxError as e:
-        raise TileSyntaxError(f"cannot parse kernel source: {e.msg}") from None
-    node = _find_def(module, fn)
-    parsed = ParsedFunction(node, filename, first_line, indent, getattr(fn, "__name__", "<lambda>"))
-    _cache[key] = parsed
+    parsed = _functions.get(key)
+    if parsed is None:
+        parsed = _parse(fn, code)
+        _functions[key] = parsed
     return parsed
 
 
-def _find_def(module: ast.Module, fn: Callable) -> ast.FunctionDef | ast.Lambda:
-    name = getattr(fn, "__name__", "")
+def _parse(fn: Callable, code) -> ParsedFunction:
+    name = getattr(fn, "__name__", "<function>")
+    filename = code.co_filename if code is not None else None
+    lines = _file_lines(fn, filename)
+    if lines is None:
+        raise TileSyntaxError(f"cannot read the source of {getattr(fn, '__qualname__', name)!r}: tile code "
+                              "must be defined in a file (or notebook cell) whose source Python can find")
+    module = _parse_module(filename, lines)
+    node = _find_node(module, name, code)
+    if node is None:
+        raise TileSyntaxError(f"cannot find the definition of {name!r} in {filename}")
+    return ParsedFunction(node, filename, name)
+
+
+def _file_lines(fn: Callable, filename: str | None) -> tuple[str, ...] | None:
+    if filename is None:
+        return None
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename, getattr(fn, "__globals__", None))
+    if not lines:
+        try:  # e.g. a file that moved: inspect knows other ways to find source
+            src_lines, _ = inspect.findsource(fn)
+            lines = src_lines
+            linecache.cache[filename] = (sum(map(len, lines)), None, list(lines), filename)
+        except (OSError, TypeError):
+            return None
+    return tuple(lines)
+
+
+def _parse_module(filename: str, lines: tuple[str, ...]) -> ast.Module:
+    cached = _modules.get(filename)
+    if cached is not None and cached[0] == lines:
+        return cached[1]
+    try:
+        module = ast.parse("".join(lines), filename)
+    except SyntaxError as e:
+        raise TileSyntaxError(f"cannot parse {filename}: {e.msg} (line {e.lineno})") from None
+    _modules[filename] = (lines, module)
+    return module
+
+
+def _first_line(node: FunctionNode) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _find_node(module: ast.Module, name: str, code) -> FunctionNode | None:
+    first = code.co_firstlineno if code is not None else None
+    candidates: list[FunctionNode] = []
     for node in ast.walk(module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            if isinstance(node, ast.AsyncFunctionDef):
-                raise TileSyntaxError("tile functions cannot be async")
-            return node
-    lambdas = [n for n in ast.walk(module) if isinstance(n, ast.Lambda)]
-    if name == "<lambda>" and len(lambdas) >= 1:
-        if len(lambdas) > 1:
-            argnames = tuple(fn.__code__.co_varnames[:fn.__code__.co_argcount])
-            for lam in lambdas:
-                if tuple(a.arg for a in lam.args.args) == argnames:
-                    return lam
-        return lambdas[0]
-    raise TileSyntaxError(f"cannot find the definition of {name!r} in its source")
+            candidates.append(node)
+        elif isinstance(node, ast.Lambda) and name == "<lambda>":
+            candidates.append(node)
+    if first is not None:
+        candidates = [n for n in candidates if _first_line(n) == first]
+    if len(candidates) > 1 and code is not None and name == "<lambda>":
+        params = tuple(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        matching = [n for n in candidates
+                    if tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == params]
+        candidates = matching or candidates
+    return candidates[0] if candidates else None

@@ -76,7 +76,8 @@ def arg_specs(kernel: Kernel, args: tuple) -> tuple:
     specs = []
     for p, is_const, a in zip(kernel.params, kernel.constant_params, args):
         if is_const:
-            specs.append(ConstSpec(_freeze(a)))
+            _check_constant(kernel, p, a)
+            specs.append(ConstSpec.of(_freeze(a)))
         elif isinstance(a, SCALAR_TYPES):
             specs.append(ScalarSpec(scalar_spec(a)))
         elif is_array(a):
@@ -84,11 +85,35 @@ def arg_specs(kernel: Kernel, args: tuple) -> tuple:
                 d = array_dtype(a)
             except TypeError as e:
                 raise TypeError(f"argument {p.name!r}: {e}") from None
-            specs.append(ArraySpec(d, len(a.shape)))
+            # a read-only NumPy array compiles as a read-only parameter: storing to it is a
+            # compile-time error at the store, not a NumPy error halfway through the launch
+            readonly = isinstance(a, np.ndarray) and not a.flags.writeable
+            specs.append(ArraySpec(d, len(a.shape), readonly))
         else:
             raise TypeError(f"argument {p.name!r}: expected an array, a number or a Constant, "
                             f"got {type(a).__name__}")
     return tuple(specs)
+
+
+def _check_constant(kernel: Kernel, p, value: Any) -> None:
+    """A ``ct.Constant[int]`` (or ``[float]``, ``[bool]``...) parameter must get that type."""
+    from ..frontend.kernel import ConstantAnnotation
+    ann = kernel._annotation(p)
+    expected = ann.type if isinstance(ann, ConstantAnnotation) else None
+    if not isinstance(expected, type):
+        return
+    is_bool = isinstance(value, (bool, np.bool_))
+    if expected is int:
+        ok = isinstance(value, (int, np.integer)) and not is_bool
+    elif expected is float:
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not is_bool
+    elif expected is bool:
+        ok = is_bool
+    else:
+        ok = isinstance(value, expected)
+    if not ok:
+        raise TypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
+                        f"{type(value).__name__} {value!r}")
 
 
 def _freeze(v: Any) -> Any:
