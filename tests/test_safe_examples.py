@@ -15,7 +15,6 @@ import sys
 import numpy as np
 import pytest
 
-import safetile as ct
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "safe")
 

@@ -27,7 +27,7 @@ from ..ir.verify import verify
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
-from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
+from .types import parse_annotation
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
     """
     from .entry import EntryKernel
     if isinstance(kernel, EntryKernel):
-        from .launch import prepare, run_plan
+        from .launch import prepare
         k = kernel.grid(grid) if grid is not None else kernel
         plan = prepare(k, tuple(args))
         if plan.device != "cpu":
