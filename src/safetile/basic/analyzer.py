@@ -51,6 +51,7 @@ class ArrayInfo:
     is_output: bool = False
     tile: tuple[int, ...] | None = None
     tile_pos: A.Pos | None = None
+    tile_line: int | None = None
     static_sizes: tuple[int | None, ...] = ()
 
     @property
@@ -339,7 +340,7 @@ class Analysis:
                             if t.dtype is not None and dt.as_dtype(t.dtype) is not arr.dtype:
                                 self.error(f"TILE {t.name} AS {t.dtype}: give array element types in DIM",
                                            t.pos, s.line)
-                            arr.tile, arr.tile_pos = shape_t, t.pos
+                            arr.tile, arr.tile_pos, arr.tile_line = shape_t, t.pos, s.line
                     else:
                         if t.name in self.tile_vars:
                             self.error(f"TILE {t.name} is given twice", t.pos, s.line)
@@ -365,7 +366,7 @@ class Analysis:
         for arr in self.arrays.values():
             if arr.tile is not None and arr.is_local:
                 self.error(f"TILE {arr.name}: only INPUT and OUTPUT arrays are tiled; local DIM arrays are "
-                           "indexed by element", arr.tile_pos, arr.line)
+                           "indexed by element", arr.tile_pos, arr.tile_line)
 
     def _const_value(self, e: A.Expr):
         try:

@@ -438,10 +438,12 @@ class Lowerer:
         raise self.error("strings can only be printed")
 
     def ev_Var(self, e: A.Var):
+        t = self.types.get(e.name, TileType(FLOAT, ()))
         v = self.env.get(e.name)
         if v is None:
-            t = self.types.get(e.name, TileType(FLOAT, ()))
-            return self.zero(t)
+            v = self.zero(t)
+        if t.shape and not is_tile(v):
+            return self.materialize(v, t)  # a tile variable holding one value is still a tile
         return v
 
     def ev_Bid(self, e: A.Bid):
@@ -648,7 +650,7 @@ class Lowerer:
             if name == "FIX":
                 return np.float32(np.trunc(x)) if k == "float" else x
             if name == "SGN":
-                return np.int32((x > 0) - (x < 0))
+                return np.int32(int(x > 0) - int(x < 0))
             f = np.float32(x)
             if name == "SQR":
                 return np.float32(np.sqrt(f))
@@ -1418,6 +1420,34 @@ def _exprs(s: A.Stmt):
         yield from walk_exprs(e)
 
 
+def remove_dead_ops(fn: Function) -> None:
+    """Drop pure ops whose results nobody uses (the lowering makes some speculatively)."""
+    from ..ir.catalogue import OPS
+    from ..ir.core import walk
+    while True:
+        uses: dict[int, int] = {}
+        for op in walk(fn.body):
+            for v in op.operands:
+                uses[v.id] = uses.get(v.id, 0) + 1
+        removed = 0
+
+        def sweep(block: Block) -> None:
+            nonlocal removed
+            kept = []
+            for op in block.ops:
+                for region in op.regions:
+                    sweep(region)
+                if OPS[op.name].effect == "pure" and op.results and all(uses.get(r.id, 0) == 0 for r in op.results):
+                    removed += 1
+                    continue
+                kept.append(op)
+            block.ops = kept
+
+        sweep(fn.body)
+        if not removed:
+            return
+
+
 def lower(an: Analysis, name: str = "basic_main") -> tuple[Function, Lowerer]:
     """Lower an analysed program to a verified IR ``Function``."""
     low = Lowerer(an)
@@ -1433,6 +1463,7 @@ def lower(an: Analysis, name: str = "basic_main") -> tuple[Function, Lowerer]:
             raise BasicError("the program is nested too deeply to compile", None) from None
         low.builder.emit("yield", [])
     fn = Function(name, low.params, low.body, {}, an.src.filename)
+    remove_dead_ops(fn)
     try:
         verify(fn)
     except TileError as e:

@@ -1,0 +1,7 @@
+10 REM built-in functions
+20 PRINT ABS(-2.5), ABS(3), SGN(-7), SGN(0), SGN(0.1)
+30 PRINT SQR(16), SQR(2), INT(2.999), FIX(2.999)
+40 PRINT SIN(0), COS(0), TAN(0), ATN(1) * 4
+50 PRINT EXP(0), EXP(1), LOG(1), LOG(100) / LOG(10)
+60 PRINT MIN(3, -1), MAX(3, -1), MIN(2.5, 7)
+70 X = 0.5: PRINT SIN(X) ^ 2 + COS(X) ^ 2
