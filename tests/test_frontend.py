@@ -615,3 +615,58 @@ def test_walrus(rng):
     for b, t in enumerate(blocks(x)):
         s = t.sum()
         np.testing.assert_allclose(y[b * TILE:(b + 1) * TILE], (t * SCALE if s > 0 else t) + s, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------- more helpers
+
+INC, TRIPLE = (lambda v: v + 1.0), (lambda v: v * 3.0)   # two lambdas on one line
+
+
+def first_above(t, limit):
+    """Returns from inside an unrolled loop; the run-time condition guards later iterations."""
+    for k in ct.static_iter(range(4)):
+        if ct.sum(t) > limit * k:
+            return k
+    return -1
+
+
+@ct.kernel
+def misc_helpers(x, y, z, T: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(T,))
+    r = ct.reduce(t, 0, lambda a, b: ct.maximum(a, b), -math.inf)   # a lambda as the combiner
+    code = first_above(t, 0.5)
+    member = bid in (1, 3)
+    ct.store(y, index=(bid,), tile=TRIPLE(t) + INC(r))
+    ct.store(z, index=(bid,), tile=code * 10 + ct.astype(member, ct.int32))
+
+
+def test_lambdas_reduce_combiner_return_in_static_loop_membership(rng):
+    x = rand(rng, 6 * TILE) + 0.3
+    y = np.zeros_like(x)
+    z = np.zeros(6, np.int32)
+    launch(misc_helpers, (6,), x, y, z, TILE)
+    for b, t in enumerate(blocks(x)):
+        np.testing.assert_allclose(y[b * TILE:(b + 1) * TILE], t * 3.0 + t.max() + 1.0, rtol=1e-5)
+        code = next((k for k in range(4) if t.sum() > 0.5 * k), -1)
+        assert z[b] == code * 10 + (b in (1, 3))
+
+
+@ct.kernel
+def repeat_add(x, y, S: ct.Constant, T: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(T,))
+    for _ in range(S):
+        t = t + 1.0
+    ct.store(y, index=(bid,), tile=t)
+
+
+def test_constants_equal_in_python_compile_separately(rng):
+    x = rand(rng, 2 * TILE)
+    y = np.zeros_like(x)
+    launch(repeat_add, (2,), x, y, 1, TILE)
+    np.testing.assert_allclose(y, x + 1.0, rtol=1e-6)
+    with pytest.raises(ct.TileTypeError, match="range"):  # 1.0 == 1, but it is not an int
+        launch(repeat_add, (2,), x, y, 1.0, TILE)
+    launch(repeat_add, (2,), x, y, 3, TILE)
+    np.testing.assert_allclose(y, x + 3.0, rtol=1e-6)

@@ -231,9 +231,14 @@ def _cause(e: BaseException) -> BaseException | None:
     return e if os.environ.get("SAFETILE_DEBUG") else None
 
 
-def _describe_type(v: Any) -> str:
+def _what(v: Any) -> str:
+    """A short description of a front-end value for error messages."""
     if isinstance(v, Tile):
-        return str(v.type)
+        return f"a {v.type}"
+    if isinstance(v, Array):
+        return f"the array {v.name!r}" if v.name else "an array"
+    if isinstance(v, LocalFunction):
+        return f"the function {v.name}()"
     if is_const(v):
         return f"the constant {v!r}"
     return describe(v)
@@ -335,7 +340,7 @@ class FunctionCompiler:
 
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         if not isinstance(value, tuple):
-            raise self.error(TileTypeError, f"cannot unpack {describe(value)}: only tuples can be unpacked "
+            raise self.error(TileTypeError, f"cannot unpack {_what(value)}: only tuples can be unpacked "
                              "in tile code", target)
         elts = target.elts
         stars = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
@@ -586,6 +591,10 @@ class FunctionCompiler:
                 what = "the return value" if name == RETVAL else f"variable {name!r}"
                 raise self.error(TileTypeError, f"{what} has different types after the if at line {line}: "
                                  f"{e.message}", where) from None
+        if not pairs and not block_a.ops and not block_b.ops:
+            for name, template in templates.items():
+                self.env[name] = template
+            return  # nothing happens on either path
         yields: list[list[Value]] = [[], []]
         for a, b, target in pairs:
             for k, (v, block) in enumerate(((a, block_a), (b, block_b))):
@@ -608,10 +617,10 @@ class FunctionCompiler:
             return cond if a else self._not(cond)
         if isinstance(a, tuple) or isinstance(b, tuple):
             if not _same_structure(a, b) or not (isinstance(a, tuple) and isinstance(b, tuple)):
-                raise TileTypeError(f"{_describe_type(a)} on one path, {_describe_type(b)} on the other")
+                raise TileTypeError(f"{_what(a)} on one path, {_what(b)} on the other")
             return tuple(self._merge(x, y, pairs, cond) for x, y in zip(a, b))
         if not (_is_value(a) and _is_value(b)):
-            raise TileTypeError(f"{_describe_type(a)} on one path, {_describe_type(b)} on the other (only "
+            raise TileTypeError(f"{_what(a)} on one path, {_what(b)} on the other (only "
                                 "tiles and numbers can differ between run-time branches)")
         target = self._join(a, b)
         pairs.append((a, b, target))
@@ -690,14 +699,14 @@ class FunctionCompiler:
             raise self.error(TileUnsupportedFeatureError, f"cannot iterate over a {iterable.type}: tile code "
                              "loops over range(...), ct.static_iter(...) or a tuple", it)
         raise self.error(TileUnsupportedFeatureError, "tile code loops over range(...), ct.static_iter(...) "
-                         f"or a tuple of compile-time values, not {describe(iterable)}", it)
+                         f"or a tuple of compile-time values, not {_what(iterable)}", it)
 
     def _static_iterable(self, node: ast.expr) -> tuple:
         value = self._static_eval_node(node)
         try:
             return tuple(value)
         except TypeError:
-            raise self.error(TileStaticEvalError, f"ct.static_iter needs an iterable, got {describe(value)}",
+            raise self.error(TileStaticEvalError, f"ct.static_iter needs an iterable, got {_what(value)}",
                              node) from None
 
     def _unroll(self, s: ast.For, values) -> None:
@@ -745,7 +754,7 @@ class FunctionCompiler:
             if not ((is_const(a) and isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)))
                     or (isinstance(a, Tile) and a.shape == () and a.dtype.is_int)):
                 raise self.error(TileTypeError, f"range() arguments must be integer scalars, got "
-                                 f"{_describe_type(a)}", a_node)
+                                 f"{_what(a)}", a_node)
         if is_const(step) and step <= 0:
             raise self.error(TileValueError, f"range() step must be positive in tile code, got {step}",
                              call.args[2])
@@ -823,7 +832,7 @@ class FunctionCompiler:
                 if n in static:
                     if n not in unstable and not (out is init[n] or _same_static(out, init[n])):
                         unstable[n] = (f"changes in the loop at line {self.loc(s).line} from "
-                                       f"{describe(init[n])} to {describe(out)}; only tiles and numbers can "
+                                       f"{_what(init[n])} to {_what(out)}; only tiles and numbers can "
                                        "change from one iteration to the next")
                         changed = True
                     continue
@@ -935,7 +944,7 @@ class FunctionCompiler:
         if out is _MISSING or isinstance(out, _Undefined):
             raise self.error(TileTypeError, f"{label} is not defined at the end of the loop body", where)
         if not _carriable(out) or not _same_structure(init, out):
-            raise self.error(TileTypeError, f"{label} changes from {describe(init)} to {describe(out)} in the "
+            raise self.error(TileTypeError, f"{label} changes from {_what(init)} to {_what(out)} in the "
                              "loop body; it must keep its type from one iteration to the next", where)
         new = []
         for x0, x, t, is_weak in zip(_flatten(init), _flatten(out), types_, weak):
@@ -951,7 +960,7 @@ class FunctionCompiler:
                 new.append(t)
                 continue
             if not is_weak:
-                got = _describe_type(x)
+                got = _what(x)
                 raise self.error(TileTypeError,
                                  f"{label} changes type in the loop: it is a {t} before the loop and "
                                  f"{got} after an iteration; a loop must keep each variable's type and shape "
@@ -997,7 +1006,7 @@ class FunctionCompiler:
             if isinstance(e, ast.Starred):
                 v = self.expr(e.value)
                 if not isinstance(v, (tuple, range)):
-                    raise self.error(TileTypeError, f"cannot unpack {describe(v)} with *", e)
+                    raise self.error(TileTypeError, f"cannot unpack {_what(v)} with *", e)
                 out.extend(v)
             else:
                 out.append(self.expr(e))
@@ -1033,7 +1042,7 @@ class FunctionCompiler:
             if not isinstance(iterable, (tuple, range, str, dict)):
                 raise self.error(TileUnsupportedFeatureError,
                                  f"a comprehension in tile code must iterate over a compile-time tuple or "
-                                 f"range, not {describe(iterable)}; use a for loop over range(...) instead",
+                                 f"range, not {_what(iterable)}; use a for loop over range(...) instead",
                                  gen.iter)
             for item in iterable:
                 self.assign(gen.target, item)
@@ -1072,7 +1081,7 @@ class FunctionCompiler:
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            what = f"module {base.__name__!r}" if isinstance(base, types.ModuleType) else _describe_type(base)
+            what = f"module {base.__name__!r}" if isinstance(base, types.ModuleType) else _what(base)
             raise self.error(TileTypeError, f"{what} has no attribute {node.attr!r}", node) from None
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
@@ -1084,7 +1093,7 @@ class FunctionCompiler:
         if isinstance(base, Tile):
             return base[key]
         if isinstance(key, Tile) or (isinstance(key, tuple) and any(isinstance(k, Tile) for k in key)):
-            raise self.error(TileTypeError, f"{describe(base)} can only be indexed by compile-time constants",
+            raise self.error(TileTypeError, f"{_what(base)} can only be indexed by compile-time constants",
                              node.slice)
         return base[key]
 
@@ -1102,8 +1111,8 @@ class FunctionCompiler:
         if isinstance(a, (Tile, Array)) or isinstance(b, (Tile, Array)):
             for v in (a, b):
                 if not _is_value(v):
-                    raise self.error(TileTypeError, f"unsupported operand types for {op}: {_describe_type(a)} "
-                                     f"and {_describe_type(b)}", node)
+                    raise self.error(TileTypeError, f"unsupported operand types for {op}: {_what(a)} "
+                                     f"and {_what(b)}", node)
         return fn(a, b)  # constants fold; tiles emit ops through their operators
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
@@ -1114,7 +1123,7 @@ class FunctionCompiler:
         if isinstance(node.op, ast.Not):
             return self._not(self._truth(v, node.operand))
         if isinstance(v, Array):
-            raise self.error(TileTypeError, f"bad operand for unary operator: {describe(v)}", node)
+            raise self.error(TileTypeError, f"bad operand for unary operator: {_what(v)}", node)
         if isinstance(node.op, ast.USub):
             return -v
         if isinstance(node.op, ast.UAdd):
@@ -1159,17 +1168,26 @@ class FunctionCompiler:
             return (left is right) if isinstance(op, ast.Is) else (left is not right)
         if isinstance(op, (ast.In, ast.NotIn)):
             if not isinstance(right, (tuple, dict, str, range)):
-                raise self.error(TileTypeError, f"'in' needs a compile-time tuple, got {describe(right)}", node)
-            found = any(_same_static(left, x) or (is_const(left) and is_const(x) and left == x) for x in right) \
-                if not isinstance(right, str) else left in right
-            return found if isinstance(op, ast.In) else not found
+                raise self.error(TileTypeError, f"'in' needs a compile-time tuple, got {_what(right)}", node)
+            if isinstance(right, str):
+                found = left in right
+            elif isinstance(left, Tile) or any(isinstance(x, Tile) for x in right):
+                found = False  # a run-time membership test: an or-chain of equalities
+                for x in right:
+                    if _is_value(x):
+                        eq = self._compare(ast.Eq(), left, x, node)
+                        found = ew.bitwise_or(found, eq) if isinstance(found, Tile) and isinstance(eq, Tile) \
+                            else self._or(found, eq)
+            else:
+                found = any(_same_static(left, x) or (is_const(left) and is_const(x) and left == x) for x in right)
+            return found if isinstance(op, ast.In) else self._not(found)
         sym = _CMPOPS[type(op)]
         if isinstance(left, Array) or isinstance(right, Array):
-            raise self.error(TileTypeError, f"cannot compare {describe(left)} and {describe(right)}", node)
+            raise self.error(TileTypeError, f"cannot compare {_what(left)} and {_what(right)}", node)
         if (isinstance(left, Tile) or isinstance(right, Tile)) and not (_is_value(left) and _is_value(right)):
             if sym in ("==", "!="):
                 return (sym == "!=")  # a tile never equals a non-numeric object
-            raise self.error(TileTypeError, f"cannot compare {_describe_type(left)} and {_describe_type(right)}",
+            raise self.error(TileTypeError, f"cannot compare {_what(left)} and {_what(right)}",
                              node)
         return _PY_OPS[sym](left, right)
 
@@ -1187,7 +1205,7 @@ class FunctionCompiler:
             return tuple(self._select(cond, x, y, node) for x, y in zip(a, b))
         if not (_is_value(a) and _is_value(b)):
             raise self.error(TileTypeError, "a conditional expression with a run-time condition must give tiles "
-                             f"or numbers on both sides, got {describe(a)} and {describe(b)}", node)
+                             f"or numbers on both sides, got {_what(a)} and {_what(b)}", node)
         return ew.where(cond, a, b)
 
     def expr_Lambda(self, node: ast.Lambda) -> LocalFunction:
@@ -1237,7 +1255,7 @@ class FunctionCompiler:
             if isinstance(a, ast.Starred):
                 v = self.expr(a.value)
                 if not isinstance(v, (tuple, range)):
-                    raise self.error(TileTypeError, f"cannot unpack {describe(v)} with *", a)
+                    raise self.error(TileTypeError, f"cannot unpack {_what(v)} with *", a)
                 args.extend(v)
             else:
                 args.append(self.expr(a))
@@ -1263,7 +1281,7 @@ class FunctionCompiler:
         if isinstance(fn, LocalFunction):
             return self.inline(fn, args, kwargs, node)
         if isinstance(fn, (Tile, Array)):
-            raise self.error(TileTypeError, f"{_describe_type(fn)} is not callable", node)
+            raise self.error(TileTypeError, f"{_what(fn)} is not callable", node)
         if _is_safetile_callable(fn):
             return fn(*args, **kwargs)
         special = builtins_map.lookup(fn)
@@ -1276,10 +1294,10 @@ class FunctionCompiler:
         if isinstance(fn, types.FunctionType) and not _is_library_function(fn):
             return self.inline(fn, args, kwargs, node)
         if not callable(fn):
-            raise self.error(TileTypeError, f"{describe(fn)} is not callable", node)
+            raise self.error(TileTypeError, f"{_what(fn)} is not callable", node)
         if all(_is_static(a) for a in args) and all(_is_static(v) for v in kwargs.values()):
             return fn(*args, **kwargs)  # compile-time evaluation (e.g. math.log2(TILE))
-        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or describe(fn)
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or _what(fn)
         raise self.error(TileUnsupportedFeatureError, f"{name}() cannot be called with run-time values in tile "
                          "code; use the ct.* equivalent", node)
 

@@ -109,8 +109,16 @@ def _find_node(module: ast.Module, name: str, code) -> FunctionNode | None:
     if first is not None:
         candidates = [n for n in candidates if _first_line(n) == first]
     if len(candidates) > 1 and code is not None and name == "<lambda>":
-        params = tuple(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-        matching = [n for n in candidates
-                    if tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == params]
-        candidates = matching or candidates
+        candidates = _lambda_by_position(candidates, code) or candidates
     return candidates[0] if candidates else None
+
+
+def _lambda_by_position(candidates: list[ast.Lambda], code) -> list[ast.Lambda]:
+    """Several lambdas start on one line: pick the one whose body holds the code's instructions."""
+    spots = [(line, col) for line, _, col, _ in code.co_positions() if line is not None and col is not None]
+    for node in candidates:
+        body = node.body
+        start, end = (body.lineno, body.col_offset), (body.end_lineno, body.end_col_offset)
+        if any(start <= spot <= end for spot in spots):
+            return [node]
+    return []
