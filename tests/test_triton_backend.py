@@ -767,7 +767,7 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path, monkeypatch):
     if fn is None:
         from safetile.runtime.args import arg_specs
         fn = vec_add.specialize(arg_specs(vec_add, (np.zeros(4, np.float32),) * 3 + (16,)))
-    af = ArrayFacts(True, (True,), (False,), (False,), False)
+    af = ArrayFacts(16, (True,), (1,), (1,), False)
     facts = Facts((af, af, af))
     calls = []
 

@@ -87,10 +87,10 @@ def py_literal(value: Any, d: dt.DType) -> str:
 class ArrayFacts:
     """What this specialisation may assume about one array argument."""
 
-    aligned: bool  # base pointer 16-byte aligned
+    ptr_align: int  # largest power of two <= 16 dividing the base address (bytes)
     unit: tuple[bool, ...]  # stride == 1, per axis
-    div16_stride: tuple[bool, ...]
-    div16_size: tuple[bool, ...]
+    stride_div: tuple[int, ...]  # largest power of two <= 16 dividing each stride (elements)
+    size_div: tuple[int, ...]  # likewise for each size
     idx64: bool  # offsets may exceed int32
 
 
@@ -103,8 +103,8 @@ class Facts:
 
 
 def default_facts(fn: Function) -> Facts:
-    arrays = tuple(ArrayFacts(True, (False,) * p.value.type.ndim, (False,) * p.value.type.ndim,
-                              (False,) * p.value.type.ndim, False)
+    arrays = tuple(ArrayFacts(16, (False,) * p.value.type.ndim, (1,) * p.value.type.ndim,
+                              (1,) * p.value.type.ndim, False)
                    for p in fn.runtime_params if p.kind == "array")
     return Facts(arrays)
 
@@ -489,9 +489,9 @@ def generate(fn: Function, facts: Facts) -> Generated:
     attrs: dict[tuple[int, ...], list] = {}
     array_facts = iter(facts.arrays)
 
-    def add(name: str, ty: str, div16: bool = False) -> None:
-        if div16:
-            attrs[(len(params),)] = [["tt.divisibility", 16]]
+    def add(name: str, ty: str, div: int = 1) -> None:
+        if div >= 8:  # Triton's alignment analysis starts from these (it specialises on 16 itself)
+            attrs[(len(params),)] = [["tt.divisibility", div]]
         params.append(name)
         sig[name] = ty
 
@@ -502,11 +502,11 @@ def generate(fn: Function, facts: Facts) -> Generated:
             info = ArrayInfo(f"{safe}", p.value.type, af)
             m.arrays[p.value.id] = info
             ity = "i64" if af.idx64 else "i32"
-            add(info.ptr, "*" + SIG[info.dtype.name], af.aligned)
+            add(info.ptr, "*" + SIG[info.dtype.name], af.ptr_align)
             for i, n in enumerate(info.size_params):
-                add(n, ity, af.div16_size[i])
+                add(n, ity, af.size_div[i])
             for i, s in enumerate(info.stride_params):
-                add(s, ity, af.div16_stride[i] and not af.unit[i])
+                add(s, ity, 1 if af.unit[i] else af.stride_div[i])
         else:
             name = f"{safe}_v"
             g.names[p.value.id] = name

@@ -66,6 +66,11 @@ def array_parts(a: Any) -> tuple[int, tuple, tuple, Any]:
     return t.data_ptr(), tuple(t.shape), tuple(t.stride()), t
 
 
+def is_cuda_array(a) -> bool:
+    from ...runtime.args import is_cuda
+    return is_cuda(a)
+
+
 def _numpy_to_torch(a):
     import numpy as np
     import torch
@@ -88,15 +93,15 @@ def needs_idx64(shape: tuple, strides: tuple) -> bool:
     return span >= _I32_LIMIT
 
 
+def _pow2_div(x: int) -> int:
+    """The largest power of two <= 16 that divides ``x``."""
+    x &= 15
+    return 16 if x == 0 else x & -x
+
+
 def array_facts(ptr: int, shape: tuple, strides: tuple) -> ArrayFacts:
-    return ArrayFacts(ptr % 16 == 0, tuple(s == 1 for s in strides), tuple(s % 16 == 0 for s in strides),
-                      tuple(n % 16 == 0 for n in shape), needs_idx64(shape, strides))
-
-
-def _fact_key(ptr: int, shape: tuple, strides: tuple) -> tuple:
-    """Cheap hashable summary that determines ``array_facts`` (computed at every launch)."""
-    return (ptr & 15, tuple(n & 15 for n in shape), tuple(-1 if s == 1 else s & 15 for s in strides),
-            needs_idx64(shape, strides))
+    return ArrayFacts(_pow2_div(ptr), tuple(s == 1 for s in strides), tuple(_pow2_div(s) for s in strides),
+                      tuple(_pow2_div(n) for n in shape), needs_idx64(shape, strides))
 
 
 # ---------------------------------------------------------------------------- streams
@@ -182,10 +187,6 @@ class Variant:
         if getattr(self.compiled.metadata, "global_scratch_size", 0):
             _ensure_allocator()
 
-    def launch(self, grid3, stream: int, flat: list) -> None:
-        gx, gy, gz = grid3
-        self.run(gx, gy, gz, stream, self.function, self.packed, None, None, None, *flat)
-
 
 def _ensure_allocator() -> None:
     from triton.runtime import _allocation
@@ -204,7 +205,8 @@ class Specialization:
     def __init__(self, kernel, fn: Function):
         self.fn = fn
         self.kernel = kernel
-        self.variants: dict[tuple, Variant] = {}
+        self.variants: dict[tuple, Variant] = {}  # launch key -> variant
+        self.by_facts: dict[tuple, Variant] = {}  # (facts, interpreted) -> variant
         self.lock = threading.Lock()
         # position of each runtime argument in the launch args and its kind
         self.slots: list[tuple[int, str, Any]] = []
@@ -217,63 +219,124 @@ class Specialization:
         self.ir_text: str | None = None
 
     # -------------------------------------------------------------- facts
-    def facts_for(self, parts, big_grid: bool, target: int) -> Facts:
-        arrays = tuple(array_facts(ptr, shape, strides) for ptr, shape, strides in parts)
-        return Facts(arrays, big_grid, target, tma_enabled() and not interpreting())
+    def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
+        arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
+        return Facts(arrays, big_grid, target, tma_enabled() and not interp)
 
-    def variant(self, key: tuple, parts, big_grid: bool, target: int) -> Variant:
+    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool) -> Variant:
+        """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
+        derived once per key; keys with the same facts share one compiled variant."""
         with self.lock:
             v = self.variants.get(key)
             if v is not None:
                 return v
-            facts = self.facts_for(parts, big_grid, target)
-            if self.ir_text is None:
-                self.ir_text = format_function(self.fn)
-            k = cache.digest(self.ir_text, facts)
-            jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interpreting())
-            v = Variant(jitfn, gen, facts, self.fn, interpreting())
+            facts = self.facts_for(parts, big_grid, target, interp)
+            v = self.by_facts.get((facts, interp))
+            if v is None:
+                if self.ir_text is None:
+                    self.ir_text = format_function(self.fn)
+                k = cache.digest(self.ir_text, facts)
+                jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+                v = self.by_facts[(facts, interp)] = Variant(jitfn, gen, facts, self.fn, interp)
+            if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
+                self.variants.clear()
             self.variants[key] = v
             return v
 
     # -------------------------------------------------------------- launch
     def __call__(self, stream, grid3, args) -> None:
-        interp = interpreting()
         flat: list = []
-        parts = []
         key: list = []
         for i, kind, d in self.slots:
             a = args[i]
             if kind == "array":
-                ptr, shape, strides, obj = array_parts(a)
-                flat.append(obj if interp else ptr)
-                flat.extend(shape)
-                flat.extend(strides)
-                parts.append((ptr, shape, strides))
-                key.append(_fact_key(ptr, shape, strides))
+                if type(a) is _Tensor:
+                    if not a.is_cuda:  # CPU tensors: only under Triton's interpreter
+                        return self.call_interpreted(grid3, args)
+                    ptr = a.data_ptr()
+                    shape = a.shape
+                    strides = a.stride()
+                else:
+                    if not is_cuda_array(a):
+                        return self.call_interpreted(grid3, args)
+                    ptr, shape, strides, _ = array_parts(a)
+                flat.append(ptr)
+                flat += shape
+                flat += strides
+                key.append(ptr & 15)
+                key.append(shape)
+                key.append(strides)
             else:
-                flat.append(_interp_scalar(a, d) if interp else a)
+                flat.append(a)
         gx, gy, gz = grid3
         big = gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT
-        if interp:
-            device, target = -1, 0
-        else:
-            import torch
-            device = torch.cuda.current_device()
-            target = _capability(device)
-        key.append((big, device))
+        device = _get_device()
+        key.append(device)
+        key.append(big)
         key = tuple(key)
         v = self.variants.get(key)
         if v is None:
-            v = self.variant(key, parts, big, target)
+            v = self.variant(key, self.parts(args), big, _capability(device), False)
         if big:
-            if gx * gy * gz > 2**31 - 1:
-                raise ValueError(f"grid {grid3} has more than 2**31 - 1 blocks")
-            flat.extend((gx, gy))
+            flat += self.flat_grid(grid3)
             grid3 = (gx * gy * gz, 1, 1)
-        if interp:
-            _interp_launch(v, grid3, flat)
-        else:
-            v.launch(grid3, stream_handle(stream, device), flat)
+        if stream is None:
+            stream = _get_stream(device)
+        elif type(stream) is not int:
+            stream = stream_handle(stream, device)
+        v.run(grid3[0], grid3[1], grid3[2], stream, v.function, v.packed, None, None, None, *flat)
+
+    def parts(self, args) -> list:
+        return [array_parts(args[i])[:3] for i, kind, _ in self.slots if kind == "array"]
+
+    @staticmethod
+    def flat_grid(grid3) -> tuple:
+        gx, gy, gz = grid3
+        if gx * gy * gz > 2**31 - 1:
+            raise ValueError(f"grid {grid3} has more than 2**31 - 1 blocks")
+        return (gx, gy)
+
+    def call_interpreted(self, grid3, args) -> None:
+        if not interpreting():
+            raise TypeError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
+                            "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
+        flat: list = []
+        parts = []
+        for i, kind, d in self.slots:
+            a = args[i]
+            if kind == "array":
+                ptr, shape, strides, obj = array_parts(a)
+                flat.append(obj)
+                flat += shape
+                flat += strides
+                parts.append((ptr, shape, strides))
+            else:
+                flat.append(_interp_scalar(a, d))
+        big = grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT
+        key = ("interp", tuple((p[0] & 15, tuple(p[1]), tuple(p[2])) for p in parts), big)
+        v = self.variants.get(key)
+        if v is None:
+            v = self.variant(key, parts, big, 0, True)
+        if big:
+            flat += self.flat_grid(grid3)
+            grid3 = (grid3[0] * grid3[1] * grid3[2], 1, 1)
+        _interp_launch(v, grid3, flat)
+
+
+try:
+    import torch as _torch
+    _Tensor = _torch.Tensor
+except ImportError:  # pragma: no cover - the GPU backend needs torch for streams and devices
+    _torch = None
+    _Tensor = None
+
+
+def _get_device() -> int:
+    return _torch.cuda.current_device()
+
+
+def _get_stream(device: int) -> int:
+    return _torch._C._cuda_getCurrentRawStream(device)
 
 
 _caps: dict[int, int] = {}

@@ -32,6 +32,8 @@ def mma(g: Gen, op):
             return f"tl.dot({A}, {B}, {C}, out_dtype=tl.int32)"
         prec = {"float32": ', input_precision="ieee"', "float64": ', input_precision="ieee"',
                 "tfloat32": ', input_precision="tf32"'}.get(xd.name, "")
+        if xd.name == "bfloat16":
+            A, B = f"_st_dot_operand({A})", f"_st_dot_operand({B})"
         if accd.name == "float16":
             return f"(tl.dot({A}, {B}{prec}) + {C}.to(tl.float32)).to(tl.float16)"
         return f"tl.dot({A}, {B}, {C}{prec})"

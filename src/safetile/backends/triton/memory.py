@@ -104,7 +104,8 @@ def _descriptor(g: Gen, op, info: ArrayInfo, shape, order, padding) -> str | Non
     d = info.dtype
     if not (2 <= rank <= 5) or tuple(order) != tuple(range(rank)) or d.is_bool or af.idx64:
         return None
-    if not (af.aligned and af.unit[-1] and all(af.div16_stride[a] or af.unit[a] for a in range(rank - 1))):
+    if not (af.ptr_align == 16 and af.unit[-1]
+            and all(af.stride_div[a] * d.itemsize % 16 == 0 for a in range(rank - 1))):
         return None
     if shape[-1] * d.itemsize < 16 or any(s > 256 for s in shape):
         return None

@@ -160,6 +160,11 @@ def _st_f2i(x, DST: tl.constexpr, LO: tl.constexpr, HI: tl.constexpr, MIN: tl.co
 
 if _INTERPRETED:
     @triton.jit
+    def _st_dot_operand(x):
+        """The interpreter multiplies bfloat16 bit patterns as integers: widen (exactly) first."""
+        return x.to(tl.float32)
+
+    @triton.jit
     def _st_to_bf16(x):
         """float32 → bfloat16, round to nearest even (the interpreter's own cast truncates)."""
         bits = x.to(tl.uint32, bitcast=True)
@@ -167,6 +172,10 @@ if _INTERPRETED:
         r = tl.where(x != x, 0x7FC0, r)
         return r.to(tl.uint16).to(tl.bfloat16, bitcast=True)
 else:
+    @triton.jit
+    def _st_dot_operand(x):
+        return x
+
     @triton.jit
     def _st_to_bf16(x):
         """float32 → bfloat16, round to nearest even."""
@@ -195,26 +204,42 @@ def _st_and(a, b):
     return a & b
 
 
-@triton.jit
-def _st_max_nan(a, b):
-    """Maximum where NaN wins."""
-    return tl.where((a != a) | (a > b), a, b)
+if _INTERPRETED:  # the interpreter's maxnum/minnum propagate NaN: spell the rules out
+    @triton.jit
+    def _st_max_nan(a, b):
+        """Maximum where NaN wins."""
+        return tl.where((a != a) | (a > b), a, b)
 
+    @triton.jit
+    def _st_min_nan(a, b):
+        return tl.where((a != a) | (a < b), a, b)
 
-@triton.jit
-def _st_min_nan(a, b):
-    return tl.where((a != a) | (a < b), a, b)
+    @triton.jit
+    def _st_max_num(a, b):
+        """Maximum ignoring NaN (NaN only when both are NaN)."""
+        return tl.where((b != b) | (a > b), a, b)
 
+    @triton.jit
+    def _st_min_num(a, b):
+        return tl.where((b != b) | (a < b), a, b)
+else:  # one instruction each on sm_80+ (max.NaN.f32 / max.f32)
+    @triton.jit
+    def _st_max_nan(a, b):
+        """Maximum where NaN wins."""
+        return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
-@triton.jit
-def _st_max_num(a, b):
-    """Maximum ignoring NaN (NaN only when both are NaN)."""
-    return tl.where((b != b) | (a > b), a, b)
+    @triton.jit
+    def _st_min_nan(a, b):
+        return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
+    @triton.jit
+    def _st_max_num(a, b):
+        """Maximum ignoring NaN (NaN only when both are NaN)."""
+        return tl.maximum(a, b)
 
-@triton.jit
-def _st_min_num(a, b):
-    return tl.where((b != b) | (a < b), a, b)
+    @triton.jit
+    def _st_min_num(a, b):
+        return tl.minimum(a, b)
 
 
 @triton.jit

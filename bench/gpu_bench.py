@@ -1,0 +1,640 @@
+"""GPU benchmark: safetile kernels (Triton backend) against PyTorch in the same process.
+
+Every section checks correctness against PyTorch first, then times with CUDA events after
+warm-up: each measurement is the mean of a batch of back-to-back calls, the reported value
+the median over ``--reps`` batches; inputs rotate over several copies (enough to exceed L2)
+so caches don't flatter. Sections: D2D copy, element-wise add, GEMM (fp16/bf16, fp32
+accumulate), softmax, RMSNorm, LayerNorm, flash-attention forward, launch overhead, and
+first-launch compile time (cold and warm disk cache, in fresh processes).
+
+    PYTHONPATH=src python bench/gpu_bench.py --quick          # a few minutes
+    PYTHONPATH=src python bench/gpu_bench.py                  # everything
+    PYTHONPATH=src python bench/gpu_bench.py --only gemm,attention --gemm-sizes 4096,8192
+
+Writes JSON to bench/results/<device>/gpu_bench[-quick].json and prints a table last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import safetile as ct  # noqa: E402
+
+ZERO = ct.PaddingMode.ZERO
+
+# ===================================================================================== kernels
+
+
+@ct.kernel
+def vec_add(a, b, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+
+
+@ct.kernel
+def copy_kernel(src, dst, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(dst, (i,), ct.load(src, (i,), (TILE,)))
+
+
+@ct.kernel
+def matmul(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int],
+           GROUP: ct.Constant[int], TMA: ct.Constant[bool]):
+    """C = A @ B with a K loop of ct.mma; blocks walk the output in GROUP-row bands (L2 reuse)."""
+    pid = ct.bid(0)
+    num_m = ct.cdiv(A.shape[0], BM)
+    num_n = ct.cdiv(B.shape[1], BN)
+    width = GROUP * num_n
+    first_m = (pid // width) * GROUP
+    rows = ct.minimum(num_m - first_m, GROUP)
+    bm = first_m + (pid % width) % rows
+    bn = (pid % width) // rows
+    acc = ct.zeros((BM, BN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], BK)):
+        a = ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO, allow_tma=TMA)
+        b = ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO, allow_tma=TMA)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype), allow_tma=TMA)
+
+
+@ct.kernel
+def softmax(x, y, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, (row, 0), (1, N), padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, (row, 0), (e * (1.0 / ct.sum(e, axis=1, keepdims=True))).astype(y.dtype))
+
+
+@ct.kernel
+def rmsnorm(x, w, y, eps, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, (row, 0), (1, N)).astype(ct.float32)
+    r = ct.rsqrt(ct.sum(t * t, axis=1, keepdims=True) * (1.0 / N) + eps)
+    wt = ct.load(w, (0,), (N,)).astype(ct.float32)
+    ct.store(y, (row, 0), (t * r * wt[None, :]).astype(y.dtype))
+
+
+@ct.kernel
+def layernorm(x, w, b, y, eps, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, (row, 0), (1, N)).astype(ct.float32)
+    mean = ct.sum(t, axis=1, keepdims=True) * (1.0 / N)
+    d = t - mean
+    r = ct.rsqrt(ct.sum(d * d, axis=1, keepdims=True) * (1.0 / N) + eps)
+    wt = ct.load(w, (0,), (N,)).astype(ct.float32)
+    bt = ct.load(b, (0,), (N,)).astype(ct.float32)
+    ct.store(y, (row, 0), (d * r * wt[None, :] + bt[None, :]).astype(y.dtype))
+
+
+def _attn_block(q, K, V, bh, j, m_i, l_i, acc, qpos, S, scale, BN, D, MASK, CAUSAL):
+    k = ct.reshape(ct.load(K, (bh, j, 0), (1, BN, D), padding_mode=ZERO), (BN, D))
+    s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32)) * scale
+    if MASK:
+        kpos = j * BN + ct.arange(BN, dtype=ct.int32)
+        ok = kpos[None, :] < S
+        if CAUSAL:
+            ok = ok & (qpos[:, None] >= kpos[None, :])
+        s = ct.where(ok, s, float("-inf"))
+    m_new = ct.maximum(m_i, ct.max(s, axis=1))
+    p = ct.exp2(s - m_new[:, None])
+    alpha = ct.exp2(m_i - m_new)
+    l_i = l_i * alpha + ct.sum(p, axis=1)
+    v = ct.reshape(ct.load(V, (bh, j, 0), (1, BN, D), padding_mode=ZERO), (BN, D))
+    acc = ct.mma(p.astype(v.dtype), v, acc * alpha[:, None])
+    return m_new, l_i, acc
+
+
+@ct.kernel
+def attention(Q, K, V, O, scale, BM: ct.Constant[int], BN: ct.Constant[int], D: ct.Constant[int],
+              CAUSAL: ct.Constant[bool]):
+    """Flash-attention forward over (batch*heads, seq, D) arrays; ``scale`` includes log2(e)."""
+    qb, bh = ct.bid(0), ct.bid(1)
+    S = Q.shape[1]
+    q = ct.reshape(ct.load(Q, (bh, qb, 0), (1, BM, D), padding_mode=ZERO), (BM, D))
+    qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
+    m_i = ct.full((BM,), float("-inf"), ct.float32)
+    l_i = ct.zeros((BM,), ct.float32)
+    acc = ct.zeros((BM, D), ct.float32)
+    if CAUSAL:
+        full = (qb * BM) // BN
+        stop = ct.cdiv(ct.minimum((qb + 1) * BM, S), BN)
+    else:
+        full = S // BN
+        stop = ct.cdiv(S, BN)
+    for j in range(full):
+        m_i, l_i, acc = _attn_block(q, K, V, bh, j, m_i, l_i, acc, qpos, S, scale, BN, D, False, CAUSAL)
+    for j in range(full, stop):
+        m_i, l_i, acc = _attn_block(q, K, V, bh, j, m_i, l_i, acc, qpos, S, scale, BN, D, True, CAUSAL)
+    out = acc * (1.0 / l_i)[:, None]
+    ct.store(O, (bh, qb, 0), ct.reshape(out.astype(O.dtype), (1, BM, D)))
+
+
+@ct.kernel
+def tiny(x, TILE: ct.Constant[int]):
+    ct.store(x, (0,), ct.load(x, (0,), (TILE,)) + 1.0)
+
+
+# ===================================================================================== timing
+
+def l2_bytes() -> int:
+    try:
+        return torch.cuda.get_device_properties(0).L2_cache_size
+    except Exception:  # noqa: BLE001
+        return 50 << 20
+
+
+def copies_for(nbytes: int, budget: int) -> int:
+    """How many input copies to rotate through: enough to exceed 2x L2, within a memory budget."""
+    want = math.ceil(2 * l2_bytes() / max(nbytes, 1)) + 1
+    return max(1, min(want, 8, budget // max(nbytes, 1)))
+
+
+def time_ms(calls, reps: int, min_batch_ms: float = 20.0) -> float:
+    """Median over ``reps`` batches of the mean time of one call (CUDA events); rotates ``calls``."""
+    for c in calls:
+        c()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    calls[0]()
+    end.record()
+    end.synchronize()
+    one = max(start.elapsed_time(end), 1e-3)
+    n = max(len(calls), min(2000, int(math.ceil(min_batch_ms / one))))
+    times = []
+    for _ in range(reps):
+        start.record()
+        for i in range(n):
+            calls[i % len(calls)]()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / n)
+    return statistics.median(times)
+
+
+def launch(grid, kernel, args):
+    ct.launch(None, grid, kernel, args)
+
+
+def check(name, got, ref, rtol, atol, results):
+    ok = torch.allclose(got.float(), ref.float(), rtol=rtol, atol=atol)
+    err = (got.float() - ref.float()).abs().max().item()
+    rel = ((got.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
+    results.setdefault("checks", []).append({"name": name, "ok": bool(ok), "max_abs_err": err, "rel_l2_err": rel})
+    if not ok:
+        print(f"  !! correctness check FAILED for {name}: max abs err {err:.3g}, rel L2 {rel:.3g}", flush=True)
+    return ok
+
+
+# ===================================================================================== sections
+
+def bench_copy(args, res):
+    rows = []
+    for n in args.copy_sizes:
+        src = torch.randn(n, device="cuda")
+        dst = torch.empty_like(src)
+        launch((ct.cdiv(n, args.tile),), copy_kernel, (src, dst, args.tile))
+        check(f"copy n={n}", dst, src, 0, 0, res)
+        k = copies_for(8 * n, args.mem_budget)
+        srcs = [src] + [torch.randn(n, device="cuda") for _ in range(k - 1)]
+        dsts = [torch.empty_like(src) for _ in range(k)]
+        t_torch = time_ms([lambda s=s, d=d: d.copy_(s) for s, d in zip(srcs, dsts)], args.reps)
+        grid = (ct.cdiv(n, args.tile),)
+        t_st = time_ms([lambda s=s, d=d: launch(grid, copy_kernel, (s, d, args.tile)) for s, d in zip(srcs, dsts)],
+                       args.reps)
+        gb = 8 * n / 1e9
+        rows.append({"n": n, "bytes": 8 * n, "safetile_ms": t_st, "torch_ms": t_torch,
+                     "safetile_GBps": gb / t_st * 1e3, "torch_GBps": gb / t_torch * 1e3, "ratio": t_torch / t_st})
+        print(f"  copy n=2^{int(math.log2(n))}: safetile {gb / t_st * 1e3:7.0f} GB/s  torch {gb / t_torch * 1e3:7.0f} GB/s",
+              flush=True)
+        del srcs, dsts
+    res["copy"] = rows
+
+
+def bench_add(args, res):
+    rows = []
+    for dtype in args.add_dtypes:
+        td = getattr(torch, dtype)
+        for n in args.add_sizes:
+            item = torch.finfo(td).bits // 8
+            nbytes = 3 * n * item
+            if nbytes * 1.2 > args.mem_budget:
+                print(f"  add {dtype} n={n}: skipped (memory budget)")
+                continue
+            a = torch.randn(n, device="cuda", dtype=td)
+            b = torch.randn(n, device="cuda", dtype=td)
+            c = torch.empty_like(a)
+            grid = (ct.cdiv(n, args.tile),)
+            launch(grid, vec_add, (a, b, c, args.tile))
+            check(f"add {dtype} n={n}", c, a + b, 1e-3, 1e-3, res)
+            k = copies_for(nbytes, args.mem_budget)
+            sets = [(a, b, c)] + [(torch.randn_like(a), torch.randn_like(a), torch.empty_like(a)) for _ in range(k - 1)]
+            t_torch = time_ms([lambda s=s: torch.add(s[0], s[1], out=s[2]) for s in sets], args.reps)
+            t_st = time_ms([lambda s=s: launch(grid, vec_add, (s[0], s[1], s[2], args.tile)) for s in sets], args.reps)
+            gbps = nbytes / 1e9 / (t_st / 1e3)
+            rows.append({"dtype": dtype, "n": n, "safetile_ms": t_st, "torch_ms": t_torch, "safetile_GBps": gbps,
+                         "torch_GBps": nbytes / 1e9 / (t_torch / 1e3), "ratio": t_torch / t_st})
+            print(f"  add {dtype:8s} n=2^{int(math.log2(n)):2d}: safetile {gbps:7.0f} GB/s  torch "
+                  f"{rows[-1]['torch_GBps']:7.0f} GB/s  ratio {rows[-1]['ratio']:.2f}", flush=True)
+            del sets, a, b, c
+    res["add"] = rows
+
+
+def gemm_config(m, n, k):
+    return dict(BM=128, BN=256 if n >= 256 else 128, BK=64, GROUP=8, warps=8, stages=3)
+
+
+def bench_gemm(args, res):
+    rows = []
+    shapes = [(s, s, s) for s in args.gemm_sizes] + args.gemm_shapes
+    for dtype in args.gemm_dtypes:
+        td = getattr(torch, dtype)
+        for (m, n, k) in shapes:
+            need = 2 * (m * k + k * n + 2 * m * n)
+            if need * 1.2 > args.mem_budget:
+                print(f"  gemm {dtype} {m}x{n}x{k}: skipped (memory budget)")
+                continue
+            cfg = gemm_config(m, n, k)
+            kern = matmul.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+            a = torch.randn(m, k, device="cuda", dtype=td)
+            b = torch.randn(k, n, device="cuda", dtype=td)
+            c = torch.empty(m, n, device="cuda", dtype=td)
+            grid = (ct.cdiv(m, cfg["BM"]) * ct.cdiv(n, cfg["BN"]),)
+            ref = torch.matmul(a, b)
+            flop = 2.0 * m * n * k
+            t_torch = time_ms([lambda: torch.matmul(a, b, out=c)], args.reps)
+            row = {"dtype": dtype, "m": m, "n": n, "k": k, "config": cfg, "torch_ms": t_torch,
+                   "torch_TFLOPs": flop / t_torch / 1e9}
+            for tma in args.gemm_tma:
+                kargs = (a, b, c, cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP"], tma)
+                c.fill_(float("nan"))
+                launch(grid, kern, kargs)
+                ok = check(f"gemm {dtype} {m}x{n}x{k} tma={tma}", c, ref, 2e-2, 5e-1 if k > 2048 else 1e-1, res)
+                t = time_ms([lambda kargs=kargs: launch(grid, kern, kargs)], args.reps)
+                key = "tma" if tma else "ptr"
+                row[f"safetile_{key}_ms"] = t
+                row[f"safetile_{key}_TFLOPs"] = flop / t / 1e9
+                row[f"ratio_{key}"] = t_torch / t
+                row[f"ok_{key}"] = ok
+            best = max((row.get(f"safetile_{k}_TFLOPs", 0), k) for k in ("tma", "ptr"))
+            row["safetile_TFLOPs"] = best[0]
+            row["ratio"] = best[0] / row["torch_TFLOPs"]
+            rows.append(row)
+            print(f"  gemm {dtype:8s} {m}x{n}x{k}: safetile " +
+                  "  ".join(f"{k}={row[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("tma", "ptr")
+                            if f"safetile_{k}_TFLOPs" in row) +
+                  f" TFLOP/s  torch {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}", flush=True)
+            del a, b, c, ref
+    res["gemm"] = rows
+
+
+def _row_bench(name, args, res, rows_out, make, run_st, run_torch, nbytes_fn, tol):
+    for n in args.norm_hidden if name != "softmax" else args.softmax_widths:
+        m = args.rows if name != "softmax" else max(1, args.softmax_elems // n)
+        inputs = make(m, n)
+        out = run_st(inputs, n)
+        check(f"{name} {m}x{n}", out, run_torch(inputs), tol, tol, res)
+        nbytes = nbytes_fn(m, n)
+        k = copies_for(nbytes, args.mem_budget)
+        sets = [inputs] + [make(m, n) for _ in range(k - 1)]
+        t_torch = time_ms([lambda s=s: run_torch(s) for s in sets], args.reps)
+        t_st = time_ms([lambda s=s: run_st(s, n) for s in sets], args.reps)
+        rows_out.append({"rows": m, "n": n, "safetile_ms": t_st, "torch_ms": t_torch,
+                         "safetile_GBps": nbytes / t_st / 1e6, "torch_GBps": nbytes / t_torch / 1e6,
+                         "ratio": t_torch / t_st})
+        print(f"  {name:9s} {m}x{n}: safetile {nbytes / t_st / 1e6:7.0f} GB/s  torch {nbytes / t_torch / 1e6:7.0f} GB/s"
+              f"  ratio {t_torch / t_st:.2f}", flush=True)
+        del sets, inputs
+
+
+def bench_rows(args, res):
+    td = getattr(torch, args.norm_dtype)
+    item = torch.finfo(td).bits // 8
+
+    def mk_x(m, n):
+        return torch.randn(m, n, device="cuda", dtype=td)
+
+    sm = []
+    _row_bench("softmax", args, res, sm, lambda m, n: (mk_x(m, n), torch.empty(m, n, device="cuda", dtype=td)),
+               lambda s, n: (launch((s[0].shape[0],), softmax, (s[0], s[1], n)), s[1])[1],
+               lambda s: torch.softmax(s[0], dim=-1), lambda m, n: 2 * m * n * item, 2e-2)
+    res["softmax"] = sm
+    rms = []
+    _row_bench("rmsnorm", args, res, rms,
+               lambda m, n: (mk_x(m, n), torch.randn(n, device="cuda", dtype=td), torch.empty(m, n, device="cuda", dtype=td)),
+               lambda s, n: (launch((s[0].shape[0],), rmsnorm, (s[0], s[1], s[2], 1e-6, n)), s[2])[1],
+               lambda s: F.rms_norm(s[0], (s[0].shape[1],), s[1], 1e-6), lambda m, n: 2 * m * n * item, 5e-2)
+    res["rmsnorm"] = rms
+    ln = []
+    _row_bench("layernorm", args, res, ln,
+               lambda m, n: (mk_x(m, n), torch.randn(n, device="cuda", dtype=td), torch.randn(n, device="cuda", dtype=td),
+                             torch.empty(m, n, device="cuda", dtype=td)),
+               lambda s, n: (launch((s[0].shape[0],), layernorm, (s[0], s[1], s[2], s[3], 1e-5, n)), s[3])[1],
+               lambda s: F.layer_norm(s[0], (s[0].shape[1],), s[1], s[2], 1e-5), lambda m, n: 2 * m * n * item, 5e-2)
+    res["layernorm"] = ln
+
+
+def attn_config(d):
+    return dict(BM=128, BN=64 if d >= 128 else 128, warps=8 if d >= 128 else 4, stages=3)
+
+
+def bench_attention(args, res):
+    rows = []
+    for d in args.attn_dims:
+        for seq in args.attn_seqs:
+            for causal in (False, True):
+                bh = max(1, args.attn_tokens // seq) * args.attn_heads
+                b = bh // args.attn_heads
+                shape = (b, args.attn_heads, seq, d)
+                q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+                o = torch.empty_like(q)
+                cfg = attn_config(d)
+                kern = attention.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+                scale = (1.0 / math.sqrt(d)) * 1.4426950408889634
+                grid = (ct.cdiv(seq, cfg["BM"]), bh)
+                kargs = (q.view(bh, seq, d), k.view(bh, seq, d), v.view(bh, seq, d), o.view(bh, seq, d), scale,
+                         cfg["BM"], cfg["BN"], d, causal)
+                launch(grid, kern, kargs)
+                ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                ok = check(f"attention d={d} s={seq} causal={causal}", o, ref, 2e-2, 2e-2, res)
+                flop = 4.0 * b * args.attn_heads * seq * seq * d * (0.5 if causal else 1.0)
+                t_torch = time_ms([lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)], args.reps)
+                t_st = time_ms([lambda: launch(grid, kern, kargs)], args.reps)
+                rows.append({"batch": b, "heads": args.attn_heads, "seq": seq, "d": d, "causal": causal, "config": cfg,
+                             "ok": ok, "safetile_ms": t_st, "torch_ms": t_torch,
+                             "safetile_TFLOPs": flop / t_st / 1e9, "torch_TFLOPs": flop / t_torch / 1e9,
+                             "ratio": t_torch / t_st})
+                print(f"  attention d={d:3d} seq={seq:5d} causal={causal!s:5s}: safetile {flop / t_st / 1e9:6.1f} "
+                      f"TFLOP/s  torch SDPA {flop / t_torch / 1e9:6.1f}  ratio {t_torch / t_st:.2f}", flush=True)
+                del q, k, v, o, ref
+    res["attention"] = rows
+
+
+def bench_launch(args, res):
+    x = torch.zeros(128, device="cuda")
+    launch((1,), tiny, (x, 128))
+    torch.cuda.synchronize()
+    rows = []
+    for n in args.launch_counts:
+        for who, fn in (("safetile", lambda: ct.launch(None, (1,), tiny, (x, 128))), ("torch", lambda: x.add_(1.0))):
+            # 1) synchronise after every launch
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+                torch.cuda.synchronize()
+            sync_us = (time.perf_counter() - t0) / n * 1e6
+            # 2) dependent launches back to back, one final sync
+            reps = []
+            for _ in range(5):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                torch.cuda.synchronize()
+                reps.append((time.perf_counter() - t0) / n * 1e6)
+            chained_us = statistics.median(reps)
+            # 3) CUDA graph of n launches, replayed
+            g = torch.cuda.CUDAGraph()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                fn()
+            torch.cuda.current_stream().wait_stream(s)
+            with torch.cuda.graph(g):
+                for _ in range(n):
+                    fn()
+            g.replay()
+            torch.cuda.synchronize()
+            reps = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                g.replay()
+                torch.cuda.synchronize()
+                reps.append((time.perf_counter() - t0) / n * 1e6)
+            graph_us = statistics.median(reps)
+            del g
+            rows.append({"who": who, "n": n, "sync_us": sync_us, "chained_us": chained_us, "graph_us": graph_us})
+            print(f"  launch {who:8s} n={n:5d}: per-launch sync {sync_us:7.2f} us  chained {chained_us:7.2f} us  "
+                  f"graph {graph_us:7.2f} us", flush=True)
+    # host-side cost of one launch (no GPU wait): the whole ct.launch, and the Triton backend's part
+    from safetile.backends.triton.launcher import specialization
+    from safetile.runtime.args import arg_specs
+    specs = arg_specs(tiny, (x, 128))
+    spec = specialization(tiny, tiny.specialize(specs), specs)
+
+    def host(fn, n=3000):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out = (time.perf_counter() - t0) / n * 1e6
+        torch.cuda.synchronize()
+        return out
+    host_us = host(lambda: ct.launch(None, (1,), tiny, (x, 128)))
+    backend_us = host(lambda: spec(None, (1, 1, 1), (x, 128)))
+    torch_us = host(lambda: x.add_(1.0))
+    res["launch"] = {"rows": rows, "host_us_per_launch": host_us, "backend_host_us": backend_us,
+                     "torch_host_us": torch_us}
+    print(f"  host time per launch: ct.launch {host_us:.2f} us, of which the Triton backend "
+          f"{backend_us:.2f} us; torch add_ {torch_us:.2f} us", flush=True)
+
+
+_COMPILE_SNIPPETS = {
+    "vec_add": "a=torch.randn(1<<20,device='cuda'); c=torch.empty_like(a)\n"
+               "args=((1<<20)//1024,), B.vec_add, (a, a, c, 1024)",
+    "gemm": "a=torch.randn(1024,1024,device='cuda',dtype=torch.float16); c=torch.empty_like(a)\n"
+            "args=(8*4,), B.matmul.replace_hints(num_warps=8, num_stages=3), (a, a, c, 128, 256, 64, 8, True)",
+    "attention": "q=torch.randn(16,1024,64,device='cuda',dtype=torch.bfloat16)\n"
+                 "args=(8,16), B.attention.replace_hints(num_warps=4), (q, q, q, torch.empty_like(q), 0.18, 128, 128, 64, True)",
+}
+
+
+def bench_compile(args, res):
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.compile_kernels:
+            code = ("import sys, time; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+                    "import torch, safetile as ct\n"
+                    "import gpu_bench as B\n"
+                    "torch.zeros(1, device='cuda'); torch.cuda.synchronize()\n"
+                    "%s\n"
+                    "t0 = time.perf_counter(); ct.launch(None, *args); torch.cuda.synchronize()\n"
+                    "t1 = time.perf_counter(); ct.launch(None, *args); torch.cuda.synchronize()\n"
+                    "t2 = time.perf_counter()\n"
+                    "print('TIMES', t1 - t0, t2 - t1)\n") % (str(ROOT / "src"), str(ROOT / "bench"),
+                                                           _COMPILE_SNIPPETS[name])
+            env = dict(os.environ, SAFETILE_CACHE_DIR=os.path.join(tmp, name, "st"),
+                       TRITON_CACHE_DIR=os.path.join(tmp, name, "triton"))
+            row = {"kernel": name}
+            for phase in ("cold", "warm_disk"):
+                t0 = time.perf_counter()
+                p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+                total = time.perf_counter() - t0
+                line = [l for l in p.stdout.splitlines() if l.startswith("TIMES")]
+                if p.returncode or not line:
+                    row[phase] = {"error": (p.stderr or p.stdout)[-2000:]}
+                    print(f"  compile {name} {phase}: FAILED\n{(p.stderr or p.stdout)[-2000:]}", flush=True)
+                    continue
+                first, second = map(float, line[0].split()[1:])
+                row[phase] = {"first_launch_s": first, "second_launch_s": second, "process_s": total}
+                print(f"  compile {name:9s} {phase:9s}: first launch {first:6.3f} s (then {second * 1e6:6.1f} us); "
+                      f"process {total:5.1f} s", flush=True)
+            rows.append(row)
+    res["compile"] = rows
+
+
+SECTIONS = {"copy": bench_copy, "add": bench_add, "gemm": bench_gemm, "rows": bench_rows,
+            "attention": bench_attention, "launch": bench_launch, "compile": bench_compile}
+
+
+# ===================================================================================== report
+
+def table(res) -> str:
+    out = []
+
+    def line(*cols):
+        out.append("  ".join(str(c) for c in cols))
+    if res.get("copy"):
+        line("== D2D copy (GB/s, read+write)")
+        for r in res["copy"]:
+            line(f"n=2^{int(math.log2(r['n'])):<3d}", f"safetile {r['safetile_GBps']:7.0f}", f"torch {r['torch_GBps']:7.0f}",
+                 f"ratio {r['ratio']:.2f}")
+    if res.get("add"):
+        line("== element-wise add (GB/s)")
+        for r in res["add"]:
+            line(f"{r['dtype']:8s} n=2^{int(math.log2(r['n'])):<3d}", f"safetile {r['safetile_GBps']:7.0f}",
+                 f"torch {r['torch_GBps']:7.0f}", f"ratio {r['ratio']:.2f}")
+    if res.get("gemm"):
+        line("== GEMM (TFLOP/s; tma / ptr = tensor-descriptor / pointer loads)")
+        for r in res["gemm"]:
+            parts = [f"{k} {r[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("tma", "ptr") if f"safetile_{k}_TFLOPs" in r]
+            line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", *parts, f"torch {r['torch_TFLOPs']:6.1f}",
+                 f"ratio {r['ratio']:.2f}")
+    for name in ("softmax", "rmsnorm", "layernorm"):
+        if res.get(name):
+            line(f"== {name} (GB/s)")
+            for r in res[name]:
+                line(f"{r['rows']}x{r['n']:<6d}", f"safetile {r['safetile_GBps']:7.0f}", f"torch {r['torch_GBps']:7.0f}",
+                     f"ratio {r['ratio']:.2f}")
+    if res.get("attention"):
+        line("== flash attention fwd, bf16 (TFLOP/s) vs torch SDPA")
+        for r in res["attention"]:
+            line(f"d={r['d']:<4d} seq={r['seq']:<6d} causal={r['causal']!s:5s}", f"safetile {r['safetile_TFLOPs']:6.1f}",
+                 f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}")
+    if res.get("launch"):
+        line("== launch overhead (us per launch)")
+        for r in res["launch"]["rows"]:
+            line(f"{r['who']:8s} n={r['n']:<5d}", f"sync {r['sync_us']:7.2f}", f"chained {r['chained_us']:7.2f}",
+                 f"graph {r['graph_us']:7.2f}")
+        lr = res["launch"]
+        line(f"host us/launch: ct.launch {lr['host_us_per_launch']:.2f} (Triton backend part "
+             f"{lr.get('backend_host_us', float('nan')):.2f}), torch add_ {lr.get('torch_host_us', float('nan')):.2f}")
+    if res.get("compile"):
+        line("== first-launch compile time (s)")
+        for r in res["compile"]:
+            cols = [f"{p} {r[p]['first_launch_s']:.2f}" if "first_launch_s" in r.get(p, {}) else f"{p} FAILED"
+                    for p in ("cold", "warm_disk")]
+            line(f"{r['kernel']:10s}", *cols)
+    bad = [c["name"] for c in res.get("checks", []) if not c["ok"]]
+    line(f"== correctness: {len(res.get('checks', [])) - len(bad)}/{len(res.get('checks', []))} checks passed"
+         + (f"; FAILED: {', '.join(bad)}" if bad else ""))
+    if res.get("errors"):
+        line(f"== section errors: {', '.join(res['errors'])}")
+    return "\n".join(out)
+
+
+def ints(text):
+    return [int(eval(x, {})) for x in text.split(",") if x]  # noqa: S307 - "1<<20" style sizes from the command line
+
+
+def shapes(text):
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a subset that runs in a few minutes")
+    p.add_argument("--only", default="", help="comma list of sections: " + ",".join(SECTIONS))
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--tile", type=int, default=2048, help="element-wise tile size")
+    p.add_argument("--add-sizes", type=ints, default=None)
+    p.add_argument("--add-dtypes", default="float32,float16")
+    p.add_argument("--copy-sizes", type=ints, default=None)
+    p.add_argument("--gemm-sizes", type=ints, default=None)
+    p.add_argument("--gemm-shapes", type=shapes, default=None, help="extra MxNxK shapes")
+    p.add_argument("--gemm-dtypes", default="float16,bfloat16")
+    p.add_argument("--gemm-tma", default="1,0", help="1 = tensor descriptors allowed, 0 = pointer loads")
+    p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
+    p.add_argument("--softmax-elems", type=int, default=1 << 25)
+    p.add_argument("--norm-hidden", type=ints, default=[4096, 8192])
+    p.add_argument("--norm-dtype", default="bfloat16")
+    p.add_argument("--rows", type=int, default=16384)
+    p.add_argument("--attn-dims", type=ints, default=[64, 128])
+    p.add_argument("--attn-seqs", type=ints, default=None)
+    p.add_argument("--attn-heads", type=int, default=16)
+    p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
+    p.add_argument("--launch-counts", type=ints, default=[1, 10, 100, 1000])
+    p.add_argument("--compile-kernels", default=None)
+    p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    q = args.quick
+    args.add_sizes = args.add_sizes or ([1 << 20, 1 << 24, 1 << 28] if q else [1 << s for s in range(20, 29, 2)])
+    args.copy_sizes = args.copy_sizes or ([1 << 24, 1 << 28] if q else [1 << 20, 1 << 24, 1 << 28])
+    args.gemm_sizes = args.gemm_sizes or ([4096, 8192] if q else [1024, 2048, 4096, 8192, 16384])
+    args.gemm_shapes = args.gemm_shapes if args.gemm_shapes is not None else \
+        ([(8192, 8192, 1000)] if q else [(8192, 8192, 1000), (3000, 5000, 4096)])
+    args.attn_seqs = args.attn_seqs or ([1024, 4096] if q else [1024, 2048, 4096, 8192, 16384])
+    args.add_dtypes = args.add_dtypes.split(",")
+    args.gemm_dtypes = args.gemm_dtypes.split(",")
+    args.gemm_tma = [bool(int(x)) for x in args.gemm_tma.split(",")]
+    args.compile_kernels = (args.compile_kernels or ("vec_add,gemm" if q else "vec_add,gemm,attention")).split(",")
+    if args.mem_budget is None:
+        args.mem_budget = 0.6 * torch.cuda.get_device_properties(0).total_memory
+    sections = [s for s in (args.only.split(",") if args.only else SECTIONS)]
+
+    dev = torch.cuda.get_device_name(0)
+    import triton
+    res = {"device": dev, "capability": list(torch.cuda.get_device_capability(0)), "torch": torch.__version__,
+           "triton": triton.__version__, "python": platform.python_version(), "quick": q,
+           "argv": sys.argv[1:], "date": time.strftime("%Y-%m-%d %H:%M:%S"), "errors": []}
+    print(f"device: {dev}  torch {torch.__version__}  triton {triton.__version__}", flush=True)
+    for s in sections:
+        print(f"== {s}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            SECTIONS[s](args, res)
+        except Exception:  # noqa: BLE001 - keep the other sections' numbers
+            traceback.print_exc()
+            res["errors"].append(s)
+        torch.cuda.empty_cache()
+        res.setdefault("section_seconds", {})[s] = time.perf_counter() - t0
+    safe = "".join(ch if ch.isalnum() else "_" for ch in dev).strip("_")
+    out = Path(args.out) if args.out else ROOT / "bench" / "results" / safe / f"gpu_bench{'-quick' if q else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
+    print(f"\nwrote {out}\n")
+    print(table(res))
+    if os.environ.get("OUT"):  # the device runner's result folder
+        dst = Path(os.environ["OUT"]) / out.name
+        dst.write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
