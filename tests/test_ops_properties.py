@@ -1925,3 +1925,175 @@ def test_divergent_loop_carried_values(blocks, t, seed):
         exp[b] = best + s - m
     run_checked(diverge_loop_carried_types, (blocks,), lambda out: (x, out, t), exp, np.float64, rtol=1e-12,
                 atol=1e-9)
+
+
+# ============================================================================ tile indices: data-dependent, strided, races
+
+@ct.kernel
+def permute_tiles(x, perm, out, T: ct.Constant[int], DIVERGE: ct.Constant[bool]):
+    b = ct.bid(0)
+    j = ct.load(perm, index=(b,), shape=())  # a data-dependent tile index
+    t = ct.load(x, index=(b,), shape=(T,), padding_mode=ct.PaddingMode.ZERO)
+    if DIVERGE and b % 2 == 1:
+        ct.store(out, index=(j,), tile=t + 1)
+    else:
+        ct.store(out, index=(j,), tile=t)
+
+
+@prop
+@given(n=st.integers(1, 60), t=small_pow2, diverge=st.booleans(), seed=seeds)
+def test_data_dependent_tile_indices(n, t, diverge, seed):
+    rng = np.random.default_rng(seed)
+    g = cdiv(n, t)
+    x = gen(rng, n, np.int32, lo=-99, hi=99)
+    perm = rng.permutation(g).astype(np.int32)
+    xp = np.zeros(g * t, np.int32)
+    xp[:n] = x
+    exp = np.zeros(g * t, np.int32)
+    for b in range(g):
+        exp[perm[b] * t:(perm[b] + 1) * t] = xp[b * t:(b + 1) * t] + (1 if diverge and b % 2 else 0)
+    run_checked(permute_tiles, (g,), lambda out: (x, perm, out, t, diverge), exp, np.int32)
+
+
+@ct.kernel
+def strided_tile_indices(x, out, T: ct.Constant[int], S: ct.Constant[int], O: ct.Constant[int]):
+    b = ct.bid(0)
+    nb = ct.num_blocks(0)
+    ct.store(out, index=(b,), tile=ct.load(x, index=(S * b + O,), shape=(T,)))              # forward stride
+    ct.store(out, index=(2 * nb - 1 - b,), tile=ct.load(x, index=(nb - 1 - b,), shape=(T,)))  # reversed
+
+
+@prop
+@given(blocks=st.integers(1, 9), t=small_pow2, stride=st.integers(1, 3), off=st.integers(0, 2), seed=seeds)
+def test_strided_and_reversed_tile_indices(blocks, t, stride, off, seed):
+    rng = np.random.default_rng(seed)
+    x = gen(rng, (stride * (blocks - 1) + off + 1 + blocks) * t, np.float32)
+    exp = np.zeros(2 * blocks * t, np.float32)
+    for b in range(blocks):
+        exp[b * t:(b + 1) * t] = x[(stride * b + off) * t:(stride * b + off + 1) * t]
+        r = 2 * blocks - 1 - b
+        exp[r * t:(r + 1) * t] = x[(blocks - 1 - b) * t:(blocks - b) * t]
+    run_checked(strided_tile_indices, (blocks,), lambda out: (x, out, t, stride, off), exp, np.float32)
+
+
+@ct.kernel
+def racing_stores(out, T: ct.Constant[int]):
+    b = ct.bid(0) + 10 * ct.bid(1) + 100 * ct.bid(2)
+    ct.store(out, index=(0,), tile=ct.full((T,), b, dtype=ct.int32))
+    ct.store(out, index=(1 + ct.bid(0) % 2,), tile=ct.full((T,), b, dtype=ct.int32))
+    ct.scatter(out, ct.full((T,), 3 * T, dtype=ct.int32) + ct.arange(T, dtype=ct.int32) % 2, b)
+
+
+@prop
+@given(gx=st.integers(1, 5), gy=st.integers(1, 3), gz=st.integers(1, 3), t=small_pow2)
+def test_racing_writes_resolve_in_block_order(gx, gy, gz, t):
+    # within one store or scatter op, the highest linear block id (x fastest) wins
+    ids = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    val = {c: c[0] + 10 * c[1] + 100 * c[2] for c in ids}
+    exp = np.full(3 * t + 2, -5, np.int32)
+    for c in ids:
+        exp[0:t] = val[c]
+        k = 1 + c[0] % 2
+        exp[k * t:(k + 1) * t] = val[c]
+        for lane in range(t):
+            exp[3 * t + lane % 2] = val[c]
+    if gx == 1:
+        exp[2 * t:3 * t] = -5
+    out = np.full(3 * t + 2, -5, np.int32)
+    ct.launch(None, (gx, gy, gz), racing_stores, (out, t))
+    check(exp, out)
+
+
+# ============================================================================ factories
+
+@ct.kernel
+def factories_kernel(s, out_f, out_i, out_b, T: ct.Constant[int], START: ct.Constant, STEP: ct.Constant,
+                     FILL: ct.Constant, DT: ct.Constant):
+    b = ct.bid(0)
+    a = ct.arange(T, dtype=DT, start=START, step=STEP)           # compile-time start/step
+    r = ct.arange(T, dtype=ct.int32, start=b, step=b + 1)         # run-time start/step
+    f = ct.full((T,), s, dtype=ct.float64)                        # run-time fill
+    c = ct.full((T,), FILL, dtype=DT)
+    z, o = ct.zeros((T,), dtype=DT), ct.ones((T,), dtype=DT)
+    ct.store(out_f, index=(b, 0), tile=ct.reshape(a.astype(ct.float64) + f + c.astype(ct.float64) * 1000
+                                                  + z.astype(ct.float64) + o.astype(ct.float64) * 0.5, (1, T)))
+    ct.store(out_i, index=(b, 0), tile=ct.reshape(r, (1, T)))
+    ct.store(out_b, index=(b, 0), tile=ct.reshape(ct.astile(s > 0) & (o != z), (1, 1)) if T == 1 else
+             ct.reshape(ct.full((T,), True, dtype=ct.bool_) & (o != z), (1, T)))
+
+
+@prop
+@given(t=pow2, blocks=st.integers(1, 4), start=st.integers(-5, 5), step=st.integers(1, 4), fill=st.integers(-3, 3),
+       dtype=st.sampled_from(["int32", "int64", "float32", "float64", "float16", "int16"]),
+       s=st.floats(-10, 10, allow_nan=False))
+def test_factories(t, blocks, start, step, fill, dtype, s):
+    d = sd(dtype).np_dtype
+    base = np.arange(t) * step + start
+    exp_f = np.zeros((blocks, t))
+    exp_i = np.zeros((blocks, t), np.int32)
+    for b in range(blocks):
+        # a Python float argument is a float32 scalar in the kernel
+        exp_f[b] = base.astype(d).astype(np.float64) + np.float64(np.float32(s)) + fill * 1000 + 0.5
+        exp_i[b] = np.arange(t) * (b + 1) + b
+    run_checked(factories_kernel, (blocks,), lambda out: (s, out, np.zeros((blocks, t), np.int32),
+                                                           np.zeros((blocks, t), bool), t, start, step, fill,
+                                                           getattr(ct, dtype)), exp_f, np.float64,
+                rtol=1e-12)
+    out_i, out_b = np.full((blocks, t), -1, np.int32), np.zeros((blocks, t), bool)
+    ct.launch(None, (blocks,), factories_kernel, (s, np.zeros((blocks, t)), out_i, out_b, t, start, step, fill,
+                                                  getattr(ct, dtype)))
+    check(exp_i, out_i)
+    check(np.full((blocks, t), True if t > 1 else s > 0), out_b)
+
+
+@ct.kernel
+def full_checks(out, FILL: ct.Constant, DT: ct.Constant):
+    ct.store(out, index=(0,), tile=ct.full((4,), FILL, dtype=DT))
+
+
+def test_full_rejects_unrepresentable_integer():
+    with pytest.raises(ct.TileValueError, match="does not fit"):
+        ct.launch(None, (1,), full_checks, (np.zeros(4, np.int8), 300, ct.int8))
+    with pytest.raises(ct.TileValueError, match="power"):
+        ct.launch(None, (1,), factories_kernel, (1.0, np.zeros((1, 3)), np.zeros((1, 3), np.int32),
+                                                 np.zeros((1, 3), bool), 3, 0, 1, 0, ct.int32))
+
+
+# ============================================================================ debug: print and assert
+
+@ct.kernel
+def printing(x, T: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b,), shape=(T,))
+    if b % 2 == 1:
+        print("odd block", b, "sum", ct.sum(t))
+    else:
+        ct.printf("even %d: %.1f\n", b, ct.sum(t))
+    print(f"b={b} first={ct.extract(t, (0,), (1,)).item()}")
+
+
+def test_print_output_is_in_block_order(capsys):
+    blocks, t = 5, 4
+    x = np.arange(blocks * t, dtype=np.float32)
+    ct.launch(None, (blocks,), printing, (x, t))
+    lines = capsys.readouterr().out.splitlines()
+    exp = []
+    for b in range(blocks):
+        s = x[b * t:(b + 1) * t].sum()
+        exp.append(f"odd block {b} sum {s}" if b % 2 else f"even {b}: {s:.1f}")
+        exp.append(f"b={b} first={x[b * t]}")
+    assert lines == exp
+
+
+@ct.kernel
+def asserting(x, T: ct.Constant[int]):
+    t = ct.load(x, index=(ct.bid(0),), shape=(T,))
+    ct.assert_(t < 100, "value too large")
+
+
+def test_assert_names_the_failing_block():
+    x = np.zeros(16, np.int32)
+    ct.launch(None, (4,), asserting, (x, 4))  # passes
+    x[9] = 100
+    with pytest.raises(ct.TileRuntimeError, match=r"value too large.*\(2, 0, 0\)"):
+        ct.launch(None, (4,), asserting, (x, 4))

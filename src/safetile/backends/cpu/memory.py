@@ -4,8 +4,11 @@ Tile-space loads and stores take a fast path when every tile index is either the
 for all blocks or steps regularly along one grid axis (``bid(0)``, ``2*bid(1)+1``...) and
 the tiles are whole: the array is viewed as a grid of tiles and the blocks' tiles are one
 strided view of it (a load copies that view once, since tiles are values). Anything else (partial edge tiles, data-dependent indices) goes
-through a masked gather/scatter. Writes from several blocks to one element resolve in
-block order (the highest linear block id wins); atomics apply in block order.
+through a masked gather/scatter. Within one store or scatter op, writes from several
+blocks to one element resolve in block order (the highest linear block id wins); atomics
+apply in block order, lanes in row-major order within a block. Blocks that took different
+branches of divergent control flow run one branch after the other, so this order holds
+per op, not across branches.
 """
 from __future__ import annotations
 
