@@ -2043,7 +2043,7 @@ def test_factories(t, blocks, start, step, fill, dtype, s):
     ct.launch(None, (blocks,), factories_kernel, (s, np.zeros((blocks, t)), out_i, out_b, t, start, step, fill,
                                                   getattr(ct, dtype)))
     check(exp_i, out_i)
-    check(np.full((blocks, t), True if t > 1 else s > 0), out_b)
+    check(np.full((blocks, t), True if t > 1 else bool(np.float32(s) > 0)), out_b)
 
 
 @ct.kernel
@@ -2097,3 +2097,105 @@ def test_assert_names_the_failing_block():
     x[9] = 100
     with pytest.raises(ct.TileRuntimeError, match=r"value too large.*\(2, 0, 0\)"):
         ct.launch(None, (4,), asserting, (x, 4))
+
+
+# ============================================================================ regions and slicing under divergence
+
+@ct.kernel
+def diverge_regions(x, out, T: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b, 0), shape=(1, T)).reshape((T,))
+    if b % 2 == 1:
+        m = b + 5
+        r = ct.reduce(t % m, 0, lambda a, c: (a + c) % m, 0)
+        e = ct.extract(t, (b % (T // 2),), (2,))
+        s = ct.scan(t, 0, lambda a, c: ct.maximum(a, c), -1000)
+        res = ct.insert(s, ((b // 2) % (T // 2),), e) + r
+    else:
+        rows = ct.full((T,), b, dtype=ct.int32)
+        res = ct.cumsum(t, reverse=True) + ct.gather(x, (rows, ct.arange(T, dtype=ct.int32)))
+    ct.store(out, index=(b, 0), tile=res.reshape((1, T)))
+
+
+@prop
+@given(blocks=st.integers(1, 12), t=st.sampled_from([2, 4, 8, 16]), seed=seeds)
+def test_regions_and_slicing_in_divergent_branches(blocks, t, seed):
+    rng = np.random.default_rng(seed)
+    x = gen(rng, (blocks, t), np.int32, lo=0, hi=30)
+    exp = np.zeros((blocks, t), np.int32)
+    for b in range(blocks):
+        v = x[b]
+        if b % 2:
+            m = b + 5
+            s = np.maximum.accumulate(v)
+            i, j = b % (t // 2), (b // 2) % (t // 2)
+            s[j * 2:j * 2 + 2] = v[i * 2:i * 2 + 2]
+            exp[b] = s + (v % m).sum() % m
+        else:
+            exp[b] = np.cumsum(v[::-1])[::-1] + v
+    run_checked(diverge_regions, (blocks,), lambda out: (x, out, t), exp, np.int32)
+
+
+# ============================================================================ invalid input: clear errors
+
+@ct.kernel
+def gather_pad(a, out, PADV: ct.Constant):
+    ct.store(out, index=(0,), tile=ct.gather(a, ct.arange(8, dtype=ct.int32) * 2, padding_value=PADV))
+
+
+@ct.kernel
+def extract_at(x, i, out, IDX: ct.Constant, INSERT: ct.Constant[bool]):
+    t = ct.load(x, index=(0,), shape=(8,))
+    j = ct.load(i, index=(ct.bid(0),), shape=()) if IDX is None else IDX
+    if INSERT:
+        ct.store(out, index=(0,), tile=ct.insert(t, (j,), ct.zeros((2,), dtype=ct.int32)))
+    else:
+        ct.store(out, index=(0,), tile=ct.broadcast_to(ct.sum(ct.extract(t, (j,), (2,))), (8,)))
+
+
+@ct.kernel
+def float8_math(a, out):
+    t = ct.load(a, index=(0,), shape=(8,))
+    ct.store(out, index=(0,), tile=(t + t).astype(ct.float32))
+
+
+@ct.kernel
+def float8_convert(a, out):
+    t = ct.load(a, index=(0,), shape=(8,))
+    ct.store(out, index=(0,), tile=t.astype(ct.float32) * 2)
+
+
+def test_invalid_input_raises_clear_errors():
+    a = np.arange(8, dtype=np.int32)
+    with pytest.raises(ct.TileValueError, match="not representable"):
+        ct.launch(None, (1,), gather_pad, (a, np.zeros(8, np.int32), 2.5))
+    with pytest.raises(ct.TileValueError, match="not representable"):
+        ct.launch(None, (1,), gather_pad, (a.astype(np.uint8), np.zeros(8, np.uint8), -1))
+    out = np.zeros(8, np.int32)
+    ct.launch(None, (1,), gather_pad, (a, out, 7))  # a representable padding value is fine
+    check(np.where(np.arange(8) * 2 < 8, np.arange(8) * 2, 7).astype(np.int32), out)
+    with pytest.raises(ct.TileTypeError, match="integer or float array"):
+        ct.launch(None, (1,), atomic_1d, (np.zeros(8, bool), np.zeros(8, np.int32), np.zeros(8, bool),
+                                          np.zeros(8, bool), "add", 8, True))
+    for insert in (False, True):
+        with pytest.raises(ct.TileValueError, match="out of range"):
+            ct.launch(None, (1,), extract_at, (a, np.zeros(1, np.int32), np.zeros(8, np.int32), 4, insert))
+        with pytest.raises(ct.TileRuntimeError, match=r"out of range.*\(2, 0, 0\)"):
+            ct.launch(None, (3,), extract_at, (a, np.array([0, 3, 4], np.int32), np.zeros(8, np.int32), None,
+                                               insert))
+    f8 = np.arange(8).astype(ml_dtypes.float8_e4m3fn)
+    with pytest.raises(ct.TileTypeError, match="storage-only"):
+        ct.launch(None, (1,), float8_math, (f8, np.zeros(8, np.float32)))
+    out = np.zeros(8, np.float32)
+    ct.launch(None, (1,), float8_convert, (f8, out))
+    check(np.arange(8, dtype=np.float32) * 2, out)
+
+
+@given(j=st.integers(0, 3), seed=seeds)
+@few
+def test_extract_at_run_time_index(j, seed):
+    rng = np.random.default_rng(seed)
+    a = gen(rng, 8, np.int32, lo=-50, hi=50)
+    out = np.zeros(8, np.int32)
+    ct.launch(None, (1,), extract_at, (a, np.array([j], np.int32), out, None, False))
+    check(np.full(8, a[2 * j:2 * j + 2].sum(), np.int32), out)

@@ -38,15 +38,30 @@ def _same_dtype_broadcast(types, attrs, out_dtype=None):
     return [TileType(out_dtype or types[0].dtype, shape)]
 
 
+def check_computable(d: dt.DType, what: str) -> None:
+    """Narrow storage formats (float8) are for load/store, conversion and mma only."""
+    if d.storage_only:
+        raise TileTypeError(f"{what}: {d.name} is a storage-only type (load, store, astype, bitcast and "
+                            f"mma); convert it with .astype(ct.float32) first")
+
+
+def _computable(types):
+    for t in types:
+        check_computable(t.dtype, "element-wise arithmetic")
+
+
 def _arith_rule(types, attrs):
+    _computable(types)
     return _same_dtype_broadcast(types, attrs)
 
 
 def _compare_rule(types, attrs):
+    _computable(types)
     return _same_dtype_broadcast(types, attrs, dt.bool_)
 
 
 def _float_rule(types, attrs):
+    _computable(types)
     if not types[0].dtype.is_float:
         raise TileTypeError(f"expected a float tile, got {types[0]}")
     return _same_dtype_broadcast(types, attrs)
@@ -59,6 +74,7 @@ def _int_rule(types, attrs):
 
 
 def _isnan_rule(types, attrs):
+    _computable(types)
     return [TileType(dt.bool_, types[0].shape)]
 
 

@@ -140,12 +140,29 @@ declare("gather", FAMILY, "load array[indices...] element-wise (attrs padding_va
 declare("scatter", FAMILY, "store values to array[indices...] element-wise (attrs check_bounds, "
         "has_mask)", _scatter_rule, effect="write")
 declare("atomic_rmw", FAMILY, "atomic read-modify-write per element (attr kind in add, max, min, and, "
-        "or, xor, xchg); returns the old values", _atomic_rule, effect="write")
-declare("atomic_cas", FAMILY, "atomic compare-and-swap per element; returns the old values",
+        "or, xor, xchg); returns the old values (0 for out-of-bounds lanes, which change nothing)",
         _atomic_rule, effect="write")
+declare("atomic_cas", FAMILY, "atomic compare-and-swap per element; returns the old values (0 for "
+        "out-of-bounds lanes, which change nothing)", _atomic_rule, effect="write")
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def _constant_for(dtype: dt.DType, value, fn: str, what: str):
+    """A Python constant stored into an array of ``dtype`` must be exactly representable."""
+    ok = True
+    if dtype.is_bool:
+        ok = value in (0, 1)
+    elif dtype.is_int:
+        if isinstance(value, float) or hasattr(value, "dtype") and value.dtype.kind == "f":
+            ok = float(value).is_integer()
+        if ok:
+            info = dtype.info()
+            ok = info.min <= int(value) <= info.max
+    if not ok:
+        raise TileValueError(f"{fn}: {what} {value!r} is not representable in the array's dtype {dtype.name}")
+    return value
+
 
 def _check_array(array, fn) -> Array:
     if not isinstance(array, Array):
@@ -270,7 +287,7 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
     array = _check_array(array, "store")
     idx = _index_tuple(index, array.ndim, "store")
     if is_const(tile):
-        tile = as_tile(tile, array.dtype)
+        tile = as_tile(_constant_for(array.dtype, tile, "store", "value"), array.dtype)
     if not isinstance(tile, Tile):
         raise TileTypeError(f"store: expected a tile to store, got {describe(tile)}")
     if tile.dtype is not array.dtype:
@@ -311,6 +328,7 @@ def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, 
     idx = _element_indices(array, indices, "gather")
     if not is_const(padding_value):
         raise TileTypeError(f"gather: padding_value must be a number, got {describe(padding_value)}")
+    _constant_for(array.dtype, padding_value, "gather", "padding_value")
     ops = idx + ([as_tile(mask, dt.bool_) if is_const(mask) else mask] if mask is not None else [])
     if mask is not None and (not isinstance(ops[-1], Tile) or not ops[-1].dtype.is_bool):
         raise TileTypeError(f"gather: mask must be a bool tile, got {describe(mask)}")
@@ -324,7 +342,7 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     """Store ``value`` to ``array[indices]`` element-wise; out-of-bounds lanes are dropped."""
     array = _check_array(array, "scatter")
     idx = _element_indices(array, indices, "scatter")
-    val = cast(as_tile(value, array.dtype), array.dtype) if is_const(value) else value
+    val = as_tile(_constant_for(array.dtype, value, "scatter", "value"), array.dtype) if is_const(value) else value
     if not isinstance(val, Tile):
         raise TileTypeError(f"scatter: value must be a tile, got {describe(value)}")
     if val.dtype is not array.dtype:
@@ -343,7 +361,9 @@ def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memor
     idx = _element_indices(array, indices, fn)
     if kind in ("and", "or", "xor") and array.dtype.is_float:
         raise TileTypeError(f"{fn} needs an integer array, got {array.dtype.name}")
-    val = as_tile(update, array.dtype) if is_const(update) else update
+    if kind in ("add", "max", "min") and (array.dtype.is_bool or array.dtype.storage_only):
+        raise TileTypeError(f"{fn} needs an integer or float array, got {array.dtype.name}")
+    val = as_tile(_constant_for(array.dtype, update, fn, "update"), array.dtype) if is_const(update) else update
     if not isinstance(val, Tile):
         raise TileTypeError(f"{fn}: update must be a tile or number, got {describe(update)}")
     val = cast(val, array.dtype)
@@ -378,8 +398,13 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
     """Atomically replace array[indices] by ``desired`` where it equals ``expected``; returns old values."""
     array = _check_array(array, "atomic_cas")
     idx = _element_indices(array, indices, "atomic_cas")
-    vals = [cast(as_tile(v, array.dtype), array.dtype) if is_const(v) else cast(v, array.dtype)
-            for v in (expected, desired)]
+    vals = []
+    for what, v in (("expected", expected), ("desired", desired)):
+        if is_const(v):
+            v = as_tile(_constant_for(array.dtype, v, "atomic_cas", what), array.dtype)
+        elif not isinstance(v, Tile):
+            raise TileTypeError(f"atomic_cas: {what} must be a tile or number, got {describe(v)}")
+        vals.append(cast(v, array.dtype))
     ops = _aligned(idx + vals)
     attrs = {"check_bounds": bool(check_bounds),
              **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}

@@ -13,7 +13,7 @@ from ..ir.builder import current, emit
 from ..ir.catalogue import declare
 from ..ir.core import Block, Value
 from ..ir.types import TileType
-from .elementwise import cast
+from .elementwise import cast, check_computable
 from .values import Tile, as_tile, describe, is_const, normalize_axis, static_dtype
 
 FAMILY = "reduction"
@@ -27,11 +27,13 @@ def _reduced_shape(shape, axes, keepdims):
 
 def _reduce_rule(types, attrs):
     t = types[0]
+    check_computable(t.dtype, "reduction")
     return [TileType(t.dtype, _reduced_shape(t.shape, attrs["axes"], attrs["keepdims"]))]
 
 
 def _arg_rule(types, attrs):
     t = types[0]
+    check_computable(t.dtype, "reduction")
     return [TileType(dt.int32, _reduced_shape(t.shape, attrs["axes"], attrs["keepdims"]))]
 
 
@@ -40,6 +42,11 @@ def _custom_reduce_rule(types, attrs):
 
 
 def _scan_rule(types, attrs):
+    return list(types)
+
+
+def _builtin_scan_rule(types, attrs):
+    check_computable(types[0].dtype, "scan")
     return list(types)
 
 
@@ -52,8 +59,8 @@ declare("argmin", FAMILY, "index of the first minimum over `axes` (flattened whe
 declare("reduce", FAMILY, "custom reduction of one or more tiles over `axes` with a combining region "
         "(args: accumulators then elements; yields new accumulators); attr identity", _custom_reduce_rule,
         regions=1)
-declare("cumsum", FAMILY, "inclusive prefix sum along `axis` (attr reverse)", _scan_rule)
-declare("cumprod", FAMILY, "inclusive prefix product along `axis` (attr reverse)", _scan_rule)
+declare("cumsum", FAMILY, "inclusive prefix sum along `axis` (attr reverse)", _builtin_scan_rule)
+declare("cumprod", FAMILY, "inclusive prefix product along `axis` (attr reverse)", _builtin_scan_rule)
 declare("scan", FAMILY, "custom inclusive scan along `axis` with a combining region; attrs identity, "
         "reverse", _scan_rule, regions=1)
 

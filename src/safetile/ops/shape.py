@@ -68,8 +68,10 @@ declare("reshape", FAMILY, "same elements in C order, new static shape", _reshap
 declare("permute", FAMILY, "reorder axes: result axis i is source axis axes[i]", _permute_rule)
 declare("broadcast_to", FAMILY, "stretch size-1 dimensions to `shape` (equal ranks)", _broadcast_rule)
 declare("cat", FAMILY, "concatenate two tiles along `axis`", _cat_rule)
-declare("extract", FAMILY, "the sub-tile of `shape` at block index (index...) of the tile", _extract_rule)
-declare("insert", FAMILY, "replace the sub-tile at block index (index...) with a value", _insert_rule)
+declare("extract", FAMILY, "the sub-tile of `shape` at block index (index...) of the tile (the tile seen "
+        "as a grid of `shape` blocks; an out-of-range run-time index fails the launch)", _extract_rule)
+declare("insert", FAMILY, "replace the sub-tile at block index (index...) with a value (an out-of-range "
+        "run-time index fails the launch)", _insert_rule)
 
 
 def _tile(x, fn) -> Tile:
@@ -175,19 +177,38 @@ def cat(tiles, axis) -> Tile:
     return Tile(emit("cat", [a.value, b.value], {"axis": ax}).result)
 
 
-def _block_index(index, ndim, fn):
+def _block_index(index, ndim, fn, counts):
+    """Block-index entries as int32 scalars; constants are checked against ``counts``."""
     if not isinstance(index, tuple):
         index = (index,)
     if len(index) != ndim:
         raise TileTypeError(f"{fn}: index needs {ndim} entries, got {len(index)}")
-    return [as_tile(int(i), dt.int32) if is_const(i) else i for i in index]
+    out = []
+    for axis, (i, n) in enumerate(zip(index, counts)):
+        if is_const(i):
+            k = static_int(i, f"{fn} index")
+            if not 0 <= k < n:
+                raise TileValueError(f"{fn}: block index {k} along axis {axis} is out of range: the tile "
+                                     f"holds {n} block(s) there")
+            out.append(as_tile(k, dt.int32))
+        elif isinstance(i, Tile) and i.shape == () and i.dtype.is_int:
+            out.append(i)
+        else:
+            raise TileTypeError(f"{fn}: index entries must be integer scalars, got {describe(i)}")
+    return out
+
+
+def _counts(full, sub, fn):
+    if len(sub) != len(full) or any(s > n or n % s for s, n in zip(sub, full)):
+        raise TileTypeError(f"{fn}: shape {sub} must evenly divide the tile shape {full}")
+    return tuple(n // s for n, s in zip(full, sub))
 
 
 def extract(x, index, shape) -> Tile:
     """The sub-tile of ``shape`` at block index ``index`` (x viewed as a grid of ``shape`` blocks)."""
     x = _tile(x, "extract")
     shp = static_shape(shape)
-    idx = _block_index(index, x.ndim, "extract")
+    idx = _block_index(index, x.ndim, "extract", _counts(x.shape, shp, "extract"))
     return Tile(emit("extract", [x.value] + [i.value for i in idx], {"shape": shp}).result)
 
 
@@ -195,7 +216,7 @@ def insert(x, index, value) -> Tile:
     """A copy of ``x`` with the sub-tile at block index ``index`` replaced by ``value``."""
     x = _tile(x, "insert")
     value = _tile(value, "insert")
-    idx = _block_index(index, x.ndim, "insert")
+    idx = _block_index(index, x.ndim, "insert", _counts(x.shape, value.shape, "insert"))
     from .elementwise import cast
     value = cast(value, x.dtype)
     return Tile(emit("insert", [x.value] + [i.value for i in idx] + [value.value]).result)

@@ -47,10 +47,23 @@ def _block_elements(run, index: list[np.ndarray], sub: tuple[int, ...], full_sha
     return keys
 
 
+def _check_block_index(run, op, index, sub, full_shape, what):
+    """Fail the launch, naming the blocks, when a run-time block index is out of range."""
+    bs = run.blockset
+    bad = np.zeros(bs.size, dtype=bool)
+    for i, s, n in zip(index, sub, full_shape):
+        flat = bs.flatten(i)
+        bad |= (flat < 0) | (flat >= n // s)
+    if bad.any():
+        run.fail(op, f"{what}: block index out of range for a tile of shape {tuple(full_shape)} "
+                     f"split into {tuple(sub)} blocks", bs.flatten(bs.ids)[bad])
+
+
 @lowers("extract")
 def extract(run, op, args):
     x, index = args[0], args[1:]
     nb, sub = run.nb, op.attrs["shape"]
+    _check_block_index(run, op, index, sub, x.shape[nb:], "extract")
     if all(i.size == 1 for i in index):
         sl = tuple(slice(int(i.reshape(-1)[0]) * s, int(i.reshape(-1)[0]) * s + s) for i, s in zip(index, sub))
         return x[(slice(None),) * nb + sl]
@@ -66,6 +79,7 @@ def extract(run, op, args):
 def insert(run, op, args):
     x, index, val = args[0], args[1:-1], args[-1]
     nb, sub = run.nb, val.shape[run.nb:]
+    _check_block_index(run, op, index, sub, x.shape[nb:], "insert")
     batch = np.broadcast_shapes(x.shape[:nb], val.shape[:nb], *(i.shape for i in index))
     out = np.array(np.broadcast_to(x, batch + x.shape[nb:]))
     if all(i.size == 1 for i in index):
