@@ -69,10 +69,11 @@ def test_no_op_declared_in_two_places():
     for path in sorted(SRC.rglob("*.py")):
         if path.name == "catalogue.py":
             continue
-        for name in _declared_names(path):
-            where = str(path.relative_to(SRC))
-            assert name not in seen or seen[name] == where, f"op {name!r} declared in {seen[name]} and {where}"
-            assert _declared_names(path).count(name) == 1, f"op {name!r} declared twice in {where}"
+        names = _declared_names(path) if "declare(" in path.read_text() else []
+        where = str(path.relative_to(SRC))
+        for name in names:
+            assert name not in seen, f"op {name!r} declared in {seen[name]} and {where}"
+            assert names.count(name) == 1, f"op {name!r} declared twice in {where}"
             seen[name] = where
     # every literal declaration is a live catalogue entry
     assert set(seen) <= set(OPS)
