@@ -256,13 +256,16 @@ def bench_add(args, res):
     res["add"] = rows
 
 
-def gemm_config(m, n, k):
-    return dict(BM=128, BN=256 if n >= 256 else 128, BK=64, GROUP=8, warps=8, stages=3)
+def parse_configs(text, names):
+    return [dict(zip(names, map(int, c.split("x")))) for c in text.split(",") if c]
 
 
 def bench_gemm(args, res):
+    """Each shape: every --gemm-configs tile config with pointer loads, then the best one again
+    with tensor descriptors (TMA) allowed; the best of all is compared with torch.matmul."""
     rows = []
     shapes = [(s, s, s) for s in args.gemm_sizes] + args.gemm_shapes
+    configs = parse_configs(args.gemm_configs, ("BM", "BN", "BK", "warps", "stages"))
     for dtype in args.gemm_dtypes:
         td = getattr(torch, dtype)
         for (m, n, k) in shapes:
@@ -270,36 +273,43 @@ def bench_gemm(args, res):
             if need * 1.2 > args.mem_budget:
                 print(f"  gemm {dtype} {m}x{n}x{k}: skipped (memory budget)")
                 continue
-            cfg = gemm_config(m, n, k)
-            kern = matmul.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
             a = torch.randn(m, k, device="cuda", dtype=td)
             b = torch.randn(k, n, device="cuda", dtype=td)
             c = torch.empty(m, n, device="cuda", dtype=td)
-            grid = (ct.cdiv(m, cfg["BM"]) * ct.cdiv(n, cfg["BN"]),)
             ref = torch.matmul(a, b)
             flop = 2.0 * m * n * k
             t_torch = time_ms([lambda: torch.matmul(a, b, out=c)], args.reps)
-            row = {"dtype": dtype, "m": m, "n": n, "k": k, "config": cfg, "torch_ms": t_torch,
-                   "torch_TFLOPs": flop / t_torch / 1e9}
-            for tma in args.gemm_tma:
-                kargs = (a, b, c, cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP"], tma)
+            row = {"dtype": dtype, "m": m, "n": n, "k": k, "torch_ms": t_torch, "torch_TFLOPs": flop / t_torch / 1e9,
+                   "configs": []}
+            atol = 5e-1 if k > 2048 else 1e-1
+
+            def run_cfg(cfg, tma):
+                kern = matmul.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+                grid = (ct.cdiv(m, cfg["BM"]) * ct.cdiv(n, cfg["BN"]),)
+                kargs = (a, b, c, cfg["BM"], cfg["BN"], cfg["BK"], 8, tma)
                 c.fill_(float("nan"))
                 launch(grid, kern, kargs)
-                ok = check(f"gemm {dtype} {m}x{n}x{k} tma={tma}", c, ref, 2e-2, 5e-1 if k > 2048 else 1e-1, res)
-                t = time_ms([lambda kargs=kargs: launch(grid, kern, kargs)], args.reps)
-                key = "tma" if tma else "ptr"
-                row[f"safetile_{key}_ms"] = t
-                row[f"safetile_{key}_TFLOPs"] = flop / t / 1e9
-                row[f"ratio_{key}"] = t_torch / t
-                row[f"ok_{key}"] = ok
-            best = max((row.get(f"safetile_{k}_TFLOPs", 0), k) for k in ("tma", "ptr"))
-            row["safetile_TFLOPs"] = best[0]
-            row["ratio"] = best[0] / row["torch_TFLOPs"]
+                ok = check(f"gemm {dtype} {m}x{n}x{k} {cfg} tma={tma}", c, ref, 2e-2, atol, res)
+                t = time_ms([lambda: launch(grid, kern, kargs)], args.reps)
+                entry = {**cfg, "tma": tma, "ms": t, "TFLOPs": flop / t / 1e9, "ok": ok}
+                row["configs"].append(entry)
+                return entry
+            entries = [run_cfg(cfg, False) for cfg in configs]
+            best = max(entries, key=lambda e: e["TFLOPs"] if e["ok"] else -1)
+            if True in args.gemm_tma:
+                entries.append(run_cfg({k2: best[k2] for k2 in ("BM", "BN", "BK", "warps", "stages")}, True))
+            best = max(entries, key=lambda e: e["TFLOPs"] if e["ok"] else -1)
+            row.update(best=best, safetile_TFLOPs=best["TFLOPs"], safetile_ms=best["ms"],
+                       ratio=t_torch / best["ms"], ok=all(e["ok"] for e in entries))
+            tma_e = [e for e in entries if e["tma"]]
+            if tma_e:
+                row["safetile_tma_TFLOPs"] = tma_e[0]["TFLOPs"]
+                row["safetile_ptr_TFLOPs"] = max(e["TFLOPs"] for e in entries if not e["tma"])
             rows.append(row)
-            print(f"  gemm {dtype:8s} {m}x{n}x{k}: safetile " +
-                  "  ".join(f"{k}={row[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("tma", "ptr")
-                            if f"safetile_{k}_TFLOPs" in row) +
-                  f" TFLOP/s  torch {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}", flush=True)
+            print(f"  gemm {dtype:8s} {m}x{n}x{k}: " +
+                  " ".join(f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' tma' if e['tma'] else ''}: "
+                           f"{e['TFLOPs']:.0f}]" for e in entries) +
+                  f"  torch {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}", flush=True)
             del a, b, c, ref
     res["gemm"] = rows
 
@@ -350,39 +360,65 @@ def bench_rows(args, res):
     res["layernorm"] = ln
 
 
-def attn_config(d):
-    return dict(BM=128, BN=64 if d >= 128 else 128, warps=8 if d >= 128 else 4, stages=3)
-
-
 def bench_attention(args, res):
+    """Per head dim: the --attn-configs tile configs are tried at the probe length (non-causal) and the
+    fastest is used for every length and both masks."""
     rows = []
+    names = ("BM", "BN", "warps", "stages")
+    chosen = {}
+
+    def setup(d, seq, causal):
+        bh = max(1, args.attn_tokens // seq) * args.attn_heads
+        b = bh // args.attn_heads
+        q, k, v = (torch.randn((b, args.attn_heads, seq, d), device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        return b, bh, q, k, v, torch.empty_like(q)
+
+    def run(cfg, d, seq, causal, tensors):
+        b, bh, q, k, v, o = tensors
+        kern = attention.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+        scale = (1.0 / math.sqrt(d)) * 1.4426950408889634
+        grid = (ct.cdiv(seq, cfg["BM"]), bh)
+        kargs = (q.view(bh, seq, d), k.view(bh, seq, d), v.view(bh, seq, d), o.view(bh, seq, d), scale,
+                 cfg["BM"], cfg["BN"], d, causal)
+        o.fill_(float("nan"))
+        launch(grid, kern, kargs)
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        ok = check(f"attention d={d} s={seq} causal={causal} {cfg}", o, ref, 2e-2, 2e-2, res)
+        return ok, time_ms([lambda: launch(grid, kern, kargs)], args.reps)
+
     for d in args.attn_dims:
+        configs = parse_configs(args.attn_configs_64 if d <= 64 else args.attn_configs_128, names)
+        probe = args.attn_probe_seq
+        tensors = setup(d, probe, False)
+        sweep = []
+        for cfg in configs:
+            try:
+                ok, t = run(cfg, d, probe, False, tensors)
+            except Exception as e:  # noqa: BLE001 - e.g. out of shared memory: try the next config
+                print(f"  attention d={d} {cfg}: failed ({type(e).__name__}: {str(e)[:200]})")
+                continue
+            sweep.append({**cfg, "ms": t, "ok": ok})
+            print(f"  attention d={d} probe seq={probe} {cfg}: {t:.3f} ms", flush=True)
+        good = [e for e in sweep if e["ok"]] or sweep
+        chosen[d] = {k2: min(good, key=lambda e: e["ms"])[k2] for k2 in names}
+        res.setdefault("attention_sweep", {})[str(d)] = sweep
+        del tensors
         for seq in args.attn_seqs:
             for causal in (False, True):
-                bh = max(1, args.attn_tokens // seq) * args.attn_heads
-                b = bh // args.attn_heads
-                shape = (b, args.attn_heads, seq, d)
-                q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-                o = torch.empty_like(q)
-                cfg = attn_config(d)
-                kern = attention.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
-                scale = (1.0 / math.sqrt(d)) * 1.4426950408889634
-                grid = (ct.cdiv(seq, cfg["BM"]), bh)
-                kargs = (q.view(bh, seq, d), k.view(bh, seq, d), v.view(bh, seq, d), o.view(bh, seq, d), scale,
-                         cfg["BM"], cfg["BN"], d, causal)
-                launch(grid, kern, kargs)
-                ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                ok = check(f"attention d={d} s={seq} causal={causal}", o, ref, 2e-2, 2e-2, res)
+                tensors = setup(d, seq, causal)
+                b = tensors[0]
+                q, k, v = tensors[2:5]
+                cfg = chosen[d]
+                ok, t_st = run(cfg, d, seq, causal, tensors)
                 flop = 4.0 * b * args.attn_heads * seq * seq * d * (0.5 if causal else 1.0)
                 t_torch = time_ms([lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)], args.reps)
-                t_st = time_ms([lambda: launch(grid, kern, kargs)], args.reps)
                 rows.append({"batch": b, "heads": args.attn_heads, "seq": seq, "d": d, "causal": causal, "config": cfg,
                              "ok": ok, "safetile_ms": t_st, "torch_ms": t_torch,
                              "safetile_TFLOPs": flop / t_st / 1e9, "torch_TFLOPs": flop / t_torch / 1e9,
                              "ratio": t_torch / t_st})
                 print(f"  attention d={d:3d} seq={seq:5d} causal={causal!s:5s}: safetile {flop / t_st / 1e9:6.1f} "
                       f"TFLOP/s  torch SDPA {flop / t_torch / 1e9:6.1f}  ratio {t_torch / t_st:.2f}", flush=True)
-                del q, k, v, o, ref
+                del tensors, q, k, v
     res["attention"] = rows
 
 
@@ -521,11 +557,13 @@ def table(res) -> str:
             line(f"{r['dtype']:8s} n=2^{int(math.log2(r['n'])):<3d}", f"safetile {r['safetile_GBps']:7.0f}",
                  f"torch {r['torch_GBps']:7.0f}", f"ratio {r['ratio']:.2f}")
     if res.get("gemm"):
-        line("== GEMM (TFLOP/s; tma / ptr = tensor-descriptor / pointer loads)")
+        line("== GEMM, fp32 accumulate (TFLOP/s; best tile config; ptr / tma = pointer / tensor-descriptor loads)")
         for r in res["gemm"]:
-            parts = [f"{k} {r[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("tma", "ptr") if f"safetile_{k}_TFLOPs" in r]
-            line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", *parts, f"torch {r['torch_TFLOPs']:6.1f}",
-                 f"ratio {r['ratio']:.2f}")
+            bst = r["best"]
+            parts = [f"{k} {r[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("ptr", "tma") if f"safetile_{k}_TFLOPs" in r]
+            line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", f"safetile {r['safetile_TFLOPs']:6.1f}", *parts,
+                 f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
+                 f"[{bst['BM']}x{bst['BN']}x{bst['BK']} w{bst['warps']} s{bst['stages']}{' tma' if bst['tma'] else ''}]")
     for name in ("softmax", "rmsnorm", "layernorm"):
         if res.get(name):
             line(f"== {name} (GB/s)")
@@ -535,8 +573,10 @@ def table(res) -> str:
     if res.get("attention"):
         line("== flash attention fwd, bf16 (TFLOP/s) vs torch SDPA")
         for r in res["attention"]:
+            cfg = r["config"]
             line(f"d={r['d']:<4d} seq={r['seq']:<6d} causal={r['causal']!s:5s}", f"safetile {r['safetile_TFLOPs']:6.1f}",
-                 f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}")
+                 f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
+                 f"[BM {cfg['BM']} BN {cfg['BN']} w{cfg['warps']} s{cfg['stages']}]")
     if res.get("launch"):
         line("== launch overhead (us per launch)")
         for r in res["launch"]["rows"]:
@@ -579,7 +619,9 @@ def main():
     p.add_argument("--gemm-sizes", type=ints, default=None)
     p.add_argument("--gemm-shapes", type=shapes, default=None, help="extra MxNxK shapes")
     p.add_argument("--gemm-dtypes", default="float16,bfloat16")
-    p.add_argument("--gemm-tma", default="1,0", help="1 = tensor descriptors allowed, 0 = pointer loads")
+    p.add_argument("--gemm-tma", default="1,0", help="include 1 to also time the best config with tensor descriptors")
+    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x128x64x8x4,128x128x64x4x4",
+                   help="BMxBNxBKxWARPSxSTAGES list")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)
     p.add_argument("--norm-hidden", type=ints, default=[4096, 8192])
@@ -589,6 +631,9 @@ def main():
     p.add_argument("--attn-seqs", type=ints, default=None)
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
+    p.add_argument("--attn-probe-seq", type=int, default=4096)
+    p.add_argument("--attn-configs-64", default="128x128x4x3,128x64x4x3,128x128x8x3")
+    p.add_argument("--attn-configs-128", default="128x64x8x3,128x128x8x3,128x64x4x3,64x64x4x3")
     p.add_argument("--launch-counts", type=ints, default=[1, 10, 100, 1000])
     p.add_argument("--compile-kernels", default=None)
     p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
@@ -625,15 +670,20 @@ def main():
             res["errors"].append(s)
         torch.cuda.empty_cache()
         res.setdefault("section_seconds", {})[s] = time.perf_counter() - t0
-    safe = "".join(ch if ch.isalnum() else "_" for ch in dev).strip("_")
-    out = Path(args.out) if args.out else ROOT / "bench" / "results" / safe / f"gpu_bench{'-quick' if q else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1))
+        save(res, args, dev, q)  # after every section: a run cut short keeps what it measured
+    out = save(res, args, dev, q)
     print(f"\nwrote {out}\n")
     print(table(res))
+
+
+def save(res, args, dev, quick) -> Path:
+    safe = "".join(ch if ch.isalnum() else "_" for ch in dev).strip("_")
+    out = Path(args.out) if args.out else ROOT / "bench" / "results" / safe / f"gpu_bench{'-quick' if quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
     if os.environ.get("OUT"):  # the device runner's result folder
-        dst = Path(os.environ["OUT"]) / out.name
-        dst.write_text(json.dumps(res, indent=1))
+        (Path(os.environ["OUT"]) / out.name).write_text(json.dumps(res, indent=1))
+    return out
 
 
 if __name__ == "__main__":

@@ -128,8 +128,10 @@ def test_disk_cache_warm_start(tmp_path):
             "    ct.store(x, (ct.bid(0),), ct.load(x, (ct.bid(0),), (T,)) + 1.0)\n"
             "x = torch.zeros(256, device='cuda')\n"
             "ct.launch(None, (2,), k, (x, 128)); torch.cuda.synchronize(); assert float(x.sum()) == 256\n")
+    script = tmp_path / "warm.py"  # kernels need a source file
+    script.write_text(code)
     env = dict(os.environ, SAFETILE_CACHE_DIR=str(tmp_path / "st"), TRITON_CACHE_DIR=str(tmp_path / "tr"),
                PYTHONPATH=os.pathsep.join(sys.path))
     for _ in range(2):
-        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        subprocess.run([sys.executable, str(script)], env=env, check=True)
     assert len(list((tmp_path / "st").rglob("st_*.py"))) == 1

@@ -787,6 +787,11 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path, monkeypatch):
         cache._loaded.pop((key, True), None)
         fn2, gen = cache.load(key, make, True)
         assert len(calls) == 2 and "def st_vec_add" in gen.source
+        # metadata survives the round trip in parameter order (the launcher depends on it)
+        ref = generate(fn, facts)
+        back = cache._decode(key, cache._encode(key, ref))
+        assert list(back.signature.items()) == list(ref.signature.items()) and back.params == ref.params
+        assert back.attrs == ref.attrs
         monkeypatch.setenv("SAFETILE_CACHE_DIR", "off")
         assert cache.cache_dir() is None
         monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path))

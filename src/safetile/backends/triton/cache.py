@@ -117,7 +117,8 @@ def digest(ir_text: str, facts: Any) -> str:
 
 
 def _meta(gen: Generated) -> dict:
-    return {"name": gen.name, "params": gen.params, "signature": gen.signature,
+    # the signature's order is the kernel's parameter order: keep it a list of pairs
+    return {"name": gen.name, "params": gen.params, "signature": [[k, v] for k, v in gen.signature.items()],
             "attrs": [[list(k), v] for k, v in gen.attrs.items()], "uses_assert": gen.uses_assert,
             "uses_descriptors": gen.uses_descriptors}
 
@@ -143,7 +144,10 @@ def _decode(key: str, text: str) -> Generated | None:
         return None
     try:
         meta = json.loads(meta_text)
-        return Generated(source, meta["name"], list(meta["params"]), dict(meta["signature"]),
+        signature = {k: v for k, v in meta["signature"]}
+        if list(signature) != list(meta["params"]):
+            return None
+        return Generated(source, meta["name"], list(meta["params"]), signature,
                          {tuple(k): v for k, v in meta["attrs"]}, bool(meta["uses_assert"]),
                          bool(meta["uses_descriptors"]))
     except (ValueError, KeyError, TypeError):

@@ -168,6 +168,7 @@ class Gen:
         self.hoisted: list[str] = []
         self.hoisted_names: dict[Any, str] = {}
         self.names: dict[int, str] = {}
+        self.squeezed: dict[int, str] = {}  # value id -> the same tile without its size-1 axes
         self.depth = 1
 
     # -------------------------------------------------------------- text

@@ -181,11 +181,28 @@ class Variant:
         target = driver.active.get_current_target()
         self.compiled = triton.compile(ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs)),
                                        target=target, options=compile_options(fn, gen, facts.target))
-        self.run = self.compiled.run  # loads the binary
+        launcher = self.compiled.run  # loads the binary and builds Triton's C launcher
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
+        scratch = getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0)
         if getattr(self.compiled.metadata, "global_scratch_size", 0):
             _ensure_allocator()
+        raw = getattr(launcher, "launch", None)
+        if scratch or raw is None:
+            # Triton's Python wrapper allocates the per-launch scratch (tensor descriptors made on device)
+            packed = self.packed
+
+            def run(gx, gy, gz, stream, function, *args):
+                launcher(gx, gy, gz, stream, function, packed, None, None, None, *args)
+        else:
+            # straight into the compiled C launcher: (grid, stream, function, cooperative, pdl,
+            # global scratch, profile scratch, metadata, launch metadata, enter/exit hooks, args)
+            head = (bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None, self.packed,
+                    None, None, None)
+
+            def run(gx, gy, gz, stream, function, *args):
+                raw(gx, gy, gz, stream, function, *head, *args)
+        self.run = run
 
 
 def _ensure_allocator() -> None:
@@ -284,7 +301,7 @@ class Specialization:
             stream = _get_stream(device)
         elif type(stream) is not int:
             stream = stream_handle(stream, device)
-        v.run(grid3[0], grid3[1], grid3[2], stream, v.function, v.packed, None, None, None, *flat)
+        v.run(grid3[0], grid3[1], grid3[2], stream, v.function, *flat)
 
     def parts(self, args) -> list:
         return [array_parts(args[i])[:3] for i, kind, _ in self.slots if kind == "array"]

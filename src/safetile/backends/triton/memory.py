@@ -60,28 +60,36 @@ def _expand(x: str, d: int, rank: int) -> str:
 
 
 def _tile_access(g: Gen, info: ArrayInfo, index, shape, order):
-    """(pointer expression, mask expression or None) for the tile at ``index``."""
-    rank = len(shape)
-    if rank == 0:
-        return info.ptr, None
+    """(pointers, mask or None) for the tile at ``index``. Unit tile axes address with scalars,
+    so the pointer tensor has the tile's shape with its size-1 axes dropped."""
+    kept = [d for d, s in enumerate(shape) if s != 1]
+    rank = len(kept)
     terms, masks = [], []
-    for d in range(rank):
+    for d in range(len(shape)):
         ax, s, i = order[d], shape[d], index[d]
         c = g.const(i)
-        if c is not None:
-            start = int(c) * s
-            off = f"tl.arange(0, {s})" + (f" + {start}" if start else "")
-            if info.idx64:
-                off = f"(tl.arange(0, {s}).to(tl.int64) + {start})"
+        if s == 1:  # a scalar offset
+            if c is not None:
+                e = str(int(c))
+            else:
+                e = g.val(i)
+                if info.idx64:
+                    e = g.tmp(f"{e}.to(tl.int64)", "o")
         else:
-            iv = g.val(i)
-            if info.idx64:
-                iv = f"{iv}.to(tl.int64)"
-            off = f"{iv} * {s} + tl.arange(0, {s})" if s != 1 else f"{iv} + tl.arange(0, 1)"
-        off = g.tmp(off, "o")
-        e = _expand(off, d, rank)
+            if c is not None:
+                start = int(c) * s
+                off = f"tl.arange(0, {s})" + (f" + {start}" if start else "")
+                if info.idx64:
+                    off = f"(tl.arange(0, {s}).to(tl.int64) + {start})"
+            else:
+                iv = g.val(i)
+                if info.idx64:
+                    iv = f"{iv}.to(tl.int64)"
+                off = f"{iv} * {s} + tl.arange(0, {s})"
+            e = _expand(g.tmp(off, "o"), kept.index(d), rank)
         stride = info.strides[ax]
-        terms.append(e if stride == "1" else f"{e} * {stride}")
+        if not (c == 0 and s == 1):
+            terms.append(e if stride == "1" else f"{e} * {stride}")
         static = info.static[ax]
         lower_ok = (c is not None and c >= 0) or (c is None and g.nonneg(i))
         upper_ok = c is not None and static is not None and (int(c) + 1) * s <= static
@@ -89,9 +97,33 @@ def _tile_access(g: Gen, info: ArrayInfo, index, shape, order):
             masks.append(f"({e} < {info.sizes[ax]})")
         if not lower_ok:
             masks.append(f"({e} >= 0)")
-    ptrs = g.tmp(f"{info.ptr} + " + " + ".join(terms), "p")
+    ptrs = g.tmp(f"{info.ptr} + " + " + ".join(terms) if terms else info.ptr, "p")
     mask = g.tmp(" & ".join(masks), "m") if masks else None
-    return ptrs, mask
+    return ptrs, mask, tuple(shape[d] for d in kept)
+
+
+def _unsqueeze(sq: str, shape) -> str:
+    """The full-shape view of a tile computed without its size-1 axes (expand_dims: no data movement)."""
+    kept = [s for s in shape if s != 1]
+    if not kept:
+        return f"tl.broadcast_to({sq}, {list(shape)!r})" if shape else sq
+    if len(kept) == len(shape):
+        return sq
+    return f"{sq}[{', '.join(':' if s != 1 else 'None' for s in shape)}]"
+
+
+def squeezed_source(g: Gen, v):
+    """A value holding ``v``'s elements without its size-1 axes, if one exists already."""
+    sq = g.squeezed.get(v.id)
+    if sq is not None:
+        return sq
+    op = v.owner
+    shape = tuple(v.type.shape)
+    if op is not None and op.name == "reshape":
+        src = op.operands[0]
+        if tuple(src.type.shape) == tuple(s for s in shape if s != 1):
+            return g.val(src)
+    return None
 
 
 def _descriptor(g: Gen, op, info: ArrayInfo, shape, order, padding) -> str | None:
@@ -132,13 +164,16 @@ def load(g: Gen, op):
     info = g.array(op.operands[0])
     index = op.operands[1:]
     shape, order, padding = op.attrs["shape"], op.attrs["order"], op.attrs["padding"]
-    desc = _descriptor(g, op, info, shape, order, padding)
+    desc = None if 1 in shape else _descriptor(g, op, info, shape, order, padding)
     if desc is not None:
         return f"{desc}.load({_desc_offsets(g, index, shape)})"
-    ptrs, mask = _tile_access(g, info, index, shape, order)
-    if mask is None:
-        return f"tl.load({ptrs})"
-    return f"tl.load({ptrs}, mask={mask}, other={_PAD[padding]})"
+    ptrs, mask, sq_shape = _tile_access(g, info, index, shape, order)
+    expr = f"tl.load({ptrs})" if mask is None else f"tl.load({ptrs}, mask={mask}, other={_PAD[padding]})"
+    if sq_shape == tuple(shape):
+        return expr
+    sq = g.tmp(expr, "q")
+    g.squeezed[op.result.id] = sq
+    return _unsqueeze(sq, shape)
 
 
 @lowers("store")
@@ -146,11 +181,15 @@ def store(g: Gen, op):
     info = g.array(op.operands[0])
     index, tile = op.operands[1:-1], op.operands[-1]
     shape, order = tile.type.shape, op.attrs["order"]
-    desc = _descriptor(g, op, info, shape, order, PaddingMode.ZERO)
+    desc = None if 1 in shape else _descriptor(g, op, info, shape, order, PaddingMode.ZERO)
     if desc is not None:
         return f"{desc}.store({_desc_offsets(g, index, shape)}, {g.val(tile)})"
-    ptrs, mask = _tile_access(g, info, index, shape, order)
-    val = g.val(tile)
+    ptrs, mask, sq_shape = _tile_access(g, info, index, shape, order)
+    val = squeezed_source(g, tile) if sq_shape != tuple(shape) else None
+    if val is None:
+        val = g.val(tile)
+        if sq_shape != tuple(shape):
+            val = f"tl.reshape({val}, {list(sq_shape)!r})" if sq_shape else f"tl.reshape({val}, [])"
     return f"tl.store({ptrs}, {val})" if mask is None else f"tl.store({ptrs}, {val}, mask={mask})"
 
 

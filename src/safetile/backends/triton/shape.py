@@ -14,14 +14,40 @@ import math
 from .codegen import Gen, lowers, tl_dtype
 
 
+def _inserts_units(src, dst) -> bool:
+    """Whether ``dst`` is ``src`` with size-1 axes inserted (a pure expand_dims)."""
+    it = iter(src)
+    want = next(it, None)
+    for n in dst:
+        if want is not None and n == want:
+            want = next(it, None)
+        elif n != 1:
+            return False
+    return want is None
+
+
 @lowers("reshape")
 def reshape(g: Gen, op):
-    src, dst = op.operands[0].type.shape, op.attrs["shape"]
-    x = g.val(op.operands[0])
-    if tuple(src) == tuple(dst):
+    src, dst = tuple(op.operands[0].type.shape), tuple(op.attrs["shape"])
+    if src == dst:
         return op.operands[0]
+    sq = g.squeezed.get(op.operands[0].id)
+    if sq is not None and dst == tuple(n for n in src if n != 1):
+        return sq  # the tile was produced without its unit axes (see memory.load)
+    x = g.val(op.operands[0])
     if not src:
         return f"tl.broadcast_to({x}, {list(dst)!r})"
+    if _inserts_units(src, dst):  # x[:, None]: keeps the layout, unlike tl.reshape
+        it = iter(src)
+        want = next(it, None)
+        idx = []
+        for n in dst:
+            if want is not None and n == want:
+                idx.append(":")
+                want = next(it, None)
+            else:
+                idx.append("None")
+        return f"{x}[{', '.join(idx)}]"
     return f"tl.reshape({x}, {list(dst)!r})"
 
 
