@@ -2199,3 +2199,42 @@ def test_extract_at_run_time_index(j, seed):
     out = np.zeros(8, np.int32)
     ct.launch(None, (1,), extract_at, (a, np.array([j], np.int32), out, None, False))
     check(np.full(8, a[2 * j:2 * j + 2].sum(), np.int32), out)
+
+
+@ct.kernel
+def diverge_for_break_continue(x, out, N: ct.Constant[int]):
+    b = ct.bid(0)
+    acc = 0
+    cnt = 0
+    for i in range(b % 3, N, b % 4 + 1):  # start and step differ per block
+        v = ct.load(x, index=(b * N + i,), shape=())
+        if v < 0:
+            continue
+        for j in range(v % 3):  # data-dependent inner trip count
+            acc = acc + j + i
+        if acc > 40 + b:
+            break
+        cnt += 1
+    ct.store(out, index=(b, 0), tile=acc)
+    ct.store(out, index=(b, 1), tile=cnt)
+
+
+@prop
+@given(blocks=st.integers(1, 12), n=st.integers(1, 16), seed=seeds)
+def test_for_with_block_dependent_step_break_continue(blocks, n, seed):
+    rng = np.random.default_rng(seed)
+    x = gen(rng, blocks * n, np.int32, lo=-5, hi=10)
+    exp = np.zeros((blocks, 2), np.int32)
+    for b in range(blocks):
+        acc = cnt = 0
+        for i in range(b % 3, n, b % 4 + 1):
+            v = int(x[b * n + i])
+            if v < 0:
+                continue
+            for j in range(v % 3):
+                acc += j + i
+            if acc > 40 + b:
+                break
+            cnt += 1
+        exp[b] = acc, cnt
+    run_checked(diverge_for_break_continue, (blocks,), lambda out: (x, out, n), exp, np.int32)
