@@ -2238,3 +2238,52 @@ def test_for_with_block_dependent_step_break_continue(blocks, n, seed):
             cnt += 1
         exp[b] = acc, cnt
     run_checked(diverge_for_break_continue, (blocks,), lambda out: (x, out, n), exp, np.int32)
+
+
+@ct.kernel
+def mma_batch_broadcast(x, y, acc, out, B: ct.Constant[int], M: ct.Constant[int], K: ct.Constant[int],
+                        N: ct.Constant[int], LEFT: ct.Constant[bool]):
+    if LEFT:
+        a = ct.load(x, index=(0, 0, 0), shape=(1, M, K))
+        w = ct.load(y, index=(0, 0, 0), shape=(B, K, N))
+    else:
+        a = ct.load(x, index=(0, 0, 0), shape=(B, M, K))
+        w = ct.load(y, index=(0, 0, 0), shape=(1, K, N))
+    c = ct.load(acc, index=(0, 0, 0), shape=(B, M, N))
+    ct.store(out, index=(0, 0, 0), tile=ct.mma(a, w, c) + a @ w - ct.matmul(a, w))
+
+
+@prop
+@given(b=st.sampled_from([2, 4]), m=small_pow2, k=small_pow2, n=small_pow2, left=st.booleans(), seed=seeds)
+def test_batched_mma_broadcasts_a_unit_batch(b, m, k, n, left, seed):
+    rng = np.random.default_rng(seed)
+    x = gen(rng, (1 if left else b, m, k), np.int32, lo=-9, hi=9)
+    y = gen(rng, (b if left else 1, k, n), np.int32, lo=-9, hi=9)
+    acc = gen(rng, (b, m, n), np.int32, lo=-99, hi=99)
+    exp = (x.astype(np.int64) @ y + acc).astype(np.int32)
+    run_checked(mma_batch_broadcast, (1,), lambda out: (x, y, acc, out, b, m, k, n, left), exp, np.int32)
+
+
+@ct.kernel
+def batched_gemm_3d_grid(A, B, C, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int],
+                         SHARE_B: ct.Constant[bool]):
+    bx, by, z = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.zeros((tm, tn), dtype=ct.float64)
+    for k in range(ct.num_tiles(A, axis=2, shape=(1, tm, tk))):
+        a = ct.load(A, index=(z, bx, k), shape=(1, tm, tk), padding_mode=ct.PaddingMode.ZERO).reshape((tm, tk))
+        zb = 0 if SHARE_B else z
+        b = ct.load(B, index=(zb, k, by), shape=(1, tk, tn), padding_mode=ct.PaddingMode.ZERO).reshape((tk, tn))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(z, bx, by), tile=acc.reshape((1, tm, tn)))
+
+
+@prop
+@given(z=st.integers(1, 3), m=st.integers(1, 20), n=st.integers(1, 20), k=st.integers(1, 20), tm=small_pow2,
+       tn=small_pow2, tk=small_pow2, share=st.booleans(), seed=seeds)
+def test_batched_gemm_over_a_3d_grid(z, m, n, k, tm, tn, tk, share, seed):
+    rng = np.random.default_rng(seed)
+    A = gen(rng, (z, m, k), np.float64, lo=-1, hi=1)
+    B = gen(rng, (1 if share else z, k, n), np.float64, lo=-1, hi=1)
+    exp = A @ B
+    run_checked(batched_gemm_3d_grid, (cdiv(m, tm), cdiv(n, tn), z), lambda out: (A, B, out, tm, tn, tk, share),
+                exp, np.float64, rtol=1e-12, atol=1e-12)
