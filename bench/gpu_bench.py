@@ -188,6 +188,39 @@ def time_ms(calls, reps: int, min_batch_ms: float = 20.0) -> float:
     return statistics.median(times)
 
 
+def time_graph_ms(calls, reps: int) -> float:
+    """Device time per call without host launch cost: the calls captured in a CUDA graph, replayed."""
+    for c in calls:
+        c()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    calls[0]()
+    end.record()
+    end.synchronize()
+    k = max(len(calls), min(200, int(20.0 / max(start.elapsed_time(end), 1e-3))))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        calls[0]()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(k):
+            calls[i % len(calls)]()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / k)
+    del g
+    return statistics.median(times)
+
+
 def launch(grid, kernel, args):
     ct.launch(None, grid, kernel, args)
 
@@ -245,13 +278,20 @@ def bench_add(args, res):
             check(f"add {dtype} n={n}", c, a + b, 1e-3, 1e-3, res)
             k = copies_for(nbytes, args.mem_budget)
             sets = [(a, b, c)] + [(torch.randn_like(a), torch.randn_like(a), torch.empty_like(a)) for _ in range(k - 1)]
-            t_torch = time_ms([lambda s=s: torch.add(s[0], s[1], out=s[2]) for s in sets], args.reps)
-            t_st = time_ms([lambda s=s: launch(grid, vec_add, (s[0], s[1], s[2], args.tile)) for s in sets], args.reps)
+            torch_calls = [lambda s=s: torch.add(s[0], s[1], out=s[2]) for s in sets]
+            st_calls = [lambda s=s: launch(grid, vec_add, (s[0], s[1], s[2], args.tile)) for s in sets]
+            t_torch = time_ms(torch_calls, args.reps)
+            t_st = time_ms(st_calls, args.reps)
+            g_torch = time_graph_ms(torch_calls, args.reps)
+            g_st = time_graph_ms(st_calls, args.reps)
             gbps = nbytes / 1e9 / (t_st / 1e3)
             rows.append({"dtype": dtype, "n": n, "safetile_ms": t_st, "torch_ms": t_torch, "safetile_GBps": gbps,
-                         "torch_GBps": nbytes / 1e9 / (t_torch / 1e3), "ratio": t_torch / t_st})
+                         "torch_GBps": nbytes / 1e9 / (t_torch / 1e3), "ratio": t_torch / t_st,
+                         "graph_safetile_GBps": nbytes / g_st / 1e6, "graph_torch_GBps": nbytes / g_torch / 1e6,
+                         "graph_ratio": g_torch / g_st})
             print(f"  add {dtype:8s} n=2^{int(math.log2(n)):2d}: safetile {gbps:7.0f} GB/s  torch "
-                  f"{rows[-1]['torch_GBps']:7.0f} GB/s  ratio {rows[-1]['ratio']:.2f}", flush=True)
+                  f"{rows[-1]['torch_GBps']:7.0f} GB/s  ratio {rows[-1]['ratio']:.2f}   in CUDA graphs: "
+                  f"{nbytes / g_st / 1e6:7.0f} vs {nbytes / g_torch / 1e6:7.0f} GB/s", flush=True)
             del sets, a, b, c
     res["add"] = rows
 
@@ -301,6 +341,14 @@ def bench_gemm(args, res):
             best = max(entries, key=lambda e: e["TFLOPs"] if e["ok"] else -1)
             row.update(best=best, safetile_TFLOPs=best["TFLOPs"], safetile_ms=best["ms"],
                        ratio=t_torch / best["ms"], ok=all(e["ok"] for e in entries))
+            if m * n * k <= args.gemm_graph_limit ** 3:  # small problems: host launch cost hides the kernel
+                kern = matmul.replace_hints(num_warps=best["warps"], num_stages=best["stages"])
+                grid = (ct.cdiv(m, best["BM"]) * ct.cdiv(n, best["BN"]),)
+                kargs = (a, b, c, best["BM"], best["BN"], best["BK"], 8, best["tma"])
+                g_st = time_graph_ms([lambda: launch(grid, kern, kargs)], args.reps)
+                g_torch = time_graph_ms([lambda: torch.matmul(a, b, out=c)], args.reps)
+                row.update(graph_safetile_TFLOPs=flop / g_st / 1e9, graph_torch_TFLOPs=flop / g_torch / 1e9,
+                           graph_ratio=g_torch / g_st)
             tma_e = [e for e in entries if e["tma"]]
             if tma_e:
                 row["safetile_tma_TFLOPs"] = tma_e[0]["TFLOPs"]
@@ -309,7 +357,9 @@ def bench_gemm(args, res):
             print(f"  gemm {dtype:8s} {m}x{n}x{k}: " +
                   " ".join(f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' tma' if e['tma'] else ''}: "
                            f"{e['TFLOPs']:.0f}]" for e in entries) +
-                  f"  torch {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}", flush=True)
+                  f"  torch {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}" +
+                  (f"  in CUDA graphs: {row['graph_safetile_TFLOPs']:.1f} vs {row['graph_torch_TFLOPs']:.1f}"
+                   if "graph_ratio" in row else ""), flush=True)
             del a, b, c, ref
     res["gemm"] = rows
 
@@ -555,7 +605,9 @@ def table(res) -> str:
         line("== element-wise add (GB/s)")
         for r in res["add"]:
             line(f"{r['dtype']:8s} n=2^{int(math.log2(r['n'])):<3d}", f"safetile {r['safetile_GBps']:7.0f}",
-                 f"torch {r['torch_GBps']:7.0f}", f"ratio {r['ratio']:.2f}")
+                 f"torch {r['torch_GBps']:7.0f}", f"ratio {r['ratio']:.2f}",
+                 f"| in CUDA graphs: safetile {r['graph_safetile_GBps']:7.0f} torch {r['graph_torch_GBps']:7.0f} "
+                 f"ratio {r['graph_ratio']:.2f}" if "graph_ratio" in r else "")
     if res.get("gemm"):
         line("== GEMM, fp32 accumulate (TFLOP/s; best tile config; ptr / tma = pointer / tensor-descriptor loads)")
         for r in res["gemm"]:
@@ -563,7 +615,9 @@ def table(res) -> str:
             parts = [f"{k} {r[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("ptr", "tma") if f"safetile_{k}_TFLOPs" in r]
             line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", f"safetile {r['safetile_TFLOPs']:6.1f}", *parts,
                  f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
-                 f"[{bst['BM']}x{bst['BN']}x{bst['BK']} w{bst['warps']} s{bst['stages']}{' tma' if bst['tma'] else ''}]")
+                 f"[{bst['BM']}x{bst['BN']}x{bst['BK']} w{bst['warps']} s{bst['stages']}{' tma' if bst['tma'] else ''}]",
+                 f"| in CUDA graphs: safetile {r['graph_safetile_TFLOPs']:6.1f} torch {r['graph_torch_TFLOPs']:6.1f} "
+                 f"ratio {r['graph_ratio']:.2f}" if "graph_ratio" in r else "")
     for name in ("softmax", "rmsnorm", "layernorm"):
         if res.get(name):
             line(f"== {name} (GB/s)")
@@ -620,7 +674,9 @@ def main():
     p.add_argument("--gemm-shapes", type=shapes, default=None, help="extra MxNxK shapes")
     p.add_argument("--gemm-dtypes", default="float16,bfloat16")
     p.add_argument("--gemm-tma", default="1,0", help="include 1 to also time the best config with tensor descriptors")
-    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x128x64x8x4,128x128x64x4x4",
+    p.add_argument("--gemm-graph-limit", type=int, default=4096,
+                   help="also time GEMMs up to this cube root of MNK inside CUDA graphs (kernel time only)")
+    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x128x64x8x4,128x128x64x4x4,64x128x64x4x4",
                    help="BMxBNxBKxWARPSxSTAGES list")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)

@@ -476,7 +476,7 @@ def gather_scatter(x, idx, out, sc, T: ct.Constant[int]):
     rows = ct.arange(4, dtype=ct.int32)[:, None]
     cols = ct.arange(8, dtype=ct.int32)[None, :] - 2
     g2 = ct.gather(x, rows * 8 + cols)
-    ct.scatter(sc, rows * 5 + 40 + cols, g2)
+    ct.scatter(sc, rows * 8 + 50 + cols, g2)   # distinct targets; 80 and 81 out of bounds
 
 
 def _gather(rng):
@@ -495,11 +495,9 @@ def _gather(rng):
         rows, cols = np.arange(4)[:, None], np.arange(8)[None, :] - 2
         e = rows * 8 + cols
         g2 = np.where((e >= 0) & (e < 40), x[np.clip(e, 0, 39)], 0)
-        t = rows * 5 + 40 + cols
+        t = np.broadcast_to(rows * 8 + 50 + cols, (4, 8))
         ok = (t >= 0) & (t < 80)
-        tt, gg = np.broadcast_to(t, (4, 8))[ok], np.broadcast_to(g2, (4, 8))[ok]
-        for a, b in zip(tt.ravel(), gg.ravel()):  # later lanes win, as on the CPU backend
-            s[a] = b
+        s[t[ok]] = np.broadcast_to(g2, (4, 8))[ok]
         return {2: g, 3: s}
     return (x, idx, out, sc, T), [2], ref
 
