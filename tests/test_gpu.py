@@ -135,3 +135,22 @@ def test_disk_cache_warm_start(tmp_path):
     for _ in range(2):
         subprocess.run([sys.executable, str(script)], env=env, check=True)
     assert len(list((tmp_path / "st").rglob("st_*.py"))) == 1
+
+
+def test_cupy_arrays_and_stream():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(1000, dtype=cp.float32)
+    out = cp.zeros(1000, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    ct.launch(s, (8,), cases.vec_add, (x, x, out, 128))
+    s.synchronize()
+    assert cp.allclose(out, 2 * x)
+
+
+def test_device_print_and_passing_assert(capfd):
+    x = torch.arange(8, dtype=torch.float32, device="cuda") + 0.5
+    ct.launch(None, (2,), cases.printer, (x,))
+    ct.launch(None, (2,), cases.asserting, (x, 100.0))  # compiled with debug=True; holds, so no trap
+    torch.cuda.synchronize()
+    out = capfd.readouterr().out
+    assert "row" in out and "7.5" in out
