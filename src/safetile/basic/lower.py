@@ -997,8 +997,9 @@ class Lowerer:
         step = self.to_type(self.ev(s.step), vt) if s.step is not None else self.to_type(1, vt)
         assigned = assigned_in(node.body) | self.hidden_assigned(node.body)
         optimistic = self.optimistic(node.body)
-        counted = (var not in assigned and not is_tile(step) and float(step) != 0 and float(step).is_integer()
-                   and (not is_tile(start) and float(start).is_integer() or is_tile(start) and start.dtype.is_int
+        small = lambda c: math.isfinite(float(c)) and float(c).is_integer() and abs(float(c)) < 2 ** 30  # noqa: E731
+        counted = (var not in assigned and not is_tile(step) and float(step) != 0 and small(step)
+                   and (not is_tile(start) and small(start) or is_tile(start) and start.dtype is INT
                         or is_tile(start) and self._int_source(start) is not None))
         if counted:
             self._counted_for(node, var, vt, start, lim, int(step), assigned, optimistic)
@@ -1045,10 +1046,14 @@ class Lowerer:
             start_i = np.int32(int(start))
         if is_tile(lim):
             lim_i = ew.floor(lim) if step > 0 else ew.ceil(lim)
-            lim_i = lim_i if lim_i.dtype is INT else ew.astype(lim_i, INT)
+            if lim_i.dtype is not INT:  # clamp so that lim + 1 cannot overflow
+                lim_i = ew.astype(ew.minimum(ew.maximum(lim_i, -2.0 ** 30), 2.0 ** 30), INT)
+            else:
+                lim_i = ew.minimum(lim_i, 2 ** 30)
         else:
             f = float(lim)
-            lim_i = np.int32(max(_INT_MIN, min(_INT_MAX, math.floor(f) if step > 0 else math.ceil(f))))
+            f = 0.0 if math.isnan(f) else max(-2.0 ** 30, min(2.0 ** 30, f))
+            lim_i = np.int32(math.floor(f) if step > 0 else math.ceil(f))
         if step == 1:
             stop = ew.add(lim_i, 1) if is_tile(lim_i) else np.int32(int(lim_i) + 1)
             lo = start_i
@@ -1129,7 +1134,8 @@ class Lowerer:
                 out.append(("label", end))
             elif isinstance(node, ForNode):
                 test, body, after = object(), object(), object()
-                state: dict = {}
+                state = {"lim": f"$for{node.index}lim", "step": f"$for{node.index}step",
+                         "on": f"$for{node.index}on"}
                 self.flat_fors.append(node)
                 out.append(("stmt", lambda node=node, state=state: self.at(node.stmt.pos, self.for_init, node, state)))
                 out.append(("label", test))
@@ -1173,12 +1179,10 @@ class Lowerer:
         self.env[s.var] = self.to_type(self.ev(s.start), vt)
         lim = self.to_type(self.ev(s.stop), vt)
         step = self.to_type(self.ev(s.step), vt) if s.step is not None else self.to_type(1, vt)
-        k = node.index
         for key, v in (("lim", lim), ("step", step)):
-            name = f"$for{k}{key}"
-            self.types[name] = vt
-            self.env[name] = v
-            state[key] = name
+            self.types[state[key]] = vt
+            self.env[state[key]] = v
+        self.env[state["on"]] = True
 
     def for_cond(self, node: ForNode, state: dict):
         var = node.stmt.var
@@ -1192,6 +1196,11 @@ class Lowerer:
     def for_step(self, node: ForNode, state: dict, nxt) -> None:
         self.line = nxt.line if nxt is not None else self.line
         var = node.stmt.var
+        on = self.env[state["on"]]
+        if on is not True:
+            dbg.assert_(on if is_tile(on) else as_tile(False, BOOL),
+                        f"NEXT without FOR{self.where_text()}: the FOR {var} of line {node.stmt.line} "
+                        "has not run")
         cur, step = self.env[var], self.env[state["step"]]
         v = self.tile_binary("+", cur, step) if is_tile(cur) or is_tile(step) else self.fold_binary("+", cur, step)
         self.env[var] = self.to_type(v, self.types[var])
@@ -1400,6 +1409,8 @@ class Lowerer:
                 name = f"$for{node.index}{key}"
                 self.types[name] = vt
                 self.env[name] = self.zero(vt)
+            self.types[f"$for{node.index}on"] = TileType(BOOL, ())
+            self.env[f"$for{node.index}on"] = False
         names = (assigned_in(self.an.tree) | {n for n in self.env if n.startswith("$")}) - \
             set(self.an.scalar_inputs)
         optimistic = self.optimistic(self.an.tree)
@@ -1421,31 +1432,31 @@ def _exprs(s: A.Stmt):
 
 
 def remove_dead_ops(fn: Function) -> None:
-    """Drop pure ops whose results nobody uses (the lowering makes some speculatively)."""
+    """Drop pure ops whose results nobody uses (the lowering makes some speculatively).
+
+    One backward sweep: an op's operands lose a use when it is dropped, so whole dead
+    chains (and dead ops inside regions using outer values) go in the same pass."""
     from ..ir.catalogue import OPS
     from ..ir.core import walk
-    while True:
-        uses: dict[int, int] = {}
-        for op in walk(fn.body):
-            for v in op.operands:
-                uses[v.id] = uses.get(v.id, 0) + 1
-        removed = 0
+    uses: dict[int, int] = {}
+    for op in walk(fn.body):
+        for v in op.operands:
+            uses[v.id] = uses.get(v.id, 0) + 1
 
-        def sweep(block: Block) -> None:
-            nonlocal removed
-            kept = []
-            for op in block.ops:
-                for region in op.regions:
-                    sweep(region)
-                if OPS[op.name].effect == "pure" and op.results and all(uses.get(r.id, 0) == 0 for r in op.results):
-                    removed += 1
-                    continue
-                kept.append(op)
-            block.ops = kept
+    def sweep(block: Block) -> None:
+        kept = []
+        for op in reversed(block.ops):
+            if OPS[op.name].effect == "pure" and op.results and all(uses.get(r.id, 0) == 0 for r in op.results):
+                for v in op.operands:
+                    uses[v.id] -= 1
+                continue
+            for region in op.regions:
+                sweep(region)
+            kept.append(op)
+        kept.reverse()
+        block.ops = kept
 
-        sweep(fn.body)
-        if not removed:
-            return
+    sweep(fn.body)
 
 
 def lower(an: Analysis, name: str = "basic_main") -> tuple[Function, Lowerer]:

@@ -1,0 +1,91 @@
+"""Fuzzing the BASIC front end: 10,000 programs mutated from the corpus and examples go
+through ``compile_program`` (what ``safetile check`` runs). Every one must either compile
+or raise a ``BasicError`` that is not an internal error, and render without failing."""
+from __future__ import annotations
+
+import pathlib
+import random
+import re
+import time
+
+from safetile.basic import BasicError, compile_program
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "tests" / "basic_corpus").glob("*.bas")) + sorted((ROOT / "examples" / "basic").glob("*.bas"))
+
+VOCAB = ("PRINT LET IF THEN ELSE ELSEIF ENDIF END FOR TO STEP NEXT WHILE WEND GOTO GOSUB RETURN ON DATA READ "
+         "RESTORE STOP REM DIM TILE INPUT OUTPUT AS HALF INTEGER AND OR XOR NOT MOD BID MMA RND SUM INT ABS "
+         "SQR TAB SPC X Y% A() A(1) A(I,J) C(BID) ACC N I J K 0 1 -1 2.5 1E30 1E-40 128 3 10 20 99999 "
+         "+ - * / ^ \\ = <> < > <= >= ( ) , ; : ? ' \" \"text\" % $ # @ é \t").split(" ")
+PROGRAMS = [p.read_text() for p in SOURCES]
+SAME_KIND = [re.compile(r"(?<![A-Za-z0-9_.])\d+(\.\d+)?(?![A-Za-z0-9_.])"), re.compile(r"<>|<=|>=|[-+*/^<>=]"),
+             re.compile(r"\b[A-Z][A-Z0-9]*%?(?=[^(A-Za-z0-9%]|$)")]
+REPLACEMENTS = [["0", "1", "2", "-1", "0.5", "3", "128", "7", "1E6", "16"], ["+", "-", "*", "/", "^", "=", "<", ">"],
+                ["X", "I", "J", "N", "K%", "ACC", "T", "S", "BID", "A"]]
+
+
+def mutate(rng: random.Random, text: str) -> str:
+    lines = text.splitlines()
+    for _ in range(rng.randint(1, 4)):
+        if not lines:
+            lines = [""]
+        k = rng.randrange(len(lines))
+        line = lines[k]
+        op = rng.randrange(13)
+        if op == 0 and len(lines) > 1:
+            del lines[k]
+        elif op == 1:
+            lines.insert(rng.randrange(len(lines) + 1), line)
+        elif op == 2:
+            j = rng.randrange(len(lines))
+            lines[k], lines[j] = lines[j], lines[k]
+        elif op in (3, 4):
+            pos = rng.randint(0, len(line))
+            lines[k] = line[:pos] + " " + rng.choice(VOCAB) + " " + line[pos:]
+        elif op == 5 and line:
+            a = rng.randrange(len(line))
+            b = min(len(line), a + rng.randint(1, 8))
+            lines[k] = line[:a] + line[b:]
+        elif op == 6:
+            words = line.split(" ")
+            if words:
+                words[rng.randrange(len(words))] = rng.choice(VOCAB)
+            lines[k] = " ".join(words)
+        elif op == 7:
+            lines[k] = f"{rng.randint(0, 300)} " + line.lstrip("0123456789 ")
+        elif op == 8:
+            other = rng.choice(PROGRAMS).splitlines() or [""]
+            lines.insert(k, rng.choice(other))
+        elif op == 9:
+            lines[k] = line + " : " + rng.choice(VOCAB) + " " + rng.choice(VOCAB)
+        else:  # replace a number, operator or name by another of the same kind
+            kind = rng.randrange(3)
+            found = list(SAME_KIND[kind].finditer(line))
+            if found:
+                m = rng.choice(found)
+                lines[k] = line[:m.start()] + rng.choice(REPLACEMENTS[kind]) + line[m.end():]
+    if rng.random() < 0.75:  # usually keep line numbers increasing so later stages get exercised
+        numbered = {}
+        for ln in lines:
+            m = re.match(r"\s*(\d+)", ln)
+            numbered.setdefault(int(m.group(1)) if m else -1, ln)
+        lines = [numbered[n] for n in sorted(numbered) if n >= 0]
+    return "\n".join(lines) + "\n"
+
+
+def test_fuzz_check_gives_only_basic_diagnostics():
+    rng = random.Random(20240607)
+    start = time.time()
+    ok = failed = 0
+    for i in range(10_000):
+        src = mutate(rng, rng.choice(PROGRAMS))
+        try:
+            compile_program(src, f"fuzz{i}.bas")
+            ok += 1
+        except BasicError as e:
+            assert not e.internal, f"internal error for program {i}:\n{src}\n{e}"
+            assert str(e)
+            failed += 1
+    elapsed = time.time() - start
+    assert ok > 200 and failed > 2000  # both outcomes are exercised
+    assert elapsed < 60, f"fuzzing took {elapsed:.1f}s"
