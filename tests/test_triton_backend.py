@@ -656,6 +656,34 @@ def _scalars(rng):
     return (x, out, 1.5, 3, True), [1], lambda x, out, a, k, f: {1: x * a + k}
 
 
+@ct.kernel
+def index_math(out, k):
+    """Scalar index arithmetic where the generator can and cannot prove signs."""
+    i = ct.bid(0)
+    n = ct.num_blocks(0)
+    a = (i - 3) // 2            # negative numerators
+    b = (i + 7) % 3             # provably non-negative
+    c = i // (k - 2)            # run-time divisor, may be zero or negative
+    d = (n * 4 - i) % (i + 1)
+    e = ct.cdiv(i * 5 + 1, 4)
+    ct.store(out, (i, 0), ct.reshape(ct.cat((ct.full((4,), a, ct.int32), ct.full((4,), b + 10 * c, ct.int32)), 0)
+                                     + ct.arange(8, dtype=ct.int32) * (d + e) , (1, 8)))
+
+
+def _index_math(rng):
+    out = np.zeros((9, 8), np.int32)
+
+    def ref(out, k):
+        r = np.zeros((9, 8), np.int64)
+        for i in range(9):
+            a, b = (i - 3) // 2, (i + 7) % 3
+            c = 0 if k == 2 else i // (k - 2)
+            d, e = (36 - i) % (i + 1), -(-(i * 5 + 1) // 4)
+            r[i] = np.r_[[a] * 4, [b + 10 * c] * 4] + np.arange(8) * (d + e)
+        return {0: r}
+    return (out, -1), [0], ref
+
+
 CASES = [
     Case("vec_add_f32", vec_add, (8,), _vec_add(np.float32)),
     Case("vec_add_f16", vec_add, (8,), _vec_add(np.float16), rtol=1e-3),
@@ -682,6 +710,7 @@ CASES = [
     Case("shapes", shapes, (1,), _shapes, exact=True),
     Case("int_shapes", int_shapes, (1,), _int_shapes),
     Case("scalar_args", scalars, (5,), _scalars),
+    Case("index_math", index_math, (9,), _index_math),
 ]
 
 
@@ -846,7 +875,7 @@ def test_kernel_hints_map_to_triton_options():
     assert default_num_warps(big) == 8
 
 
-SM90_CASES = ["gemm_f16", "reductions", "shapes", "casts", "custom_reduce_scan", "atomics", "int_ops"]
+SM90_CASES = ["gemm_f16", "reductions", "shapes", "casts", "custom_reduce_scan", "atomics", "int_ops", "index_math"]
 
 
 @pytest.mark.parametrize("name", SM90_CASES)

@@ -142,6 +142,7 @@ class Module:
         self.uses_assert = False
         self.uses_descriptors = False
         self.iv_start: dict[int, Value] = {}  # for-loop iv id -> start operand
+        self.lower_bounds: dict[int, int | None] = {}
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -243,37 +244,63 @@ class Gen:
         return self.m.arrays[v.id]
 
     # -------------------------------------------------------------- analysis
-    def nonneg(self, v: Value, depth: int = 0) -> bool:
-        """Whether an integer value is provably >= 0 (to drop lower-bound checks)."""
-        if depth > 12:
-            return False
+    def nonneg(self, v: Value) -> bool:
+        """Whether an integer value is provably >= 0 (drops lower-bound checks, simplifies //, %)."""
+        lo = self.lower(v)
+        return lo is not None and lo >= 0
+
+    def lower(self, v: Value, depth: int = 0) -> int | None:
+        """A static lower bound of an integer scalar or tile, or None when unknown."""
+        memo = self.m.lower_bounds
+        if v.id in memo:
+            return memo[v.id]
+        memo[v.id] = lo = None if depth > 24 else self._lower(v, depth)
+        return lo
+
+    def _lower(self, v: Value, depth: int) -> int | None:
         c = self.m.consts.get(v.id)
         if c is not None:
-            return c[1].is_bool or (c[1].is_int and c[0] >= 0)
-        if v.type.dtype.kind == "u":
-            return True
+            return int(c[0]) if (c[1].is_int or c[1].is_bool) else None
+        if not isinstance(v.type, TileType) or v.type.dtype.is_float:
+            return None
+        if v.type.dtype.kind in "ub":
+            return 0
         if v.id in self.m.iv_start:
-            return self.nonneg(self.m.iv_start[v.id], depth + 1)
+            return self.lower(self.m.iv_start[v.id], depth + 1)
         op = v.owner
         if op is None:
-            return False
-        if op.name in ("bid", "num_blocks", "array_dim", "array_stride"):
-            return True
-        if op.name == "arange":
-            return op.attrs["start"] >= 0 and op.attrs["step"] >= 0
-        if op.name in ("add", "mul", "floordiv", "maximum", "minimum", "where", "broadcast", "reshape",
-                       "broadcast_to", "permute", "astype"):
-            ops = op.operands[1:] if op.name == "where" else op.operands
-            if op.name == "astype" and not (op.operands[0].type.dtype.is_int and op.result.type.dtype.is_int
-                                            and op.result.type.dtype.bits >= op.operands[0].type.dtype.bits):
-                return False
-            if op.name == "maximum":
-                return any(self.nonneg(o, depth + 1) for o in ops)
-            return all(self.nonneg(o, depth + 1) for o in ops)
-        if op.name == "mod":
+            return None
+        name = op.name
+        if name in ("bid", "array_dim", "array_stride"):
+            return 0
+        if name == "num_blocks":
+            return 1
+        if name == "arange":
+            return int(op.attrs["start"]) if op.attrs["step"] >= 0 and isinstance(op.attrs["start"], int) else None
+        los = [self.lower(o, depth + 1) for o in op.operands]
+        if name in ("broadcast", "reshape", "broadcast_to", "permute"):
+            return los[0]
+        if name == "astype":
+            src, dst = op.operands[0].type.dtype, op.result.type.dtype
+            return los[0] if src.is_int and dst.is_int and dst.bits >= src.bits and dst.kind == src.kind else None
+        if name == "add":
+            return None if None in los else los[0] + los[1]
+        if name == "sub":
             c = self.const(op.operands[1])
-            return c is not None and c > 0
-        return False
+            return None if los[0] is None or c is None else los[0] - int(c)
+        if name == "mul":
+            return None if None in los or min(los) < 0 else los[0] * los[1]
+        if name == "floordiv":
+            return 0 if None not in los and los[0] >= 0 and los[1] >= 1 else None
+        if name == "mod":
+            return 0 if los[1] is not None and los[1] >= 0 else None
+        if name == "maximum":
+            known = [x for x in los if x is not None]
+            return max(known) if known else None
+        if name == "minimum" or name == "where":
+            vals = los[1:] if name == "where" else los
+            return None if None in vals else min(vals)
+        return None
 
     # -------------------------------------------------------------- dtype helpers
     def cast(self, expr: str, src: dt.DType, dst: dt.DType) -> str:

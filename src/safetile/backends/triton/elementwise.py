@@ -46,7 +46,8 @@ def _int_divmod(g: Gen, op, python_op: str, helper: str):
     c = g.const(b)
     if c is not None and c > 0 and (d.kind == "u" or g.nonneg(a)):
         return f"({g.val(a)} {python_op} {g.lit(b)})"
-    prefix = "_st_u" if d.kind == "u" else "_st_i"
+    # non-negative operands: truncating division is floor division (only b == 0 needs care)
+    prefix = "_st_u" if d.kind == "u" or (g.nonneg(a) and g.nonneg(b)) else "_st_i"
     return f"{prefix}{helper}({g.val(a)}, {g.val(b)})"
 
 

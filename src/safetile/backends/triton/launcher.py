@@ -264,12 +264,18 @@ class Specialization:
     def __call__(self, stream, grid3, args) -> None:
         flat: list = []
         key: list = []
+        device = None
         for i, kind, d in self.slots:
             a = args[i]
             if kind == "array":
                 if type(a) is _Tensor:
                     if not a.is_cuda:  # CPU tensors: only under Triton's interpreter
                         return self.call_interpreted(grid3, args)
+                    if device is None:  # the first tensor decides the device
+                        device = _get_device()
+                        if a.get_device() != device:
+                            with _torch.cuda.device(a.get_device()):
+                                return self(stream, grid3, args)
                     ptr = a.data_ptr()
                     shape = a.shape
                     strides = a.stride()
@@ -287,8 +293,9 @@ class Specialization:
                 flat.append(a)
         gx, gy, gz = grid3
         big = gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT
-        device = _get_device()
-        key.append(device)
+        if device is None:
+            device = _get_device()
+        key.append(device)  # compiled variants and streams are per device
         key.append(big)
         key = tuple(key)
         v = self.variants.get(key)

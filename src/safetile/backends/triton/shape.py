@@ -9,8 +9,6 @@ merges the two.
 """
 from __future__ import annotations
 
-import math
-
 from .codegen import Gen, lowers, tl_dtype
 
 
@@ -130,5 +128,3 @@ def insert(g: Gen, op):
     out = f"tl.reshape(tl.where({mask}, tl.reshape({vs}, {vinter!r}), tl.reshape({xs}, {inter!r})), {list(full)!r})"
     return f"{out}.to({tl_dtype(d)}, bitcast=True)" if d.is_float and d.bits == 8 else out
 
-
-del math
