@@ -296,6 +296,8 @@ class Lowerer:
 
     def to_type(self, v, t: TileType):
         """Convert a value for storage in a variable (or array) of type ``t``."""
+        if t.dtype.is_bool:  # internal flags
+            return self.truth(v)
         v = self.numeric(v)
         if not is_tile(v):
             if t.dtype.is_int:
