@@ -1014,6 +1014,22 @@ def comb_sum_count(a, b):
     return a[0] + b[0], a[1] + b[1]
 
 
+def comb_max_if(a, b):
+    # control flow inside a combiner: each element pair may take a different branch
+    if a > b:
+        return a
+    else:
+        return b
+
+
+def c_reduce_ifdef(t, args, bid):
+    return ct.reduce(t, args[0], comb_max_if, -(2**31), keepdims=args[1])
+
+
+def c_scan_ifdef(t, args, bid):
+    return ct.scan(t, args[0], comb_max_if, -(2**31), reverse=args[1])
+
+
 def c_reduce_lambda(t, args, bid):
     return ct.reduce(t, args[0], lambda a, b: a + b, 0, keepdims=args[1])
 
@@ -1065,7 +1081,7 @@ def c_cumsum_default(t, args, bid):
     return ct.cumsum(t)
 
 
-CUSTOM_FNS = {f.__name__[2:]: f for f in (c_reduce_lambda, c_reduce_def, c_reduce_mod, c_reduce_argmax,
+CUSTOM_FNS = {f.__name__[2:]: f for f in (c_reduce_ifdef, c_scan_ifdef, c_reduce_lambda, c_reduce_def, c_reduce_mod, c_reduce_argmax,
                                           c_reduce_tuple, c_scan_lambda, c_scan_def, c_scan_tuple, c_cumsum,
                                           c_cumprod, c_cumsum_default)}
 
@@ -1096,10 +1112,10 @@ def test_custom_reduce(data, S, g, keepdims, seed):
                                st.lists(st.integers(0, len(S) - 1), min_size=1, max_size=len(S), unique=True)
                                .map(tuple)))
     npax = tuple(1 + a for a in np_axes(axis, len(S)))
-    kind = data.draw(st.sampled_from(["reduce_lambda", "reduce_def", "reduce_mod", "reduce_tuple"]))
+    kind = data.draw(st.sampled_from(["reduce_lambda", "reduce_def", "reduce_ifdef", "reduce_mod", "reduce_tuple"]))
     if kind == "reduce_lambda":
         exp = x.sum(axis=npax, keepdims=keepdims, dtype=np.int32)
-    elif kind == "reduce_def":
+    elif kind in ("reduce_def", "reduce_ifdef"):
         exp = x.max(axis=npax, keepdims=keepdims)
     elif kind == "reduce_mod":
         m = (np.arange(g) + 5).reshape((g,) + (1,) * len(S))
@@ -1134,7 +1150,7 @@ def test_scans(data, S, g, reverse, seed):
     rng = np.random.default_rng(seed)
     axis = data.draw(st.integers(-len(S), len(S) - 1))
     ax = 1 + axis % len(S)
-    kind = data.draw(st.sampled_from(["scan_lambda", "scan_def", "scan_tuple", "cumsum", "cumprod",
+    kind = data.draw(st.sampled_from(["scan_lambda", "scan_def", "scan_ifdef", "scan_tuple", "cumsum", "cumprod",
                                       "cumsum_default"]))
     d = data.draw(st.sampled_from(INTS + FLOATS + [BOOL])) if kind.startswith("cum") else np.dtype(np.int32)
     if kind == "cumprod" and is_float(d):
@@ -1159,7 +1175,7 @@ def test_scans(data, S, g, reverse, seed):
             rtol, atol = 64 * eps(od), 64 * eps(od)
         else:
             exp = np_scan(x.astype(od), ax, reverse, lambda v, axis: np.cumprod(v, axis=axis, dtype=od))
-    elif kind == "scan_def":
+    elif kind in ("scan_def", "scan_ifdef"):
         exp = np_scan(x, ax, reverse, np.maximum.accumulate)
     else:
         exp = np_scan(x, ax, reverse, np.cumsum).astype(np.int32) * 64 + \
