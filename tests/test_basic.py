@@ -34,7 +34,7 @@ CUTILE_GEMM = """\
 """
 
 
-def run(source: str, inputs=None, capsys=None, seed: int = 0, backend: str = "cpu"):
+def run(source: str, inputs=None, capsys=None, seed: int = 0, backend: str = "cpu"):  # noqa: D103
     prog = compile_program(source, "test.bas")
     outs = prog.run(inputs or {}, backend=backend, seed=seed)
     text = capsys.readouterr().out if capsys is not None else None
@@ -264,6 +264,11 @@ def test_while_exits_early_and_variables_survive_loops(capsys):
     assert out_of(src, capsys) == " 4  7 \n"
 
 
+def test_input_scalars_are_variables(capsys):
+    src = "10 INPUT N, X AS SINGLE\n20 WHILE N > 0: PRINT N;: N = N - 1: WEND\n30 X = X / 2: PRINT X"
+    assert out_of(src, capsys, inputs={"N": 3, "X": 5}) == " 3  2  1  2.5 \n"
+
+
 def test_read_inside_loop_walks_the_data(capsys):
     src = "10 FOR I = 1 TO 4: READ X: PRINT X;: NEXT: RESTORE: READ Y: PRINT Y\n20 DATA 4, -5, 6.5, 7\n"
     assert out_of(src, capsys) == " 4 -5  6.5  7  4 \n"
@@ -327,7 +332,6 @@ def test_float_width_formula_matches_printf():
     ("10 DIM C(8)\n20 TILE C(8), T(4)\n30 C(0) = T\n40 OUTPUT C", "cannot store a 4 tile into C", 30, 11),
     ("10 DIM C(8)\n20 TILE C(8)\n30 IF C(0) > 1 THEN PRINT 1\n40 OUTPUT C", "a condition must be a number", 30, 7),
     ("10 X = \"text\"", "strings can only be printed", 10, 8),
-    ("10 INPUT N\n20 N = 3", "INPUT scalar and cannot be assigned", 20, 4),
     ("10 PRINT 1 : BID = 2", "BID is the block index", 10, 14),
     ("10 DIM A(X)", "not known before the program runs", 10, 10),
     ("10 FOR = 1 TO 2", "FOR needs a loop variable", 10, 8),
@@ -464,3 +468,32 @@ def test_gemm_on_triton_interpreter():
     with _interpreter():
         out = prog.run({"A": a, "B": b}, backend="gpu")
     assert rel_err(out["C"], a.astype(np.float64) @ b) <= 1e-5
+
+
+@pytest.mark.xfail(reason="Triton backend (not BASIC): under TRITON_INTERPRET a for-loop induction variable is a "
+                          "Python int, and the generated `iv.to(tl.float32)` fails", strict=False)
+def test_hello_on_triton_interpreter(capsys):
+    """PRINT runs through the device print; its text layout is the backend's own."""
+    _need_triton()
+    prog = compile_program((EXAMPLES / "hello.bas").read_text(), "hello.bas")
+    with _interpreter():
+        prog.run(backend="gpu")
+    text = capsys.readouterr().out
+    assert "Hello, World!" in text and "Y is large" in text
+
+
+def test_bfloat16_arrays():
+    import ml_dtypes
+    src = """
+10 INPUT N, X(), Y()
+20 DIM X(N) AS BFLOAT16, Y(N) AS BFLOAT16, Z(N) AS BFLOAT16
+30 TILE X(64), Y(64), Z(64)
+40 Z(BID) = X(BID) * Y(BID) + 1
+50 OUTPUT Z
+"""
+    x = np.linspace(-2, 2, 100).astype(ml_dtypes.bfloat16)
+    y = np.linspace(1, 3, 100).astype(ml_dtypes.bfloat16)
+    out = compile_program(src).run({"X": x, "Y": y})
+    assert out["Z"].dtype == ml_dtypes.bfloat16
+    ref = x.astype(np.float32) * y.astype(np.float32) + 1
+    np.testing.assert_allclose(out["Z"].astype(np.float32), ref, rtol=2e-2, atol=2e-2)

@@ -758,8 +758,6 @@ class Analysis:
             t = self.expr_type(s.expr, line, report=True)
             tgt = s.target
             if isinstance(tgt, A.Var):
-                if tgt.name in self.scalar_inputs:
-                    raise self.fail(f"{tgt.name} is an INPUT scalar and cannot be assigned", tgt.pos, line)
                 vt = self.var_types[tgt.name]
                 if t.shape not in ((), vt.shape):
                     raise self.fail(f"{tgt.name} holds {_shape_text(vt.shape)} but is assigned "
@@ -769,8 +767,6 @@ class Analysis:
         elif isinstance(s, (A.If, A.ElseIf, A.While)):
             self._scalar(s.cond, line, "a condition")
         elif isinstance(s, A.For):
-            if s.var in self.scalar_inputs:
-                raise self.fail(f"{s.var} is an INPUT scalar and cannot be a loop variable", s.var_pos, line)
             if self.var_types.get(s.var, TileType(FLOAT, ())).shape != ():
                 raise self.fail(f"the loop variable {s.var} holds tiles", s.var_pos, line)
             self._scalar(s.start, line, "the FOR start")
@@ -785,8 +781,6 @@ class Analysis:
         elif isinstance(s, A.Read):
             for tgt in s.targets:
                 if isinstance(tgt, A.Var):
-                    if tgt.name in self.scalar_inputs:
-                        raise self.fail(f"{tgt.name} is an INPUT scalar and cannot be READ", tgt.pos, line)
                     if self.var_types[tgt.name].shape != ():
                         raise self.fail(f"READ {tgt.name}: {tgt.name} holds tiles", tgt.pos, line)
                 else:

@@ -1413,8 +1413,7 @@ class Lowerer:
                 self.env[name] = self.zero(vt)
             self.types[f"$for{node.index}on"] = TileType(BOOL, ())
             self.env[f"$for{node.index}on"] = False
-        names = (assigned_in(self.an.tree) | {n for n in self.env if n.startswith("$")}) - \
-            set(self.an.scalar_inputs)
+        names = assigned_in(self.an.tree) | {n for n in self.env if n.startswith("$")}
         optimistic = self.optimistic(self.an.tree)
         self.emit_loop("while", names, optimistic,
                        lambda: ew.greater_equal(self.env["$pc"], 0) if is_tile(self.env["$pc"])
