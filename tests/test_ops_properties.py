@@ -2304,3 +2304,26 @@ def test_batched_gemm_over_a_3d_grid(z, m, n, k, tm, tn, tk, share, seed):
     exp = A @ B
     run_checked(batched_gemm_3d_grid, (cdiv(m, tm), cdiv(n, tn), z), lambda out: (A, B, out, tm, tn, tk, share),
                 exp, np.float64, rtol=1e-12, atol=1e-12)
+
+
+# ============================================================================ array queries
+
+@ct.kernel
+def array_queries(a, out):
+    shp, st_ = a.shape, a.strides
+    for i in ct.static_iter(range(3)):
+        ct.store(out, index=(i,), tile=shp[i])
+        ct.store(out, index=(3 + i,), tile=st_[i])
+    ct.store(out, index=(6,), tile=ct.num_blocks(0) * 100 + ct.num_blocks(1) * 10 + ct.num_blocks(2))
+
+
+@prop
+@given(dims=st.lists(st.integers(1, 9), min_size=3, max_size=3), steps=st.lists(st.integers(1, 3), min_size=3,
+                                                                                  max_size=3),
+       perm=st.permutations([0, 1, 2]), grid=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)))
+def test_array_shape_and_strides(dims, steps, perm, grid):
+    base = np.zeros([n * s for n, s in zip(dims, steps)], np.int16)
+    a = base[tuple(slice(None, None, s) for s in steps)].transpose(perm)  # strided, maybe not C order
+    exp = np.array(list(a.shape) + [s // a.itemsize for s in a.strides] + [grid[0] * 100 + grid[1] * 10 + grid[2]],
+                   np.int32)
+    run_checked(array_queries, grid, lambda out: (a, out), exp, np.int32)
