@@ -323,12 +323,8 @@ def allowed_binary(name, dx, dy):
     d = ref_promote(dx, dy)
     if name.startswith("bitwise") and is_float(d):
         return False
-    if name in ("bitwise_lshift", "bitwise_rshift") and (d == BOOL or dx == BOOL or dy == BOOL):
-        return False
     if name == "atan2" and not is_float(d) and d.itemsize < 4:
         return True
-    if name in ("floordiv", "mod", "pow") and d == BOOL:
-        return False
     return True
 
 

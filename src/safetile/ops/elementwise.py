@@ -95,8 +95,10 @@ BINARY: dict[str, tuple[str, Callable, Callable]] = {
     "bitwise_and": ("x & y on integers and bools", _int_rule, operator.and_),
     "bitwise_or": ("x | y on integers and bools", _int_rule, operator.or_),
     "bitwise_xor": ("x ^ y on integers and bools", _int_rule, operator.xor),
-    "bitwise_lshift": ("x << y on integers (bits shifted past the width give 0)", _int_rule, operator.lshift),
-    "bitwise_rshift": ("x >> y on integers (arithmetic for signed types)", _int_rule, operator.rshift),
+    "bitwise_lshift": ("x << y on integers (shifting by the bit width or more gives 0; bools count as "
+                       "int32)", _int_rule, operator.lshift),
+    "bitwise_rshift": ("x >> y on integers, arithmetic for signed types (shifting by the width or more "
+                       "gives 0 or -1; bools count as int32)", _int_rule, operator.rshift),
 }
 COMPARE: dict[str, tuple[str, Callable]] = {
     "equal": ("x == y", operator.eq),
@@ -241,7 +243,7 @@ def binary(name: str, x: Any, y: Any, **hints) -> Any:
     else:
         d = _operand_dtype(args)
     a, b = unify(args, d)
-    if d.is_bool and name in ("add", "sub", "mul", "floordiv", "mod", "pow"):
+    if d.is_bool and name in ("add", "sub", "mul", "floordiv", "mod", "pow", "bitwise_lshift", "bitwise_rshift"):
         a, b = cast(a, dt.int32), cast(b, dt.int32)
     attrs = {k: v for k, v in hints.items() if v is not None}
     return Tile(emit(name, [a.value, b.value], attrs).result)
