@@ -2323,3 +2323,30 @@ def test_array_shape_and_strides(dims, steps, perm, grid):
     exp = np.array(list(a.shape) + [s // a.itemsize for s in a.strides] + [grid[0] * 100 + grid[1] * 10 + grid[2]],
                    np.int32)
     run_checked(array_queries, grid, lambda out: (a, out), exp, np.int32)
+
+
+# ============================================================================ tiles are values
+
+@ct.kernel
+def load_then_overwrite(a, w, out, T: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(a, index=(b,), shape=(T,))
+    ct.store(w, index=(b,), tile=t * 2)                      # w may be a itself, or overlap it
+    ct.atomic_add(w, ct.arange(T, dtype=ct.int32) + b * T, 1)
+    ct.store(out, index=(b,), tile=t)                        # must still be the loaded values
+
+
+@prop
+@given(blocks=st.integers(1, 6), t=small_pow2, mode=st.sampled_from(["same", "overlap", "distinct"]), seed=seeds)
+def test_loaded_tiles_do_not_alias_array_memory(blocks, t, mode, seed):
+    rng = np.random.default_rng(seed)
+    buf = gen(rng, blocks * t + t, np.int32, lo=-99, hi=99)
+    a = buf[:blocks * t]
+    w = {"same": a, "overlap": buf[t:], "distinct": np.zeros(blocks * t, np.int32)}[mode]
+    orig = a.copy()
+    out = np.full(blocks * t, -12345, np.int32)
+    ct.launch(None, (blocks,), load_then_overwrite, (a, w, out, t))
+    check(orig, out)
+    exp_w = orig[: len(w)] * 2 + 1 if mode != "overlap" else None
+    if exp_w is not None:
+        check(exp_w, w)

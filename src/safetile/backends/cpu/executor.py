@@ -140,6 +140,21 @@ class Run:
     # ------------------------------------------------------------------ helpers for lowerings
 
     @property
+    def written_arrays(self) -> list[np.ndarray]:
+        """The launch's arrays that some op of the kernel may write (stores, scatters, atomics)."""
+        w = getattr(self, "_written", None)
+        if w is None:
+            from ...ir.catalogue import OPS
+            from ...ir.core import walk
+            ids = {op.operands[0].id for op in walk(self.fn.body) if OPS[op.name].effect == "write"}
+            w = self._written = [a for vid, a in self.arrays.items() if vid in ids]
+        return w
+
+    def may_be_written(self, arr: np.ndarray) -> bool:
+        """Whether memory of ``arr`` can change during this launch (a loaded view would too)."""
+        return any(np.may_share_memory(arr, w) for w in self.written_arrays)
+
+    @property
     def nb(self) -> int:
         return self.cur_env.blocks.nb
 

@@ -3,7 +3,8 @@
 Tile-space loads and stores take a fast path when every tile index is either the same
 for all blocks or steps regularly along one grid axis (``bid(0)``, ``2*bid(1)+1``...) and
 the tiles are whole: the array is viewed as a grid of tiles and the blocks' tiles are one
-strided view of it (a load copies that view once, since tiles are values). Anything else (partial edge tiles, data-dependent indices) goes
+strided view of it (a load copies that view only when the launch may write the memory
+behind it, since tiles are values). Anything else (partial edge tiles, data-dependent indices) goes
 through a masked gather/scatter. Within one store or scatter op, writes from several
 blocks to one element resolve in block order (the highest linear block id wins); atomics
 apply in block order, lanes in row-major order within a block. Blocks that took different
@@ -100,8 +101,10 @@ def load(run, op, args):
         batch = [1] * nb
         for a in axes:
             batch[a] = v.shape[perm.index(axes.index(a))]
-        # a copy: tiles are values, later stores or atomics to the array must not change them
-        return np.array(v.reshape(tuple(batch) + shape), copy=True)
+        v = v.reshape(tuple(batch) + shape)
+        # tiles are values: copy when a store, scatter or atomic of this launch may change the
+        # memory behind the view (the same array, or another argument overlapping it)
+        return np.array(v, copy=True) if run.may_be_written(arr) else v
     rank = len(shape)
     elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
     valid = np.ones((1,) * (nb + rank), dtype=bool)
