@@ -85,10 +85,14 @@ BINARY: dict[str, tuple[str, Callable, Callable]] = {
     "add": ("x + y", _arith_rule, operator.add),
     "sub": ("x - y", _arith_rule, operator.sub),
     "mul": ("x * y", _arith_rule, operator.mul),
-    "truediv": ("x / y (integer operands are converted to float first)", _float_rule, operator.truediv),
-    "floordiv": ("x // y, rounding toward negative infinity (Python semantics)", _arith_rule, operator.floordiv),
-    "mod": ("x % y with the sign of y (Python semantics)", _arith_rule, operator.mod),
-    "pow": ("x ** y", _arith_rule, operator.pow),
+    "truediv": ("x / y (integer operands are converted to float first: float32, or float64 for 64-bit "
+                "integers)", _float_rule, operator.truediv),
+    "floordiv": ("x // y, rounding toward negative infinity (Python semantics; integer division by zero "
+                 "is undefined, the CPU backend gives 0)", _arith_rule, operator.floordiv),
+    "mod": ("x % y with the sign of y (Python semantics; integer modulo by zero is undefined, the CPU "
+            "backend gives 0)", _arith_rule, operator.mod),
+    "pow": ("x ** y; for integers a negative exponent gives 1 // x ** -y truncated toward zero (1, -1 "
+            "or 0)", _arith_rule, operator.pow),
     "atan2": ("atan2(x, y), float only", _float_rule, math.atan2),
     "minimum": ("element-wise minimum (NaN propagates)", _arith_rule, min),
     "maximum": ("element-wise maximum (NaN propagates)", _arith_rule, max),
