@@ -91,7 +91,7 @@ BINARY: dict[str, tuple[str, Callable, Callable]] = {
                  "is undefined, the CPU backend gives 0)", _arith_rule, operator.floordiv),
     "mod": ("x % y with the sign of y (Python semantics; integer modulo by zero is undefined, the CPU "
             "backend gives 0)", _arith_rule, operator.mod),
-    "pow": ("x ** y; for integers a negative exponent gives 1 // x ** -y truncated toward zero (1, -1 "
+    "pow": ("x ** y; for integers a negative exponent gives 1 / x ** -y truncated toward zero (1, -1 "
             "or 0)", _arith_rule, operator.pow),
     "atan2": ("atan2(x, y), float only", _float_rule, math.atan2),
     "minimum": ("element-wise minimum (NaN propagates)", _arith_rule, min),
