@@ -138,6 +138,16 @@ class Lowerer:
         self.machine = False
         self.states: list[CfgBlock] = []
         self.flat_fors: list[ForNode] = []
+        self.int_shadow: dict[int, Tile] = {}
+        self.index_vars: set[str] = set()
+        from .analyzer import stmt_exprs, walk_exprs
+        for ln in an.program.lines:
+            for st in walk_stmts(ln.stmts):
+                for e in stmt_exprs(st):
+                    for x in walk_exprs(e):
+                        if isinstance(x, A.Index):
+                            for arg in x.args:
+                                self.index_vars |= {y.name for y in walk_exprs(arg) if isinstance(y, A.Var)}
         self.labels: dict[Any, CfgBlock] = {}
 
     # ------------------------------------------------------------------ errors and locations
@@ -285,9 +295,14 @@ class Lowerer:
         if is_tile(v):
             if v.dtype.is_int:
                 return v if v.dtype is INT else ew.astype(v, INT)
+            shadow = self.int_shadow.get(v.value.id)
+            if shadow is not None:
+                return shadow
             src = v.value.owner
             if src is not None and src.name == "astype" and src.operands[0].type.dtype.is_int:
                 return Tile(src.operands[0]) if src.operands[0].type.dtype is INT else ew.astype(v, INT)
+            if src is not None and src.name in ("floor", "ceil"):
+                return ew.astype(v, INT)  # already whole
             return ew.astype(ew.floor(v), INT)
         f = float(v)
         if math.isnan(f) or math.isinf(f):
@@ -321,7 +336,12 @@ class Lowerer:
         return as_tile(v, t.dtype)
 
     def assign(self, name: str, v) -> None:
-        self.env[name] = self.to_type(v, self.types[name])
+        v = self.to_type(v, self.types[name])
+        self.env[name] = v
+        if is_tile(v) and v.shape == () and v.dtype.is_float and name in self.index_vars:
+            # a float variable used in subscripts: convert it once, where it is defined, rather
+            # than at every use inside loops (unused conversions are removed after lowering)
+            self.int_shadow[v.value.id] = self.to_index(v)
 
     # ------------------------------------------------------------------ structured control flow
 
