@@ -982,8 +982,7 @@ def test_builtin_reductions(fn, data, S, d, g, keepdims, seed):
     else:
         od = np.dtype(np.int32)
         exp = ref_arg(x, axes, keepdims, np.argmax if name == "argmax" else np.argmin)
-    g_, R = exp.shape[0], exp.shape[1:]
-    nr = math.prod(R)
+    nr = math.prod(exp.shape[1:])
     run_checked(reduce_fn, (g,), lambda out: (x.reshape(g, -1), out, fn, (axis, keepdims), S, math.prod(S), nr),
                 exp.reshape(g, nr), od, rtol=rtol, atol=atol, what=f"{fn} axis={axis} {d}")
 
@@ -1738,7 +1737,6 @@ def test_matmul_promotes(da, db, m, k, n, blocks, form, seed):
 
 
 def test_mma_errors():
-    x = np.zeros((1, 8), np.float16)
     with pytest.raises(ct.TileTypeError, match="accumulate"):
         ct.launch(None, (1,), mma_kernel, (np.zeros((8, 8), np.float16), np.zeros((8, 8), np.float16),
                                            np.zeros((8, 8), np.int32), np.zeros((8, 8), np.int32), None,
@@ -1751,7 +1749,6 @@ def test_mma_errors():
         ct.launch(None, (1,), mma_kernel, (np.zeros((8, 8), np.float32), np.zeros((8, 8), np.float16),
                                            np.zeros((8, 8), np.float32), np.zeros((8, 8), np.float32), None,
                                            (8, 8), (8, 8)))
-    del x
 
 
 # ============================================================================ divergent control flow
