@@ -204,12 +204,35 @@ _RMW = {
 }
 
 
-def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc, need_old: bool):
+def _segmented_scan(v: np.ndarray, group_start: np.ndarray, combine) -> np.ndarray:
+    """Inclusive scan of ``v`` restarting at each group (Hillis-Steele, log2(longest group) steps).
+
+    ``combine(earlier, later)`` must be associative; the result equals the sequential
+    left-to-right fold within each group.
+    """
+    s = v.copy()
+    pos = np.arange(len(v))
+    longest = int((pos - group_start).max(initial=0)) + 1
+    d = 1
+    while d < longest:
+        i = pos[pos - d >= group_start]
+        nxt = s.copy()
+        nxt[i] = combine(s[i - d], s[i])
+        s = nxt
+        d *= 2
+    return s
+
+
+def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc, need_old: bool,
+                  associative: bool):
     """Apply per-element updates in block/lane order; return old values (or None).
 
     Every block of the set performs its own update, even when the indices and values
     do not depend on the block (so they are held once): operands are broadcast to the
-    full batch shape first.
+    full batch shape first. Updates of one element are grouped: an exactly associative
+    update (integer add, max, min, bitwise, exchange) is a segmented scan over its group,
+    others (float add, compare-and-swap) are applied one rank of the groups at a time.
+    Both give the result of applying the updates one after the other in block order.
     """
     every_block = run.blockset.batch_shape + (1,) * len(op.result.type.shape)
     full = np.broadcast_shapes(every_block, *(e.shape for e in elems), *(v.shape for v in values))
@@ -218,28 +241,46 @@ def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc,
         valid &= (e >= 0) & (e < size)
     idx = tuple(np.broadcast_to(e, full)[valid] for e in elems)
     vals = [np.broadcast_to(v, full)[valid] for v in values]
-    old_full = np.zeros(full, dtype=arr.dtype)
     if not need_old and ufunc is not None:
         ufunc.at(arr, idx, vals[0])
         return None
     if not need_old and combine is None:  # exchange without result: last write wins
         arr[idx] = vals[0]
         return None
-    flat = np.ravel_multi_index(idx, arr.shape) if idx else np.zeros(0, dtype=np.int64)
-    order = np.argsort(flat, kind="stable")
-    sorted_flat = flat[order]
-    starts = np.r_[True, sorted_flat[1:] != sorted_flat[:-1]] if len(flat) else np.zeros(0, bool)
-    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(flat)), 0)) if len(flat) else flat
-    rank = np.empty(len(flat), dtype=np.int64)
-    rank[order] = np.arange(len(flat)) - group_start
-    old = np.empty(len(flat), dtype=arr.dtype)
-    for r in range(int(rank.max(initial=-1)) + 1):
-        sel = rank == r
-        where = tuple(i[sel] for i in idx)
-        cur = arr[where]
-        old[sel] = cur
-        arr[where] = combine(cur, *(v[sel] for v in vals))
-    old_full[valid] = old
+    n = len(idx[0]) if idx else 0
+    old_full = np.zeros(full, dtype=arr.dtype)
+    if n == 0:
+        return old_full
+    flat = np.ravel_multi_index(idx, arr.shape)
+    order = np.argsort(flat, kind="stable")  # grouped by element, block/lane order inside
+    sidx = tuple(i[order] for i in idx)
+    svals = [v[order] for v in vals]
+    sflat = flat[order]
+    starts = np.r_[True, sflat[1:] != sflat[:-1]]
+    pos = np.arange(n)
+    group_start = np.maximum.accumulate(np.where(starts, pos, 0))
+    old = np.empty(n, dtype=arr.dtype)
+    if associative:
+        init = arr[sidx]  # each element's value before the op, per update
+        scan = _segmented_scan(svals[0].astype(arr.dtype, copy=False), group_start, combine)
+        old[starts] = init[starts]
+        rest = ~starts
+        old[rest] = combine(init[rest], scan[pos[rest] - 1])
+        ends = np.r_[starts[1:], True]
+        arr[tuple(i[ends] for i in sidx)] = combine(init[ends], scan[ends])
+    else:
+        rank = pos - group_start
+        by_rank = np.argsort(rank, kind="stable")
+        bounds = np.r_[0, np.cumsum(np.bincount(rank))]
+        for r in range(len(bounds) - 1):
+            sel = by_rank[bounds[r]:bounds[r + 1]]  # at most one update per element
+            where = tuple(i[sel] for i in sidx)
+            cur = arr[where]
+            old[sel] = cur
+            arr[where] = combine(cur, *(v[sel] for v in svals))
+    unsorted = np.empty(n, dtype=arr.dtype)
+    unsorted[order] = old
+    old_full[valid] = unsorted
     return old_full
 
 
@@ -259,7 +300,10 @@ def atomic_rmw(run, op, args):
     else:
         ufunc = _RMW[kind]
         combine = lambda cur, new: ufunc(cur, new).astype(arr.dtype)  # noqa: E731
-    old = _atomic_apply(run, op, arr, elems, [update], combine, ufunc, need_old=_uses(run, op.result))
+    # floating-point addition is not associative: it keeps the one-at-a-time order
+    associative = not (kind == "add" and arr.dtype.kind not in "iub")
+    old = _atomic_apply(run, op, arr, elems, [update], combine, ufunc, need_old=_uses(run, op.result),
+                        associative=associative)
     return old if old is not None else np.zeros((1,) * (run.nb + len(op.result.type.shape)), arr.dtype)
 
 
@@ -270,4 +314,5 @@ def atomic_cas(run, op, args):
     elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
     expected, desired = args[1 + n], args[2 + n]
     return _atomic_apply(run, op, arr, elems, [expected, desired],
-                         lambda cur, exp, des: np.where(cur == exp, des, cur), None, need_old=True)
+                         lambda cur, exp, des: np.where(cur == exp, des, cur), None, need_old=True,
+                         associative=False)
