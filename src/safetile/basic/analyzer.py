@@ -14,8 +14,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .. import dtypes as dt
 from ..ir.types import TileType

@@ -5,7 +5,7 @@ carry ``line``, the BASIC line number they belong to (``None`` on unnumbered lin
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 Pos = tuple  # (line index, col, end)

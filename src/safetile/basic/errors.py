@@ -55,7 +55,3 @@ class BasicError(TileError):
 
     def __str__(self) -> str:
         return "\n".join(e.render_one() for e in self.errors)
-
-
-class BasicRuntimeError(RuntimeError):
-    """A BASIC program failed while running (RETURN without GOSUB, out of DATA, ...)."""

@@ -12,7 +12,6 @@ block.
 from __future__ import annotations
 
 import keyword
-import math
 import os
 from dataclasses import dataclass
 from typing import Any
