@@ -2342,3 +2342,24 @@ def test_loaded_tiles_do_not_alias_array_memory(blocks, t, mode, seed):
     exp_w = orig[: len(w)] * 2 + 1 if mode != "overlap" else None
     if exp_w is not None:
         check(exp_w, w)
+
+
+@ct.kernel
+def reduce_closing_over_loop_variable(x, out, T: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b, 0), shape=(1, T)).reshape((T,))
+    acc = 0
+    for i in range(b + 1):  # per-block trip count: the loop runs on shrinking block subsets
+        m = i + 3
+        acc = acc + ct.reduce(t % m, 0, lambda a, c: (a + c) % m, 0)
+    ct.store(out, index=(b,), tile=acc)
+
+
+@prop
+@given(blocks=st.integers(1, 9), t=small_pow2, seed=seeds)
+def test_combiner_closing_over_loop_variable_in_divergent_loop(blocks, t, seed):
+    rng = np.random.default_rng(seed)
+    x = gen(rng, (blocks, t), np.int32, lo=0, hi=40)
+    exp = np.array([sum(int((x[b] % (i + 3)).sum() % (i + 3)) for i in range(b + 1)) for b in range(blocks)],
+                   np.int32)
+    run_checked(reduce_closing_over_loop_variable, (blocks,), lambda out: (x, out, t), exp, np.int32)
