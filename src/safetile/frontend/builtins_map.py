@@ -124,6 +124,13 @@ def _reversed(c, args, kwargs):
     raise TileTypeError("reversed() works on compile-time tuples in tile code")
 
 
+def _introspect(py_fn: Callable):
+    """``isinstance``/``getattr``/``hasattr`` work on any front-end value, tiles included."""
+    def handler(c, args, kwargs):
+        return py_fn(*args, **kwargs)
+    return handler
+
+
 def _math(tile_fn: Callable, py_fn: Callable):
     """A ``math`` function: folded on constants, the element-wise tile op on tiles."""
     def handler(c, args, kwargs):
@@ -149,6 +156,9 @@ _TABLE: dict[Any, Callable] = {
     builtins.enumerate: _enumerate,
     builtins.zip: _zip,
     builtins.reversed: _reversed,
+    builtins.isinstance: _introspect(builtins.isinstance),
+    builtins.getattr: _introspect(builtins.getattr),
+    builtins.hasattr: _introspect(builtins.hasattr),
 }
 for _name in ("exp", "exp2", "log", "log2", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor",
               "ceil", "atan2"):

@@ -791,6 +791,10 @@ class FunctionCompiler:
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
             raise self.error(TileUnsupportedFeatureError, "'while ... else' is not supported in tile code", s)
+        walrus = next((n for n in ast.walk(s.test) if isinstance(n, ast.NamedExpr)), None)
+        if walrus is not None:
+            raise self.error(TileUnsupportedFeatureError, "an assignment expression (:=) in a while condition "
+                             "is not supported; assign before the loop and at the end of its body", walrus)
 
         def cond():
             with self.at(s.test):

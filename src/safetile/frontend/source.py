@@ -38,7 +38,8 @@ class ParsedFunction:
 
 
 _functions: dict[Any, ParsedFunction] = {}
-_modules: dict[str, tuple[tuple[str, ...], ast.Module]] = {}
+# per file: its lines when parsed, and its function nodes indexed by first line
+_modules: dict[str, tuple[tuple[str, ...], dict[int, list[FunctionNode]]]] = {}
 
 
 def parse_function(fn: Callable) -> ParsedFunction:
@@ -59,8 +60,8 @@ def _parse(fn: Callable, code) -> ParsedFunction:
     if lines is None:
         raise TileSyntaxError(f"cannot read the source of {getattr(fn, '__qualname__', name)!r}: tile code "
                               "must be defined in a file (or notebook cell) whose source Python can find")
-    module = _parse_module(filename, lines)
-    node = _find_node(module, name, code)
+    index = _function_index(filename, lines)
+    node = _find_node(index, name, code)
     if node is None:
         raise TileSyntaxError(f"cannot find the definition of {name!r} in {filename}")
     return ParsedFunction(node, filename, name)
@@ -81,7 +82,8 @@ def _file_lines(fn: Callable, filename: str | None) -> tuple[str, ...] | None:
     return tuple(lines)
 
 
-def _parse_module(filename: str, lines: tuple[str, ...]) -> ast.Module:
+def _function_index(filename: str, lines: tuple[str, ...]) -> dict[int, list[FunctionNode]]:
+    """The file's function and lambda nodes by first line (parsed once per file version)."""
     cached = _modules.get(filename)
     if cached is not None and cached[0] == lines:
         return cached[1]
@@ -89,8 +91,12 @@ def _parse_module(filename: str, lines: tuple[str, ...]) -> ast.Module:
         module = ast.parse("".join(lines), filename)
     except SyntaxError as e:
         raise TileSyntaxError(f"cannot parse {filename}: {e.msg} (line {e.lineno})") from None
-    _modules[filename] = (lines, module)
-    return module
+    index: dict[int, list[FunctionNode]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            index.setdefault(_first_line(node), []).append(node)
+    _modules[filename] = (lines, index)
+    return index
 
 
 def _first_line(node: FunctionNode) -> int:
@@ -98,17 +104,12 @@ def _first_line(node: FunctionNode) -> int:
     return min([node.lineno] + [d.lineno for d in decorators])
 
 
-def _find_node(module: ast.Module, name: str, code) -> FunctionNode | None:
-    first = code.co_firstlineno if code is not None else None
-    candidates: list[FunctionNode] = []
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            candidates.append(node)
-        elif isinstance(node, ast.Lambda) and name == "<lambda>":
-            candidates.append(node)
-    if first is not None:
-        candidates = [n for n in candidates if _first_line(n) == first]
-    if len(candidates) > 1 and code is not None and name == "<lambda>":
+def _find_node(index: dict[int, list[FunctionNode]], name: str, code) -> FunctionNode | None:
+    if code is None:
+        return None
+    candidates = [n for n in index.get(code.co_firstlineno, ())
+                  if (isinstance(n, ast.Lambda) and name == "<lambda>") or getattr(n, "name", None) == name]
+    if len(candidates) > 1 and name == "<lambda>":
         candidates = _lambda_by_position(candidates, code) or candidates
     return candidates[0] if candidates else None
 
