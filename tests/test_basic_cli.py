@@ -49,6 +49,19 @@ def test_gemm_through_cli_matches_numpy(tmp_path):
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) <= 1e-5
 
 
+def test_gemm_random_inputs_through_cli(tmp_path):
+    """``safetile run gemm.bas --input M=.. --input A=random ...`` equals NumPy (rel. error ≤ 1e-5)."""
+    r = safetile("run", EXAMPLES / "gemm.bas", "--input", "M=256", "--input", "N=384", "--input", "K=160",
+                 "--input", "A=random", "--input", "B=random", "--output-dir", tmp_path, "--seed", "5")
+    assert r.returncode == 0, r.stderr
+    rng = np.random.default_rng(5)  # random inputs are drawn in INPUT order
+    a = rng.uniform(-1, 1, (256, 160)).astype(np.float32)
+    b = rng.uniform(-1, 1, (160, 384)).astype(np.float32)
+    c = np.load(tmp_path / "C.npy")
+    ref = a.astype(np.float64) @ b
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) <= 1e-5
+
+
 def test_print_output_is_the_only_stdout():
     r = safetile("run", EXAMPLES / "hello.bas")
     assert r.returncode == 0
