@@ -9,7 +9,6 @@ import ast
 import inspect
 import os
 import threading
-import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 

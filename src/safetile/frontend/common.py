@@ -1,0 +1,223 @@
+"""Shared pieces of the front end: hidden variable names, markers, local functions, and
+small helpers on front-end values and on the AST."""
+from __future__ import annotations
+
+import ast
+import os
+import types
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..ops.values import Array, Tile, describe, is_const
+
+if TYPE_CHECKING:
+    from .compiler import FunctionCompiler
+
+# Hidden variables in a function's environment (never valid Python identifiers).
+BRK, CONT, RET, RETVAL, IV = "$break", "$continue", "$return", "$retval", "$iv"
+FLAGS = (BRK, CONT, RET)
+
+BINOPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+    ast.MatMult: "@",
+}
+CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b,
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "@": lambda a, b: a @ b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+UNSUPPORTED_STMTS = {
+    "With": "'with' statements are not supported in tile code",
+    "AsyncWith": "'async with' is not supported in tile code",
+    "Try": "'try' statements are not supported in tile code (tile code has no exceptions; use "
+           "ct.static_assert or ct.assert_ to check conditions)",
+    "TryStar": "'try' statements are not supported in tile code",
+    "Raise": "'raise' is not supported in tile code; use ct.static_assert (compile time) or ct.assert_ "
+             "(run time)",
+    "ClassDef": "class definitions are not supported in tile code; define classes at module level",
+    "Global": "'global' is not supported in tile code: module globals are read-only compile-time constants",
+    "Nonlocal": "'nonlocal' is not supported in tile code: enclosing variables are read-only",
+    "Import": "import statements are not supported in tile code; import at module level",
+    "ImportFrom": "import statements are not supported in tile code; import at module level",
+    "Delete": "'del' is not supported in tile code",
+    "AsyncFunctionDef": "async functions are not supported in tile code",
+    "AsyncFor": "'async for' is not supported in tile code",
+    "Match": "'match' statements are not supported in tile code; use if/elif",
+}
+UNSUPPORTED_EXPRS = {
+    "Yield": "generators ('yield') are not supported in tile code",
+    "YieldFrom": "generators ('yield from') are not supported in tile code",
+    "Await": "'await' is not supported in tile code",
+    "SetComp": "set comprehensions are not supported in tile code",
+    "DictComp": "dict comprehensions are not supported in tile code",
+    "Set": "sets are not supported in tile code; use a tuple",
+    "Starred": "a starred expression is only allowed in a tuple, a call or an assignment target",
+}
+
+
+class Undefined:
+    """Marks a name that is not usable here; reading it raises an error with ``reason``."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class StopBody(Exception):
+    """Unwinds the rest of a statement list after an unconditional break/continue/return."""
+
+
+@dataclass
+class LocalFunction:
+    """A ``def`` or ``lambda`` written inside tile code.
+
+    Free names are looked up in the defining function's environment when the function is
+    called (Python's late binding); defaults are evaluated at definition, like Python.
+    """
+
+    node: ast.FunctionDef | ast.Lambda
+    owner: FunctionCompiler
+    defaults: list[Any]
+    kw_defaults: list[Any]
+
+    @property
+    def name(self) -> str:
+        return getattr(self.node, "name", "<lambda>")
+
+
+MISSING = object()
+
+
+# ---------------------------------------------------------------------------------- AST scans
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+           ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+
+
+def assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    """Names (re)bound by ``stmts``, not looking into nested scopes."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, SCOPES):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for s in stmts:
+        visit(s)
+    return out
+
+
+def contains(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
+    """Whether ``stmts`` contain a node of ``kinds`` (outside nested scopes, optionally loops)."""
+    def visit(node: ast.AST) -> bool:
+        if isinstance(node, kinds):
+            return True
+        if isinstance(node, SCOPES):
+            return False
+        if not into_loops and isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            return False
+        return any(visit(c) for c in ast.iter_child_nodes(node))
+    return any(visit(s) for s in stmts)
+
+
+# ---------------------------------------------------------------------------------- value helpers
+
+def flatten(v: Any) -> list[Any]:
+    if isinstance(v, tuple):
+        return [x for item in v for x in flatten(item)]
+    return [v]
+
+
+def rebuild(template: Any, flat: list[Any]) -> Any:
+    it = iter(flat)
+
+    def build(t):
+        if isinstance(t, tuple):
+            return tuple(build(x) for x in t)
+        return next(it)
+    return build(template)
+
+
+def same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+            all(same_structure(x, y) for x, y in zip(a, b))
+    return True
+
+
+def is_value(v: Any) -> bool:
+    """A tile or a number: something that can live in a register and change at run time."""
+    return isinstance(v, Tile) or is_const(v)
+
+
+def carriable(v: Any) -> bool:
+    if isinstance(v, tuple):
+        return all(carriable(x) for x in v)
+    return is_value(v)
+
+
+def same_static(a: Any, b: Any) -> bool:
+    """Whether two compile-time values are interchangeable (same type and value)."""
+    if a is b:
+        return True
+    if isinstance(a, (Tile, Array)) or isinstance(b, (Tile, Array)):
+        return False
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same_static(x, y) for x, y in zip(a, b))
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - objects with exotic __eq__ are simply not equal
+        return False
+
+
+def is_static(v: Any) -> bool:
+    """A compile-time value that may be handed to ordinary Python code."""
+    if isinstance(v, tuple):
+        return all(is_static(x) for x in v)
+    return not isinstance(v, (Tile, Array, LocalFunction, Undefined))
+
+
+def is_safetile_callable(fn: Any) -> bool:
+    """Functions and bound methods of safetile's op modules are called directly."""
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    mod = getattr(target, "__module__", None) or ""
+    return mod.startswith("safetile.ops") and callable(fn)
+
+
+def is_library_function(fn: Any) -> bool:
+    """Python functions of NumPy/the standard library are evaluated, never inlined."""
+    mod = getattr(fn, "__module__", None) or ""
+    root = mod.split(".")[0]
+    return root in ("numpy", "math", "builtins", "operator", "functools", "typing", "enum", "dataclasses",
+                    "ml_dtypes", "torch")
+
+
+def debug_cause(e: BaseException) -> BaseException | None:
+    """The cause to chain to a user error: hidden unless SAFETILE_DEBUG is set."""
+    return e if os.environ.get("SAFETILE_DEBUG") else None
+
+
+def what(v: Any) -> str:
+    """A short description of a front-end value for error messages."""
+    if isinstance(v, Tile):
+        return f"a {v.type}"
+    if isinstance(v, Array):
+        return f"the array {v.name!r}" if v.name else "an array"
+    if isinstance(v, LocalFunction):
+        return f"the function {v.name}()"
+    if is_const(v):
+        return f"the constant {v!r}"
+    return describe(v)
