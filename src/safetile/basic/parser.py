@@ -286,7 +286,8 @@ class _LineParser:
             then = [A.Goto(self.pos(g), self.number, target, pos)]
         else:
             self.expect_kw("THEN")
-            if self.at_end() or self.peek().kind == "rem":
+            nxt = self.peek()
+            if nxt is None or (nxt.kind == "rem" and nxt.text.startswith("'")):  # THEN ends the line
                 if in_if:
                     raise self.error("a block IF (THEN at the end of the line) cannot be nested in a "
                                      "single-line IF")
