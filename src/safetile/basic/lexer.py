@@ -7,8 +7,9 @@ number. Every token records its 0-based source line index and column range.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import SourceLoc
 from .errors import BasicError
@@ -34,12 +35,8 @@ TYPE_NAMES = {
     "DOUBLE": "float64", "FLOAT64": "float64",
 }
 
-_OPS2 = {"<>", "<=", ">=", "=<", "=>", "><"}
-_OPS1 = set("+-*/^\\=<>(),;:")
 
-
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # 'num' | 'str' | 'name' | 'kw' | 'op' | 'rem'
     text: str  # the source text
     value: Any  # number, string contents, keyword (upper case), name, operator
@@ -77,107 +74,79 @@ class Source:
         return BasicError(message, self.loc(line, col, end), basic_line)
 
 
-def _number(text: str, i: int) -> int:
-    """End index of the number starting at ``i``."""
-    n = len(text)
-    j = i
-    while j < n and text[j].isdigit():
-        j += 1
-    if j < n and text[j] == ".":
-        j += 1
-        while j < n and text[j].isdigit():
-            j += 1
-    if j < n and text[j] in "eE":
-        k = j + 1
-        if k < n and text[k] in "+-":
-            k += 1
-        if k < n and text[k].isdigit():
-            while k < n and text[k].isdigit():
-                k += 1
-            j = k
-    return j
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\r\f\v]+)
+  | (?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
+  | (?P<str>"[^"]*"?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P<suffix>[%!$\#]?)
+  | (?P<cmt>')
+  | (?P<op>[<>=][<>=]|[-+*/^\\=<>(),;:?])
+""", re.X)
+_TWO = {"<>": "<>", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">=", "><": "<>"}
 
 
 def tokenize_line(src: Source, index: int, errors: list[BasicError]) -> SourceLine:
     text = src.lines[index]
     n = len(text)
-    i = 0
-    while i < n and text[i] in " \t":
-        i += 1
-    number, number_tok = None, None
-    if i < n and text[i].isdigit():
-        j = i
-        while j < n and text[j].isdigit():
-            j += 1
-        number = int(text[i:j])
-        number_tok = Token("num", text[i:j], number, index, i, j)
-        i = j
+    m = re.match(r"[ \t]*(\d+)", text)
+    number, number_tok, i = None, None, 0
+    if m:
+        number = int(m.group(1))
+        number_tok = Token("num", m.group(1), number, index, m.start(1), m.end(1))
+        i = m.end()
     tokens: list[Token] = []
+    match = _TOKEN.match
     while i < n:
-        c = text[i]
-        if c in " \t\r\f\v":
+        m = match(text, i)
+        if m is None:
+            errors.append(src.error(f"unexpected character {text[i]!r}", index, i, i + 1, number))
             i += 1
             continue
-        if c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
-            j = _number(text, i)
-            lit = text[i:j]
-            is_int = lit.isdigit()
+        kind = m.lastgroup
+        j = m.end()
+        if kind == "ws":
+            pass
+        elif kind == "num":
+            lit = m.group(kind)
             try:
-                value: Any = int(lit) if is_int else float(lit)
-            except ValueError:
+                value: Any = int(lit) if lit.isdigit() else float(lit)
+            except ValueError:  # pragma: no cover - the pattern only admits valid numbers
                 errors.append(src.error(f"malformed number {lit!r}", index, i, j, number))
                 value = 0
             tokens.append(Token("num", lit, value, index, i, j))
-            i = j
-            continue
-        if c == '"':
-            j = text.find('"', i + 1)
-            if j < 0:
+        elif kind == "str":
+            lit = m.group(kind)
+            if len(lit) < 2 or not lit.endswith('"'):
                 errors.append(src.error("unterminated string: a closing \" is missing", index, i, n, number))
-                tokens.append(Token("str", text[i:], text[i + 1:], index, i, n))
+                tokens.append(Token("str", lit, lit[1:], index, i, n))
                 break
-            tokens.append(Token("str", text[i:j + 1], text[i + 1:j], index, i, j + 1))
-            i = j + 1
-            continue
-        if c.isalpha() or c == "_":
-            j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            word = text[i:j]
+            tokens.append(Token("str", lit, lit[1:-1], index, i, j))
+        elif kind == "suffix" or kind == "word":
+            word, suffix = m.group("word"), m.group("suffix")
             upper = word.upper()
-            suffix = text[j] if j < n and text[j] in "%!$#" else ""
             if upper in KEYWORDS and not suffix:
                 if upper == "REM":
-                    tokens.append(Token("rem", text[i:], text[j:], index, i, n))
+                    wend = i + len(word)
+                    tokens.append(Token("rem", text[i:], text[wend:], index, i, n))
                     break
                 tokens.append(Token("kw", word, upper, index, i, j))
-                i = j
-                continue
-            if upper in KEYWORDS:
-                errors.append(src.error(f"{upper} is a keyword and cannot be used as a variable name",
-                                        index, i, j + 1, number))
-            tokens.append(Token("name", word + suffix, word + suffix, index, i, j + len(suffix)))
-            i = j + len(suffix)
-            continue
-        if c == "'":
+            else:
+                if upper in KEYWORDS:
+                    errors.append(src.error(f"{upper} is a keyword and cannot be used as a variable name",
+                                            index, i, j, number))
+                tokens.append(Token("name", word + suffix, word + suffix, index, i, j))
+        elif kind == "cmt":
             tokens.append(Token("rem", text[i:], text[i + 1:], index, i, n))
             break
-        if c == "?":
-            tokens.append(Token("kw", "?", "PRINT", index, i, i + 1))
-            i += 1
-            continue
-        two = text[i:i + 2]
-        if two in _OPS2:
-            op = {"=<": "<=", "=>": ">=", "><": "<>"}.get(two, two)
-            tokens.append(Token("op", two, op, index, i, i + 2))
-            i += 2
-            continue
-        if c in _OPS1:
-            tokens.append(Token("op", c, c, index, i, i + 1))
-            i += 1
-            continue
-        errors.append(src.error(f"unexpected character {c!r}", index, i, i + 1, number))
-        i += 1
+        else:
+            op = m.group(kind)
+            if len(op) == 2 and op not in _TWO:  # e.g. "==": two one-character operators
+                op, j = op[0], i + 1
+            if op == "?":
+                tokens.append(Token("kw", "?", "PRINT", index, i, j))
+            else:
+                tokens.append(Token("op", op, _TWO.get(op, op), index, i, j))
+        i = j
     return SourceLine(index, number, number_tok, tokens, text)
 
 

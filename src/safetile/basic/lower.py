@@ -139,6 +139,7 @@ class Lowerer:
         self.states: list[CfgBlock] = []
         self.flat_fors: list[ForNode] = []
         self.int_shadow: dict[int, Tile] = {}
+        self.locs: dict[tuple, SourceLoc] = {}
         self.index_vars: set[str] = set()
         from .analyzer import stmt_exprs, walk_exprs
         for ln in an.program.lines:
@@ -155,7 +156,10 @@ class Lowerer:
     def loc(self, pos: A.Pos | None) -> SourceLoc | None:
         if pos is None:
             return None
-        return self.src.loc(pos[0], pos[1], pos[2])
+        loc = self.locs.get(pos)
+        if loc is None:
+            loc = self.locs[pos] = self.src.loc(pos[0], pos[1], pos[2])
+        return loc
 
     def error(self, message: str, pos: A.Pos | None = None) -> BasicError:
         pos = pos or self.pos

@@ -13,7 +13,11 @@ from . import ast as A
 from .errors import BasicError
 from .lexer import FUNCTIONS, TYPE_NAMES, Source, SourceLine, Token, tokenize
 
-_CMP = ("=", "<>", "<", ">", "<=", ">=")
+# binary operator precedences (higher binds tighter); NOT is a prefix at 4, unary minus
+# at 10 and ^ (right-associative) at 11
+_BINARY = {"XOR": 1, "OR": 2, "AND": 3, "=": 5, "<>": 5, "<": 5, ">": 5, "<=": 5, ">=": 5,
+           "+": 6, "-": 6, "MOD": 7, "\\": 8, "*": 9, "/": 9}
+_NOT_PREC, _UNARY_PREC, _POW_PREC = 4, 10, 11
 
 
 class _LineParser:
@@ -28,7 +32,8 @@ class _LineParser:
 
     def peek(self, k: int = 0) -> Token | None:
         j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
+        toks = self.toks
+        return toks[j] if j < len(toks) else None
 
     def at_end(self) -> bool:
         return self.i >= len(self.toks)
@@ -444,83 +449,54 @@ class _LineParser:
 
     def expr(self, allow_str: bool = False) -> A.Expr:
         first = self.peek()
-        e = self.xor_expr()
+        e = self.climb(1)
         if isinstance(e, A.Str) and not allow_str:
             raise self.error("strings can only be printed (there are no string variables)", first)
         return e
 
-    def _left_assoc(self, sub, ops: tuple, kw: bool):
+    def climb(self, min_prec: int) -> A.Expr:
+        """Precedence climbing over ``_BINARY``; prefix NOT and unary minus, right-assoc ``^``."""
+        toks = self.toks
         first = self.peek()
-        left = sub()
-        while True:
-            t = self.peek()
-            if t is None:
-                return left
-            if kw and t.kind == "kw" and t.value in ops:
-                pass
-            elif not kw and t.kind == "op" and t.value in ops:
-                pass
-            else:
-                return left
-            self.advance()
-            right = sub()
-            left = A.Binary(self.last_pos(first), t.value, left, right)
+        if first is None:
+            raise self.error("expected an expression, found the end of the line")
+        if first.kind == "kw" and first.value == "NOT":
+            self.i += 1
+            operand = self.climb(_NOT_PREC)
+            left: A.Expr = A.Unary(self.last_pos(first), "NOT", operand)
+        elif first.kind == "op" and first.value in ("-", "+"):
+            self.i += 1
+            operand = self.climb(_UNARY_PREC)
+            left = operand if first.value == "+" else A.Unary(self.last_pos(first), "-", operand)
+        else:
+            left = self.atom()
+        while self.i < len(toks):
+            t = toks[self.i]
+            if t.kind != "op" and t.kind != "kw":
+                break
+            op = t.value
+            if op == "^":
+                if _POW_PREC < min_prec:
+                    break
+                self.i += 1
+                right = self.exponent()
+                left = A.Binary(self.last_pos(first), "^", left, right)
+                continue
+            prec = _BINARY.get(op)
+            if prec is None or prec < min_prec:
+                break
+            self.i += 1
+            right = self.climb(prec + 1)
+            left = A.Binary(self.last_pos(first), op, left, right)
+        return left
 
-    def xor_expr(self):
-        return self._left_assoc(self.or_expr, ("XOR",), True)
-
-    def or_expr(self):
-        return self._left_assoc(self.and_expr, ("OR",), True)
-
-    def and_expr(self):
-        return self._left_assoc(self.not_expr, ("AND",), True)
-
-    def not_expr(self):
-        if self.is_kw("NOT"):
-            t = self.advance()
-            operand = self.not_expr()
-            return A.Unary(self.last_pos(t), "NOT", operand)
-        return self.cmp_expr()
-
-    def cmp_expr(self):
-        return self._left_assoc(self.add_expr, _CMP, False)
-
-    def add_expr(self):
-        return self._left_assoc(self.mod_expr, ("+", "-"), False)
-
-    def mod_expr(self):
-        return self._left_assoc(self.idiv_expr, ("MOD",), True)
-
-    def idiv_expr(self):
-        return self._left_assoc(self.mul_expr, ("\\",), False)
-
-    def mul_expr(self):
-        return self._left_assoc(self.unary_expr, ("*", "/"), False)
-
-    def unary_expr(self):
-        if self.is_op("-") or self.is_op("+"):
-            t = self.advance()
-            operand = self.unary_expr()
-            if t.value == "+":
-                return operand
-            return A.Unary(self.last_pos(t), "-", operand)
-        return self.power_expr()
-
-    def power_expr(self):
-        first = self.peek()
-        base = self.atom()
-        if self.is_op("^"):
-            self.advance()
-            exponent = self.exponent()
-            return A.Binary(self.last_pos(first), "^", base, exponent)
-        return base
-
-    def exponent(self):
-        if self.is_op("-") or self.is_op("+"):
-            t = self.advance()
+    def exponent(self) -> A.Expr:
+        t = self.peek()
+        if t is not None and t.kind == "op" and t.value in ("-", "+"):
+            self.i += 1
             operand = self.exponent()
             return operand if t.value == "+" else A.Unary(self.last_pos(t), "-", operand)
-        return self.power_expr()
+        return self.climb(_POW_PREC)
 
     def atom(self) -> A.Expr:
         t = self.peek()
