@@ -747,6 +747,23 @@ def test_print_reaches_stdout(capfd):
 
 
 @ct.kernel
+def no_arrays(n):
+    ct.print("hello")
+    for i in range(n):
+        ct.print("i", i.astype(ct.float32) * 0.5)
+
+
+def test_kernel_without_arrays_on_interpreter(capfd):
+    """No array argument (so no tensor to pick the device from), a print without values, and a
+    loop induction variable (a Python int in the interpreter) cast to float."""
+    with triton_interpreter():
+        ct.launch(None, (1,), no_arrays, (3,))
+    out = capfd.readouterr().out
+    assert "hello" in out
+    assert [float(v) for v in re.findall(r"\[([-0-9.]+)\]", out)] == [0.0, 0.5, 1.0]
+
+
+@ct.kernel
 def asserting(x, limit):
     t = ct.load(x, (ct.bid(0),), (4,))
     ct.assert_(ct.max(t) < limit, "value over the limit")

@@ -444,9 +444,12 @@ class Gen:
         body = op.regions[0]
         iv = self.m.fresh("i")
         self.m.iv_start[body.args[0].id] = lo
-        self.line(f"for {iv} in range({self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}):")
+        interp = self.m.facts.target == 0  # Triton's interpreter: the induction variable is a Python int
+        self.line(f"for {iv}{'_py' if interp else ''} in range({self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}):")
         self.depth += 1
         start = len(self.lines)
+        if interp:  # give it the IR's integer type, as compiled Triton does, so `.to(...)` works on it
+            self.line(f"{iv} = tl.full((), {iv}_py, {tl_dtype(body.args[0].type.dtype)})")
         ys = self.block(body, [iv] + carried)
         for c, y in zip(carried, ys):
             if c != y:

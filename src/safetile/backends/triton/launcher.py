@@ -293,7 +293,9 @@ class Specialization:
                 flat.append(a)
         gx, gy, gz = grid3
         big = gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT
-        if device is None:
+        if device is None:  # no array arguments: the interpreter when asked for, else the current device
+            if interpreting():
+                return self.call_interpreted(grid3, args)
             device = _get_device()
         key.append(device)  # compiled variants and streams are per device
         key.append(big)
