@@ -234,6 +234,8 @@ def test_printing_a_tile(capsys):
     ("10 PRINT \"A\";\n20 PRINT \"B\"", "AB\n"),
     ("10 X = 5: IF X > 2 THEN PRINT \"a\";: PRINT \"b\" ELSE PRINT \"c\"\n20 PRINT \"d\"", "ab\nd\n"),
     ("10 X = 1: IF X > 2 THEN PRINT \"a\";: PRINT \"b\" ELSE PRINT \"c\"\n20 PRINT \"d\"", "c\nd\n"),
+    ("10 IF 1 THEN REM a comment body\n20 IF 1 THEN ' opens a block\n30 PRINT \"in\"\n40 ENDIF", "in\n"),
+    ("10 PRINT NOT 1 = 2; 5 + NOT 0; 2 * -3 ^ 2", "-1  4 -18 \n"),
 ])
 def test_classic_semantics(src, expected, capsys):
     if expected is None:
