@@ -145,6 +145,93 @@ def attention(Q, K, V, O, scale, BM: ct.Constant[int], BN: ct.Constant[int], D: 
     ct.store(O, (bh, qb, 0), ct.reshape(out.astype(O.dtype), (1, BM, D)))
 
 
+# ---- safe style (@ct.entry, partitions) and its unchecked twins: same tiles, same block order
+
+@ct.entry
+def safe_add(z: ct.Mut["E", "B"], x: ct.Ref["E", -1], y: ct.Ref["E", -1]):
+    z.store(ct.load_tile_like(x, z) + ct.load_tile_like(y, z))
+
+
+@ct.entry(num_warps=8, num_stages=3)
+def safe_gemm(c: ct.Mut[ct.f16, ("BM", "BN")], a: ct.Ref[ct.f16, (-1, -1)], b: ct.Ref[ct.f16, (-1, -1)]):
+    pa = a.partition((BM, BK))  # noqa: F821 - BM, BN from c's partition, BK explicit
+    pb = b.partition((BK, BN))  # noqa: F821
+    acc = ct.zeros((BM, BN), ct.float32)  # noqa: F821
+    for k in range(pa.num_tiles(1)):
+        acc = ct.mma(pa.load((ct.bid(0), k)), pb.load((k, ct.bid(1))), acc)
+    c.store(acc.astype(ct.float16))
+
+
+@ct.kernel
+def gemm_2d(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int]):
+    """The unchecked twin of safe_gemm: 2-D grid, block (i, j) computes C tile (i, j)."""
+    acc = ct.zeros((BM, BN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], BK)):
+        acc = ct.mma(ct.load(A, (ct.bid(0), k), (BM, BK), padding_mode=ZERO),
+                     ct.load(B, (k, ct.bid(1)), (BK, BN), padding_mode=ZERO), acc)
+    ct.store(C, (ct.bid(0), ct.bid(1)), acc.astype(C.dtype))
+
+
+@ct.kernel
+def matmul_persistent(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int],
+                      GROUP: ct.Constant[int], NPROG: ct.Constant[int]):
+    """Persistent GEMM: NPROG blocks walk the output tiles (GROUP-row bands for L2 reuse)."""
+    num_m = ct.cdiv(A.shape[0], BM)
+    num_n = ct.cdiv(B.shape[1], BN)
+    width = GROUP * num_n
+    for t in range(ct.bid(0), num_m * num_n, NPROG):
+        first_m = (t // width) * GROUP
+        rows = ct.minimum(num_m - first_m, GROUP)
+        bm = first_m + (t % width) % rows
+        bn = (t % width) // rows
+        acc = ct.zeros((BM, BN), ct.float32)
+        for k in range(ct.cdiv(A.shape[1], BK)):
+            acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
+                         ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
+        ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK):
+    k = ct.load(K, (kbase + j, 0), (BN, D), allow_tma=True)
+    s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32))
+    if MASK:
+        kpos = j * BN + ct.arange(BN, dtype=ct.int32)
+        s = ct.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
+    m_new = ct.maximum(m_i, ct.max(s, axis=1) * scale)
+    p = ct.exp2(s * scale - m_new[:, None])
+    alpha = ct.exp2(m_i - m_new)
+    l_i = l_i * alpha + ct.sum(p, axis=1)
+    v = ct.load(V, (kbase + j, 0), (BN, D), allow_tma=True)
+    acc = ct.mma(p.astype(v.dtype), v, acc * alpha[:, None])
+    return m_new, l_i, acc
+
+
+@ct.kernel
+def attention_2d(Q, K, V, O, S, scale, BM: ct.Constant[int], BN: ct.Constant[int], D: ct.Constant[int],
+                 CAUSAL: ct.Constant[bool]):
+    """Flash-attention forward over (batch*heads*seq, D) arrays (seq S a multiple of BM and BN):
+    2-D tiles only, so every load and the store can go through tensor descriptors (TMA)."""
+    qb, bh = ct.bid(0), ct.bid(1)
+    q = ct.load(Q, (bh * (S // BM) + qb, 0), (BM, D), allow_tma=True)
+    qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
+    kbase = bh * (S // BN)
+    m_i = ct.full((BM,), float("-inf"), ct.float32)
+    l_i = ct.zeros((BM,), ct.float32)
+    acc = ct.zeros((BM, D), ct.float32)
+    if CAUSAL:
+        full = (qb * BM) // BN
+        stop = ct.cdiv((qb + 1) * BM, BN)
+    else:
+        full = S // BN
+        stop = full
+    for j in range(full):
+        m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, False)
+    for j in range(full, stop):
+        m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, True)
+    out = acc * (1.0 / l_i)[:, None]
+    ct.store(O, (bh * (S // BM) + qb, 0), out.astype(O.dtype), allow_tma=True)
+
+
 @ct.kernel
 def tiny(x, TILE: ct.Constant[int]):
     ct.store(x, (0,), ct.load(x, (0,), (TILE,)) + 1.0)
@@ -338,6 +425,19 @@ def bench_gemm(args, res):
             best = max(entries, key=lambda e: e["TFLOPs"] if e["ok"] else -1)
             if True in args.gemm_tma:
                 entries.append(run_cfg({k2: best[k2] for k2 in ("BM", "BN", "BK", "warps", "stages")}, True))
+            if args.gemm_persistent:
+                bt = max(entries, key=lambda e: e["TFLOPs"] if e["ok"] else -1)
+                cfg = {k2: bt[k2] for k2 in ("BM", "BN", "BK", "warps", "stages")}
+                nprog = min(torch.cuda.get_device_properties(0).multi_processor_count,
+                            ct.cdiv(m, cfg["BM"]) * ct.cdiv(n, cfg["BN"]))
+                kern = matmul_persistent.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+                kargs = (a, b, c, cfg["BM"], cfg["BN"], cfg["BK"], 8, nprog)
+                c.fill_(float("nan"))
+                launch((nprog,), kern, kargs)
+                ok = check(f"gemm persistent {dtype} {m}x{n}x{k} {cfg}", c, ref, 2e-2, atol, res)
+                t = time_ms([lambda: launch((nprog,), kern, kargs)], args.reps)
+                entries.append({**cfg, "tma": True, "persistent": nprog, "ms": t, "TFLOPs": flop / t / 1e9, "ok": ok})
+                row["configs"].append(entries[-1])
             best = max(entries, key=lambda e: e["TFLOPs"] if e["ok"] else -1)
             row.update(best=best, safetile_TFLOPs=best["TFLOPs"], safetile_ms=best["ms"],
                        ratio=t_torch / best["ms"], ok=all(e["ok"] for e in entries))
@@ -345,6 +445,10 @@ def bench_gemm(args, res):
                 kern = matmul.replace_hints(num_warps=best["warps"], num_stages=best["stages"])
                 grid = (ct.cdiv(m, best["BM"]) * ct.cdiv(n, best["BN"]),)
                 kargs = (a, b, c, best["BM"], best["BN"], best["BK"], 8, best["tma"])
+                if best.get("persistent"):
+                    kern = matmul_persistent.replace_hints(num_warps=best["warps"], num_stages=best["stages"])
+                    grid = (best["persistent"],)
+                    kargs = (a, b, c, best["BM"], best["BN"], best["BK"], 8, best["persistent"])
                 g_st = time_graph_ms([lambda: launch(grid, kern, kargs)], args.reps)
                 g_torch = time_graph_ms([lambda: torch.matmul(a, b, out=c)], args.reps)
                 row.update(graph_safetile_TFLOPs=flop / g_st / 1e9, graph_torch_TFLOPs=flop / g_torch / 1e9,
@@ -355,7 +459,8 @@ def bench_gemm(args, res):
                 row["safetile_ptr_TFLOPs"] = max(e["TFLOPs"] for e in entries if not e["tma"])
             rows.append(row)
             print(f"  gemm {dtype:8s} {m}x{n}x{k}: " +
-                  " ".join(f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' tma' if e['tma'] else ''}: "
+                  " ".join(f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' tma' if e['tma'] else ''}"
+                           f"{' persistent' if e.get('persistent') else ''}: "
                            f"{e['TFLOPs']:.0f}]" for e in entries) +
                   f"  torch {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}" +
                   (f"  in CUDA graphs: {row['graph_safetile_TFLOPs']:.1f} vs {row['graph_torch_TFLOPs']:.1f}"
@@ -425,11 +530,16 @@ def bench_attention(args, res):
 
     def run(cfg, d, seq, causal, tensors):
         b, bh, q, k, v, o = tensors
-        kern = attention.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
         scale = (1.0 / math.sqrt(d)) * 1.4426950408889634
         grid = (ct.cdiv(seq, cfg["BM"]), bh)
-        kargs = (q.view(bh, seq, d), k.view(bh, seq, d), v.view(bh, seq, d), o.view(bh, seq, d), scale,
-                 cfg["BM"], cfg["BN"], d, causal)
+        if cfg.get("k2d") and seq % cfg["BM"] == 0 and seq % cfg["BN"] == 0:
+            kern = attention_2d.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+            kargs = (q.view(-1, d), k.view(-1, d), v.view(-1, d), o.view(-1, d), seq, scale,
+                     cfg["BM"], cfg["BN"], d, causal)
+        else:
+            kern = attention.replace_hints(num_warps=cfg["warps"], num_stages=cfg["stages"])
+            kargs = (q.view(bh, seq, d), k.view(bh, seq, d), v.view(bh, seq, d), o.view(bh, seq, d), scale,
+                     cfg["BM"], cfg["BN"], d, causal)
         o.fill_(float("nan"))
         launch(grid, kern, kargs)
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -438,6 +548,7 @@ def bench_attention(args, res):
 
     for d in args.attn_dims:
         configs = parse_configs(args.attn_configs_64 if d <= 64 else args.attn_configs_128, names)
+        configs = [{**c, "k2d": k2d} for k2d in args.attn_kernels for c in configs]
         probe = args.attn_probe_seq
         tensors = setup(d, probe, False)
         sweep = []
@@ -450,7 +561,7 @@ def bench_attention(args, res):
             sweep.append({**cfg, "ms": t, "ok": ok})
             print(f"  attention d={d} probe seq={probe} {cfg}: {t:.3f} ms", flush=True)
         good = [e for e in sweep if e["ok"]] or sweep
-        chosen[d] = {k2: min(good, key=lambda e: e["ms"])[k2] for k2 in names}
+        chosen[d] = {k2: min(good, key=lambda e: e["ms"])[k2] for k2 in names + ("k2d",)}
         res.setdefault("attention_sweep", {})[str(d)] = sweep
         del tensors
         for seq in args.attn_seqs:
@@ -541,6 +652,151 @@ def bench_launch(args, res):
           f"{backend_us:.2f} us; torch add_ {torch_us:.2f} us", flush=True)
 
 
+def bench_safe(args, res):
+    """Safe style (@ct.entry + partitions, checked launch) against the unchecked style (@ct.kernel +
+    ct.launch) with the same tile configuration and block order. Timed as chains of launches with one
+    synchronisation at the end (wall clock; the safe chain is a DeviceOp `then` chain), the two styles
+    alternating rep by rep; plus host time per launch of a tiny add and a profile of the safe path."""
+    import cProfile
+    import io
+    import pstats
+    out = {"rows": []}
+
+    def chain_time(run_n, n, reps):
+        run_n(2)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            run_n(n)
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t0) / n * 1e3)
+        return times
+
+    def compare(name, flop_or_bytes, unit, safe_n, unchecked_n, one_ms_guess):
+        n = max(5, int(math.ceil(args.safe_batch_ms / one_ms_guess)))
+        safe_n(2), unchecked_n(2)
+        ts, tu = [], []
+        for _ in range(args.reps):  # alternate, so clocks and temperature treat both alike
+            ts += chain_time(safe_n, n, 1)
+            tu += chain_time(unchecked_n, n, 1)
+        s_ms, u_ms = statistics.median(ts), statistics.median(tu)
+        rate = (lambda ms: flop_or_bytes / ms / 1e9) if unit == "TFLOP/s" else (lambda ms: flop_or_bytes / ms / 1e6)
+        row = {"case": name, "launches_per_rep": n, "safe_ms": s_ms, "unchecked_ms": u_ms,
+               "safe_rate": rate(s_ms), "unchecked_rate": rate(u_ms), "unit": unit,
+               "ratio_unchecked_over_safe": u_ms / s_ms, "safe_ms_all": ts, "unchecked_ms_all": tu}
+        out["rows"].append(row)
+        print(f"  safe vs unchecked {name}: safe {rate(s_ms):8.1f} {unit}  unchecked {rate(u_ms):8.1f} {unit}  "
+              f"ratio {u_ms / s_ms:.4f}", flush=True)
+
+    # ---- vector add at 2^28, float32 and float16, tile args.tile for both
+    n = args.safe_add_n
+    for dtype in ("float32", "float16"):
+        td = getattr(torch, dtype)
+        x = torch.randn(n, device="cuda", dtype=td)
+        y = torch.randn(n, device="cuda", dtype=td)
+        zt = torch.full((n,), float("nan"), device="cuda", dtype=td)
+        cu = torch.full((n,), float("nan"), device="cuda", dtype=td)
+        state = {"z": ct.from_dlpack(zt).partition(args.tile)}
+        z, _, _ = safe_add(state["z"], x, y).sync()
+        state["z"] = z
+        check(f"safe add {dtype} n={n}", zt, x + y, 1e-3, 1e-3, res)
+        grid = (ct.cdiv(n, args.tile),)
+        launch(grid, vec_add, (x, y, cu, args.tile))
+        check(f"unchecked add {dtype} n={n}", cu, x + y, 1e-3, 1e-3, res)
+
+        def safe_n(k, state=state, x=x, y=y):
+            op = safe_add(state["z"], x, y)
+            for _ in range(k - 1):
+                op = op.then(lambda v: safe_add(*v))
+            state["z"] = op.sync()[0]
+
+        def unchecked_n(k, x=x, y=y, cu=cu, grid=grid):
+            for _ in range(k):
+                ct.launch(None, grid, vec_add, (x, y, cu, args.tile))
+        nbytes = 3 * n * x.element_size()
+        compare(f"add {dtype} n=2^{int(math.log2(n))} tile {args.tile}", nbytes, "GB/s", safe_n, unchecked_n,
+                nbytes / 4.0e9)
+        del state, x, y, zt, cu
+
+    # ---- GEMM fp16, same tiles and 2-D block order for both
+    BM, BN, BK = args.safe_gemm_tile
+    for sz in args.safe_gemm_sizes:
+        a = torch.randn(sz, sz, device="cuda", dtype=torch.float16)
+        b = torch.randn(sz, sz, device="cuda", dtype=torch.float16)
+        ref = torch.matmul(a, b)
+        ct_ = torch.full((sz, sz), float("nan"), device="cuda", dtype=torch.float16)
+        cu = torch.full((sz, sz), float("nan"), device="cuda", dtype=torch.float16)
+        sk = safe_gemm.generics(BK=BK)
+        state = {"c": ct.from_dlpack(ct_).partition((BM, BN))}
+        state["c"] = sk(state["c"], a, b).sync()[0]
+        atol = 5e-1 if sz > 2048 else 1e-1
+        check(f"safe gemm f16 {sz}^3", ct_, ref, 2e-2, atol, res)
+        ku = gemm_2d.replace_hints(num_warps=8, num_stages=3)
+        grid = (ct.cdiv(sz, BM), ct.cdiv(sz, BN))
+        launch(grid, ku, (a, b, cu, BM, BN, BK))
+        check(f"unchecked gemm_2d f16 {sz}^3", cu, ref, 2e-2, atol, res)
+
+        def safe_n(k, state=state, a=a, b=b, sk=sk):
+            op = sk(state["c"], a, b)
+            for _ in range(k - 1):
+                op = op.then(lambda v: sk(*v))
+            state["c"] = op.sync()[0]
+
+        def unchecked_n(k, a=a, b=b, cu=cu, grid=grid, ku=ku):
+            for _ in range(k):
+                ct.launch(None, grid, ku, (a, b, cu, BM, BN, BK))
+        flop = 2.0 * sz ** 3
+        compare(f"gemm f16 {sz}^3 {BM}x{BN}x{BK} w8 s3", flop, "TFLOP/s", safe_n, unchecked_n, flop / 600e12 * 1e3)
+        del state, a, b, ct_, cu, ref
+
+    # ---- host cost per launch: tiny add, 1000 launches, one sync (host-bound: the GPU waits on the host)
+    x = torch.randn(1024, device="cuda")
+    x2 = torch.randn(1024, device="cuda")
+    zt = torch.empty_like(x)
+    st = {"z": ct.from_dlpack(zt).partition(1024)}
+
+    def safe_tiny(k, st=st):
+        op = safe_add(st["z"], x, x2)
+        for _ in range(k - 1):
+            op = op.then(lambda v: safe_add(*v))
+        st["z"] = op.sync()[0]
+
+    def safe_tiny_sync_each(k, st=st):
+        for _ in range(k):
+            st["z"] = safe_add(st["z"], x, x2).sync()[0]
+
+    def unchecked_tiny(k):
+        for _ in range(k):
+            ct.launch(None, (1,), vec_add, (x, x2, zt, 1024))
+
+    def unchecked_tiny_sync_each(k):
+        for _ in range(k):
+            ct.launch(None, (1,), vec_add, (x, x2, zt, 1024))
+            torch.cuda.synchronize()
+    host = {}
+    for name, fn in (("safe_chain", safe_tiny), ("unchecked_chain", unchecked_tiny),
+                     ("safe_sync_each", safe_tiny_sync_each), ("unchecked_sync_each", unchecked_tiny_sync_each)):
+        host[name + "_us"] = statistics.median(chain_time(fn, 1000, 5)) * 1e3
+    from safetile.safe.launch import prepare
+    args_t = (st["z"], x, x2)
+    t0 = time.perf_counter()
+    for _ in range(2000):
+        prepare(safe_add, args_t, check_ownership=False)
+    host["safe_prepare_us"] = (time.perf_counter() - t0) / 2000 * 1e6
+    out["host"] = host
+    print("  host us per launch: " + ", ".join(f"{k} {v:.1f}" for k, v in host.items()), flush=True)
+    prof = cProfile.Profile()
+    prof.enable()
+    safe_tiny(1000)
+    prof.disable()
+    s_ = io.StringIO()
+    pstats.Stats(prof, stream=s_).sort_stats("tottime").print_stats(25)
+    out["profile_safe_chain_1000"] = s_.getvalue()[-6000:]
+    res["safe"] = out
+
+
 _COMPILE_SNIPPETS = {
     "vec_add": "a=torch.randn(1<<20,device='cuda'); c=torch.empty_like(a)\n"
                "args=((1<<20)//1024,), B.vec_add, (a, a, c, 1024)",
@@ -586,7 +842,7 @@ def bench_compile(args, res):
 
 
 SECTIONS = {"copy": bench_copy, "add": bench_add, "gemm": bench_gemm, "rows": bench_rows,
-            "attention": bench_attention, "launch": bench_launch, "compile": bench_compile}
+            "attention": bench_attention, "launch": bench_launch, "compile": bench_compile, "safe": bench_safe}
 
 
 # ===================================================================================== report
@@ -615,7 +871,8 @@ def table(res) -> str:
             parts = [f"{k} {r[f'safetile_{k}_TFLOPs']:6.1f}" for k in ("ptr", "tma") if f"safetile_{k}_TFLOPs" in r]
             line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", f"safetile {r['safetile_TFLOPs']:6.1f}", *parts,
                  f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
-                 f"[{bst['BM']}x{bst['BN']}x{bst['BK']} w{bst['warps']} s{bst['stages']}{' tma' if bst['tma'] else ''}]",
+                 f"[{bst['BM']}x{bst['BN']}x{bst['BK']} w{bst['warps']} s{bst['stages']}{' tma' if bst['tma'] else ''}"
+                 f"{' persistent' if bst.get('persistent') else ''}]",
                  f"| in CUDA graphs: safetile {r['graph_safetile_TFLOPs']:6.1f} torch {r['graph_torch_TFLOPs']:6.1f} "
                  f"ratio {r['graph_ratio']:.2f}" if "graph_ratio" in r else "")
     for name in ("softmax", "rmsnorm", "layernorm"):
@@ -630,7 +887,7 @@ def table(res) -> str:
             cfg = r["config"]
             line(f"d={r['d']:<4d} seq={r['seq']:<6d} causal={r['causal']!s:5s}", f"safetile {r['safetile_TFLOPs']:6.1f}",
                  f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
-                 f"[BM {cfg['BM']} BN {cfg['BN']} w{cfg['warps']} s{cfg['stages']}]")
+                 f"[BM {cfg['BM']} BN {cfg['BN']} w{cfg['warps']} s{cfg['stages']}{' 2d/tma' if cfg.get('k2d') else ''}]")
     if res.get("launch"):
         line("== launch overhead (us per launch)")
         for r in res["launch"]["rows"]:
@@ -639,6 +896,13 @@ def table(res) -> str:
         lr = res["launch"]
         line(f"host us/launch: ct.launch {lr['host_us_per_launch']:.2f} (Triton backend part "
              f"{lr.get('backend_host_us', float('nan')):.2f}), torch add_ {lr.get('torch_host_us', float('nan')):.2f}")
+    if res.get("safe"):
+        line("== safe (@ct.entry, checked launch) vs unchecked (@ct.kernel), same tiles, chained launches")
+        for r in res["safe"]["rows"]:
+            line(f"{r['case']:36s}", f"safe {r['safe_rate']:8.1f}", f"unchecked {r['unchecked_rate']:8.1f} {r['unit']}",
+                 f"unchecked/safe time ratio {r['ratio_unchecked_over_safe']:.4f}")
+        h = res["safe"].get("host", {})
+        line("host us/launch: " + ", ".join(f"{k[:-3]} {v:.1f}" for k, v in h.items()))
     if res.get("compile"):
         line("== first-launch compile time (s)")
         for r in res["compile"]:
@@ -676,7 +940,8 @@ def main():
     p.add_argument("--gemm-tma", default="1,0", help="include 1 to also time the best config with tensor descriptors")
     p.add_argument("--gemm-graph-limit", type=int, default=4096,
                    help="also time GEMMs up to this cube root of MNK inside CUDA graphs (kernel time only)")
-    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x128x64x8x4,128x128x64x4x4,64x128x64x4x4",
+    p.add_argument("--gemm-configs",
+                   default="128x256x64x8x3,128x256x64x8x4,128x128x64x8x4,128x128x64x4x4,64x128x64x4x4,64x64x64x4x4",
                    help="BMxBNxBKxWARPSxSTAGES list")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)
@@ -688,14 +953,22 @@ def main():
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x4x3,128x64x4x3,128x128x8x3")
-    p.add_argument("--attn-configs-128", default="128x64x8x3,128x128x8x3,128x64x4x3,64x64x4x3")
+    p.add_argument("--attn-configs-64", default="128x128x4x3,128x64x4x3,128x128x8x3,128x64x4x4")
+    p.add_argument("--attn-configs-128", default="128x64x8x3,128x128x8x3,128x128x8x2,128x64x8x4,64x64x4x3")
+    p.add_argument("--attn-kernels", default="0,1", help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA)")
+    p.add_argument("--gemm-persistent", type=int, default=1, help="also time a persistent GEMM with the best tiles")
     p.add_argument("--launch-counts", type=ints, default=[1, 10, 100, 1000])
     p.add_argument("--compile-kernels", default=None)
     p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
+    p.add_argument("--safe-add-n", type=ints, default=[1 << 28])
+    p.add_argument("--safe-gemm-sizes", type=ints, default=[8192])
+    p.add_argument("--safe-gemm-tile", default="128x256x64", help="BMxBNxBK of the safe/unchecked GEMM pair")
+    p.add_argument("--safe-batch-ms", type=float, default=60.0, help="length of one timed chain of launches")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     q = args.quick
+    args.safe_add_n = args.safe_add_n[0]
+    args.safe_gemm_tile = tuple(int(v) for v in args.safe_gemm_tile.split("x"))
     args.add_sizes = args.add_sizes or ([1 << 20, 1 << 24, 1 << 28] if q else [1 << s for s in range(20, 29, 2)])
     args.copy_sizes = args.copy_sizes or ([1 << 24, 1 << 28] if q else [1 << 20, 1 << 24, 1 << 28])
     args.gemm_sizes = args.gemm_sizes or ([4096, 8192] if q else [1024, 2048, 4096, 8192, 16384])
@@ -703,6 +976,7 @@ def main():
         ([(8192, 8192, 1000)] if q else [(8192, 8192, 1000), (3000, 5000, 4096)])
     args.attn_seqs = args.attn_seqs or ([1024, 4096] if q else [1024, 2048, 4096, 8192, 16384])
     args.add_dtypes = args.add_dtypes.split(",")
+    args.attn_kernels = [int(x) for x in args.attn_kernels.split(",")]
     args.gemm_dtypes = args.gemm_dtypes.split(",")
     args.gemm_tma = [bool(int(x)) for x in args.gemm_tma.split(",")]
     args.compile_kernels = (args.compile_kernels or ("vec_add,gemm" if q else "vec_add,gemm,attention")).split(",")
