@@ -365,6 +365,30 @@ def uses_lambda_nonlocal(x, y):
 
 
 @ct.kernel
+def uses_async_def(x, y):
+    async def later():  # ERR
+        pass
+
+
+@ct.kernel
+def uses_match(x, y):
+    match ct.bid(0):  # ERR
+        case 0:
+            pass
+
+
+@ct.kernel
+async def async_kernel(x, y):  # ERR
+    pass
+
+
+@ct.kernel
+def runtime_generator(x, y):
+    t = ct.load(x, index=(0,), shape=(4,))
+    s = tuple(v * 2 for v in t)  # ERR
+
+
+@ct.kernel
 def store_to_subscript(x, y):
     t = ct.load(x, index=(0,), shape=(16,))
     t[0] = 1.0  # ERR
@@ -380,7 +404,8 @@ def store_to_attribute(x, y):
     (uses_try, ["'try'"]), (uses_with, ["'with'"]), (uses_raise, ["'raise'"]), (uses_import, ["import"]),
     (uses_global, ["'global'"]), (uses_del, ["'del'"]), (uses_class, ["class"]), (uses_yield, ["yield"]),
     (uses_lambda_nonlocal, ["'nonlocal'"]), (store_to_subscript, ["immutable"]),
-    (store_to_attribute, ["'dtype'"]),
+    (store_to_attribute, ["'dtype'"]), (uses_async_def, ["async"]), (uses_match, ["'match'"]),
+    (async_kernel, ["async"]), (runtime_generator, ["comprehension", "tile<4xfloat32>"]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unsupported_syntax(kernel, words):
     err = compile_error(kernel, vec(), vec())
@@ -430,6 +455,27 @@ def test_error_inside_helper_has_two_frames():
     text = str(err)
     assert text.index("in calls_bad_helper") < text.index("in normalize")
     assert "normalize(t)" in text and "ct.sum(t, axis=2)" in text
+
+
+def innermost(t):
+    return ct.exp(t, fast=True)  # ERR
+
+
+def middle(t):
+    return innermost(t) * 2.0  # MID
+
+
+@ct.kernel
+def three_frames(x, y):
+    ct.store(y, index=(0,), tile=middle(ct.load(x, index=(0,), shape=(16,))))  # CALL
+
+
+def test_one_frame_per_inlined_call_outermost_first():
+    err = compile_error(three_frames, vec(), vec())
+    check(err, TileTypeError, innermost, "fast")
+    assert [loc.function for loc in err.locs] == ["three_frames", "middle", "innermost"]
+    assert [loc.line for loc in err.locs] == [marked_line(three_frames, "# CALL"), marked_line(middle, "# MID"),
+                                             marked_line(innermost)]
 
 
 def countdown(t, n):
