@@ -622,3 +622,10 @@ def test_bad_hints_fail_at_decoration():
     with pytest.raises(ValueError, match="occupancy=64"):
         copy.replace_hints(occupancy=64)
     assert ct.kernel(num_ctas=2, occupancy=4)(body).hints == {"num_ctas": 2, "occupancy": 4}
+
+
+def test_decorating_something_that_is_not_a_def():
+    with pytest.raises(TypeError, match="function defined with def"):
+        ct.kernel(lambda x: None)
+    with pytest.raises(TypeError, match="must decorate a function"):
+        ct.function(3)

@@ -5,6 +5,7 @@ computed the obvious way, block by block.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
@@ -809,3 +810,27 @@ def test_random_programs_match_python(tmp_path, rng):
             expected = ref(int(x[bid]), bid)
             got = tuple(int(o[bid]) for o in outs)
             assert got == (expected or (-7777,) * 3), f"block {bid} of program {k}:\n{src}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Affine:
+    """A compile-time configuration object with a helper method, passed as a Constant."""
+
+    scale: float
+    shift: float
+
+    def apply(self, t):
+        return t * self.scale + self.shift
+
+
+@ct.kernel
+def config_object(x, y, cfg: ct.Constant, T: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=cfg.apply(ct.load(x, index=(bid,), shape=(T,))))
+
+
+def test_constant_object_with_method(rng):
+    x = rand(rng, 3 * TILE)
+    y = np.zeros_like(x)
+    launch(config_object, (3,), x, y, Affine(2.5, -1.0), TILE)
+    np.testing.assert_allclose(y, x * 2.5 - 1.0, rtol=1e-6)

@@ -5,6 +5,10 @@ Every compile-time problem in a kernel is a ``TileError`` carrying the source lo
 frame per inlined call. Launch-time problems use the standard Python exception types
 (``TypeError``, ``ValueError``) or ``LaunchError`` subclasses, and are raised before any
 work runs.
+
+A compile error is re-raised without the compiler's own stack frames (its message already
+says where in the kernel the problem is); set ``SAFETILE_DEBUG=1`` to keep them when
+debugging safetile itself.
 """
 from __future__ import annotations
 

@@ -335,6 +335,9 @@ class Expressions:
             return as_tile(args[0], fn) if is_const(args[0]) else ew.astype(args[0], fn)
         if isinstance(fn, types.FunctionType) and not is_library_function(fn):
             return self.inline(fn, args, kwargs, node)
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) \
+                and not is_library_function(fn.__func__):
+            return self.inline(fn.__func__, [fn.__self__, *args], kwargs, node)  # a user object's method
         if not callable(fn):
             raise self.error(TileTypeError, f"{what(fn)} is not callable", node)
         if all(is_static(a) for a in args) and all(is_static(v) for v in kwargs.values()):
