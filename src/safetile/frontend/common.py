@@ -190,11 +190,15 @@ def is_static(v: Any) -> bool:
     return not isinstance(v, (Tile, Array, LocalFunction, Undefined))
 
 
+BUILTIN_MARK = "__safetile_builtin__"
+
+
 def is_safetile_callable(fn: Any) -> bool:
-    """Functions and bound methods of safetile's op modules are called directly."""
+    """Builders are called directly with symbolic values: the functions and methods of the
+    op modules, and anything marked with ``BUILTIN_MARK`` (the safe style's device API)."""
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     mod = getattr(target, "__module__", None) or ""
-    return mod.startswith("safetile.ops") and callable(fn)
+    return callable(fn) and (mod.startswith("safetile.ops") or getattr(target, BUILTIN_MARK, False))
 
 
 def is_library_function(fn: Any) -> bool:

@@ -1,22 +1,22 @@
 """Marking safe-style callables so the tile front end calls them instead of inlining them.
 
-The front end (frontend/compiler.py) calls functions and bound methods defined in
-``safetile.ops*`` modules directly with symbolic values, and inlines every other Python
-function as tile code. The safe style's device-side API (``z.store``, ``load_tile_like``,
-the host/tile factories...) must be *called* the same way, so its callables carry that
-module prefix. This is a marker only; the functions live in ``safetile.safe``.
+The front end calls the op modules' functions directly with symbolic values and inlines
+every other Python function as tile code. The safe style's device-side API (``z.store``,
+``load_tile_like``, the host/tile factories...) must be *called* the same way, so its
+callables carry the front end's builtin mark.
 """
 from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from ..frontend.common import BUILTIN_MARK
+
 F = TypeVar("F", bound=Callable)
-TILE_API_MODULE = "safetile.ops.safe_api"
 
 
 def tile_api(fn: F) -> F:
     """Have the tile front end call ``fn`` directly (with symbolic tile values)."""
-    fn.__module__ = TILE_API_MODULE
+    setattr(fn, BUILTIN_MARK, True)
     return fn
 
 
