@@ -187,10 +187,14 @@ class Kernel:
         for p in self.params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
                 raise TypeError(f"kernel {self.__name__!r}: parameter {p.name!r} must be positional")
-        self.constant_params = [is_constant_annotation(self._annotation(p)) for p in self.params]
+        # annotations are evaluated once, here (string annotations too): launches only read them
+        self.annotations = [self._annotation(p) for p in self.params]
+        self.constant_params = [is_constant_annotation(a) for a in self.annotations]
         self._cache: dict[tuple, Function] = {}
         self._lock = threading.Lock()
         self.backend_cache: dict[Any, Any] = {}  # per-backend compiled artefacts
+        # launch dispatch cache (runtime/launch.py): argument signature -> prepared launch
+        self.dispatch: dict[tuple, Any] = {}
 
     def _annotation(self, p: inspect.Parameter) -> Any:
         ann = p.annotation

@@ -6,6 +6,7 @@ become typed scalars; ``Constant`` parameters become part of the specialisation 
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -55,10 +56,21 @@ def is_array(x: Any) -> bool:
         or hasattr(x, "__array_interface__")
 
 
+_DTYPES: dict[Any, dt.DType] = {}  # array dtype objects (NumPy, torch) -> DType
+
+
 def array_dtype(x: Any) -> dt.DType:
-    if isinstance(x, np.ndarray):
+    key = (type(x.dtype), x.dtype)
+    try:
+        return _DTYPES[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable dtype object
         return dt.as_dtype(x.dtype)
-    return dt.as_dtype(x.dtype)
+    d = dt.as_dtype(x.dtype)  # TypeError for unsupported dtypes: not memoised
+    if len(_DTYPES) < 256:
+        _DTYPES[key] = d
+    return d
 
 
 def scalar_spec(x: Any) -> dt.DType:
@@ -72,11 +84,11 @@ def scalar_spec(x: Any) -> dt.DType:
 
 
 def arg_specs(kernel: Kernel, args: tuple) -> tuple:
-    """The specialisation key of a launch: one spec per kernel parameter."""
+    """The specialisation key of a launch: one spec per kernel parameter (full checks)."""
     specs = []
-    for p, is_const, a in zip(kernel.params, kernel.constant_params, args):
+    for p, ann, is_const, a in zip(kernel.params, kernel.annotations, kernel.constant_params, args):
         if is_const:
-            _check_constant(kernel, p, a)
+            _check_constant(p, ann, a)
             specs.append(ConstSpec.of(_freeze(a)))
         elif isinstance(a, SCALAR_TYPES):
             specs.append(ScalarSpec(scalar_spec(a)))
@@ -95,10 +107,11 @@ def arg_specs(kernel: Kernel, args: tuple) -> tuple:
     return tuple(specs)
 
 
-def _check_constant(kernel: Kernel, p, value: Any) -> None:
-    """A ``ct.Constant[int]`` (or ``[float]``, ``[bool]``...) parameter must get that type."""
+def _check_constant(p, ann: Any, value: Any) -> None:
+    """A ``ct.Constant[int]`` (or ``[float]``, ``[bool]``...) parameter must get that type.
+
+    The outcome depends only on ``type(value)`` (the dispatch signature relies on this)."""
     from ..frontend.kernel import ConstantAnnotation
-    ann = kernel._annotation(p)
     expected = ann.type if isinstance(ann, ConstantAnnotation) else None
     if not isinstance(expected, type):
         return
@@ -114,6 +127,89 @@ def _check_constant(kernel: Kernel, p, value: Any) -> None:
     if not ok:
         raise TypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
                         f"{type(value).__name__} {value!r}")
+
+
+# ----------------------------------------------------------------------------- dispatch signature
+#
+# ``signature(kernel, args)`` is a cheap summary of a launch's arguments such that two launches
+# with equal signatures get equal ``arg_specs`` (and pass or fail the same argument checks) and
+# the same ``is_cuda`` answers. It reads attributes only: for torch tensors the exact type, dtype,
+# rank and ``is_cuda``; for NumPy arrays dtype, rank and writeability; for scalars the exact
+# type (and, for Python ints, whether the value fits in int32); for Constant parameters the exact
+# type and the value (tuples with the types of their items, so 1, 1.0 and True stay apart).
+# ``None`` means "no signature": the launch takes the fully checked path every time.
+
+_PLAIN_CONSTS = frozenset({int, float, bool, str, type(None)})
+_NP_SCALARS: set = set()  # NumPy scalar types seen (each has one fixed dtype)
+
+
+def _torch_key(a):
+    return (type(a), a.dtype, a.ndim, a.is_cuda)
+
+
+def _numpy_key(a):
+    return (np.ndarray, a.dtype, a.ndim, a.flags.writeable)
+
+
+_KEYERS: dict[type, Any] = {np.ndarray: _numpy_key}  # torch.Tensor (and subclasses) on first use
+
+
+def _const_key(a: Any) -> Any:
+    t = type(a)
+    if t in _PLAIN_CONSTS:
+        return (t, a)
+    if t is tuple or t is list:
+        frozen = _freeze(a)
+        return (t, frozen, _type_signature(frozen))
+    hash(a)  # TypeError: no signature (the checked path reports it)
+    return (t, a)
+
+
+def signature(kernel: Kernel, args: tuple) -> tuple | None:
+    """The dispatch signature of ``args`` for ``kernel`` (see above), or None."""
+    out = []
+    for is_const, a in zip(kernel.constant_params, args):
+        t = type(a)
+        if is_const:
+            try:
+                out.append(_const_key(a))
+            except TypeError:
+                return None
+        elif t is int:
+            out.append((int, -2147483648 <= a < 2147483648))
+        elif t is float or t is bool or t in _NP_SCALARS:
+            out.append(t)
+        else:
+            f = _KEYERS.get(t)
+            if f is None:
+                return _register(kernel, args)
+            out.append(f(a))
+    return tuple(out)
+
+
+def _register(kernel: Kernel, args: tuple) -> tuple | None:
+    """Teach ``signature`` the types of NumPy scalars and torch tensor subclasses, then retry."""
+    learned = False
+    for a in args:
+        t = type(a)
+        if t in _KEYERS or t in _NP_SCALARS:
+            continue
+        if isinstance(a, (np.bool_, np.integer, np.floating)):
+            _NP_SCALARS.add(t)
+            learned = True
+        elif t.__module__.startswith("torch"):  # never imports torch itself
+            torch = sys.modules.get("torch")
+            if torch is not None and isinstance(a, torch.Tensor):
+                _KEYERS[t] = _torch_key
+                learned = True
+    if not learned:
+        return None
+    return signature(kernel, args)
+
+
+def _type_signature(value: Any) -> Any:
+    from ..frontend.kernel import _type_signature as ts
+    return ts(value)
 
 
 def _freeze(v: Any) -> Any:

@@ -1,4 +1,13 @@
-"""``ct.launch``: validate a launch completely, then run it on the backend that owns the data."""
+"""``ct.launch``: validate a launch completely, then run it on the backend that owns the data.
+
+Hot path: every kernel keeps a dispatch cache (``Kernel.dispatch``) from the launch's
+argument signature (``runtime/args.signature``: attribute reads only) to a ``Prepared``
+launch: the compiled Function, its specs, whether the data is on a CUDA device, and the
+backend's per-specialisation launcher. The first launch with a new signature goes through
+every check (``arg_specs``, compilation) and fills the entry; a later launch with the same
+signature has, by construction of the signature, the same specs and passes the same
+argument checks, so it only checks the grid and calls the backend.
+"""
 from __future__ import annotations
 
 import os
@@ -7,13 +16,36 @@ from typing import Any
 import numpy as np
 
 from ..frontend.kernel import Kernel
-from .args import SCALAR_TYPES, arg_specs, as_numpy, is_cuda
+from .args import SCALAR_TYPES, arg_specs, as_numpy, is_cuda, signature
 
 MAX_GRID_DIM = 2**24 - 1
+_DISPATCH_LIMIT = 1024  # distinct signatures kept per kernel (then the cache starts over)
+_environ = os.environ
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:
     """A grid of 1 to 3 positive dimensions, each at most 2**24 - 1, as (x, y, z)."""
+    if type(grid) is tuple:  # fast path: a tuple of Python ints in range
+        n = len(grid)
+        if n == 3:
+            x, y, z = grid
+            if type(x) is int and type(y) is int and type(z) is int and 0 < x <= MAX_GRID_DIM \
+                    and 0 < y <= MAX_GRID_DIM and 0 < z <= MAX_GRID_DIM:
+                return grid  # type: ignore[return-value]
+        elif n == 1:
+            x = grid[0]
+            if type(x) is int and 0 < x <= MAX_GRID_DIM:
+                return (x, 1, 1)
+        elif n == 2:
+            x, y = grid
+            if type(x) is int and type(y) is int and 0 < x <= MAX_GRID_DIM and 0 < y <= MAX_GRID_DIM:
+                return (x, y, 1)
+    elif type(grid) is int and 0 < grid <= MAX_GRID_DIM:
+        return (grid, 1, 1)
+    return _normalize_grid_checked(grid)
+
+
+def _normalize_grid_checked(grid: Any) -> tuple[int, int, int]:
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
         grid = (int(grid),)
     if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
@@ -40,22 +72,67 @@ def check_args(kernel: Any, args: Any) -> tuple:
     return tuple(args)
 
 
+class Prepared:
+    """What a launch with one argument signature needs: everything that depends only on it."""
+
+    __slots__ = ("kernel", "fn", "specs", "on_gpu", "_gpu")
+
+    def __init__(self, kernel: Kernel, fn, specs: tuple, on_gpu: bool):
+        self.kernel = kernel
+        self.fn = fn
+        self.specs = specs
+        self.on_gpu = on_gpu
+        self._gpu = None
+
+    def gpu(self):
+        """The Triton backend's launcher for this specialisation: ``(stream, grid3, args) -> None``."""
+        g = self._gpu
+        if g is None:
+            from ..backends.triton.launcher import specialization
+            g = self._gpu = specialization(self.kernel, self.fn, self.specs)
+        return g
+
+    def __call__(self, stream: Any, grid3: tuple, args: tuple) -> None:
+        if self.on_gpu or _environ.get("SAFETILE_BACKEND") == "triton":  # forced: Triton interpreter tests
+            (self._gpu or self.gpu())(stream, grid3, args)
+        else:
+            run_cpu(self.fn, grid3, self.kernel, args)
+
+
 def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
     """Launch ``kernel`` over ``grid`` with ``args`` on ``stream`` (``None`` on the CPU).
 
     Everything is checked (grid, argument count and kinds, compilation) before any
     argument is touched, so a rejected launch writes nothing.
     """
+    if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
+        sig = signature(kernel, args)
+        if sig is not None:
+            prepared = kernel.dispatch.get(sig)
+            if prepared is not None:
+                prepared(stream, normalize_grid(grid), args)
+                return
+    else:
+        sig = None
     args = check_args(kernel, args)
     grid3 = normalize_grid(grid)
+    prepared = prepare(kernel, args)
+    if sig is None and type(kernel) is Kernel:
+        sig = signature(kernel, args)
+    if sig is not None:
+        d = kernel.dispatch
+        if len(d) >= _DISPATCH_LIMIT:
+            d.clear()
+        d[sig] = prepared
+    prepared(stream, grid3, args)
+
+
+def prepare(kernel: Kernel, args: tuple) -> Prepared:
+    """The fully checked part of a launch: specs (argument kinds, dtypes, constants) and compilation."""
     specs = arg_specs(kernel, args)
     on_gpu = any(is_cuda(a) for a, c in zip(args, kernel.constant_params) if not c)
     fn = kernel.specialize(specs)
-    if on_gpu or os.environ.get("SAFETILE_BACKEND") == "triton":  # forced: Triton interpreter tests
-        from ..backends.triton.launcher import launch_gpu
-        launch_gpu(stream, grid3, kernel, fn, specs, args)
-        return
-    run_cpu(fn, grid3, kernel, args)
+    return Prepared(kernel, fn, specs, on_gpu)
 
 
 def run_cpu(fn, grid3, kernel: Kernel, args: tuple, race_detector=None) -> None:

@@ -1,0 +1,139 @@
+"""Host cost of one launch, measured without a GPU.
+
+Method: the launch path is run exactly as on a GPU host up to the Triton backend's
+per-launch call, ``Specialization.__call__`` (argument packing + Triton's C launcher),
+which is replaced by a no-op. ``SAFETILE_BACKEND=triton`` makes ``ct.launch`` take the
+Triton route on CPU torch tensors (there is no CUDA here), so everything before the
+backend call -- argument checks, grid, specs, specialisation lookup, backend-cache lookup
+-- runs as it would on CUDA tensors. Not measured: the backend's own part (~6 us on the H200
+host, bench/NOTES.md run 2) and the device. ``torch add_`` on tiny CPU tensors is printed as a
+yardstick for the host cost of an eager element-wise op on this machine.
+
+    PYTHONPATH=src python bench/launch_overhead.py [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import sys
+import time
+
+os.environ["SAFETILE_BACKEND"] = "triton"
+os.environ.pop("TRITON_INTERPRET", None)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import safetile as ct  # noqa: E402
+from safetile.backends.triton import launcher  # noqa: E402
+
+launcher.Specialization.__call__ = lambda self, stream, grid3, args: None  # the cut: no backend work
+
+
+@ct.kernel
+def vec_add(x, y, z, n: int):
+    bid = ct.bid(0)
+    t = ct.load(x, (bid,), (128,)) + ct.load(y, (bid,), (128,))
+    ct.store(z, (bid,), t)
+
+
+@ct.kernel
+def scaled(x, z, alpha: float, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(z, (bid,), ct.load(x, (bid,), (TILE,)) * alpha)
+
+
+@ct.entry
+def safe_add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], y: ct.Ref[ct.f32, -1]):
+    z.store(ct.load_tile_like(x, z) + ct.load_tile_like(y, z))
+
+
+def per_call_us(fn, n: int, reps: int = 7) -> float:
+    """Median over ``reps`` of the mean wall time of ``n`` calls, in microseconds."""
+    for _ in range(min(n, 200)):
+        fn()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--json")
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    n = a.n
+    res: dict[str, float] = {}
+
+    x = torch.randn(1024)
+    y = torch.randn(1024)
+    z = torch.empty(1024)
+    xn, yn, zn = x.numpy(), y.numpy(), z.numpy()
+    k_tiny = lambda: ct.launch(None, (8,), vec_add, (x, y, z, 1024))  # noqa: E731
+    k_const = lambda: ct.launch(None, (8,), scaled, (x, z, 2.0, 128))  # noqa: E731
+    k_numpy = lambda: ct.launch(None, (8,), vec_add, (xn, yn, zn, 1024))  # noqa: E731
+    k_int_grid = lambda: ct.launch(None, 8, vec_add, (x, y, z, 1024))  # noqa: E731
+    res["ct.launch torch (4 args)"] = per_call_us(k_tiny, n)
+    res["ct.launch torch + Constant"] = per_call_us(k_const, n)
+    res["ct.launch numpy (4 args)"] = per_call_us(k_numpy, n)
+    res["ct.launch grid=int"] = per_call_us(k_int_grid, n)
+
+    # safe style: a launch built, validated, moved in, run (backend stubbed) and given back
+    from safetile.safe.launch import prepare
+    st = {"z": ct.from_dlpack(torch.empty(1024)).partition(128)}
+    sx, sy = ct.from_dlpack(x).shared(), ct.from_dlpack(y).shared()
+    tx, ty = torch.randn(1024), torch.randn(1024)
+
+    def safe_sync_each():
+        st["z"] = safe_add(st["z"], sx, sy).sync()[0]
+
+    def safe_sync_each_torch():
+        st["z"] = safe_add(st["z"], tx, ty).sync()[0]
+
+    def safe_prepare():
+        prepare(safe_add, (st["z"], sx, sy), check_ownership=False)
+
+    def safe_chain(k=100):
+        op = safe_add(st["z"], sx, sy)
+        for _ in range(k - 1):
+            op = op.then(lambda v: safe_add(*v))
+        st["z"] = op.sync()[0]
+
+    res["safe prepare (validation only)"] = per_call_us(safe_prepare, n // 2)
+    res["safe launch+sync, Shared inputs"] = per_call_us(safe_sync_each, n // 4)
+    res["safe launch+sync, torch inputs"] = per_call_us(safe_sync_each_torch, n // 4)
+    res["safe then-chain, per launch"] = per_call_us(safe_chain, max(1, n // 400)) / 100
+
+    # yardsticks
+    res["torch x.add_(y), 1024 f32 CPU"] = per_call_us(lambda: x.add_(y), n)
+    res["numpy np.add(x, y, out=z), 1024"] = per_call_us(lambda: np.add(xn, yn, out=zn), n)
+
+    w = max(len(k) for k in res)
+    for k, v in res.items():
+        print(f"{k:<{w}}  {v:8.2f} us")
+    if a.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(20000):
+            k_const()
+        prof.disable()
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(15)
+        print(s.getvalue())
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"python": sys.version.split()[0], "torch": torch.__version__, "us": res}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

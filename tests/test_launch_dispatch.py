@@ -1,0 +1,94 @@
+"""The launch dispatch cache: a repeated signature skips re-specialisation, never a check."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import safetile as ct
+from safetile.errors import TileTypeError
+
+
+@ct.kernel
+def fill(z, v, TILE: ct.Constant[int]):
+    ct.store(z, (ct.bid(0),), ct.full((TILE,), v, z.dtype))
+
+
+@ct.kernel
+def fill_any(z, C: ct.Constant):
+    ct.store(z, (ct.bid(0),), ct.full((4,), C, z.dtype))
+
+
+def test_repeated_launch_uses_one_entry_and_one_compile():
+    z = np.zeros(8, np.float32)
+    for i in range(5):
+        ct.launch(None, (2,), fill, (z, float(i), 4))
+        np.testing.assert_array_equal(z, np.full(8, i, np.float32))
+    assert len(fill.dispatch) == 1 and len(fill._cache) == 1
+
+
+def test_signature_separates_constant_types_and_scalar_ranges():
+    z = np.zeros(4, np.float32)
+    n0 = len(fill_any._cache)
+    for c in (1, 1.0, True, 1, (1, 2)[0]):
+        ct.launch(None, (1,), fill_any, (z, c))
+    assert len(fill_any._cache) - n0 == 3  # int, float, bool
+    zi = np.zeros(4, np.int64)
+    ct.launch(None, (1,), fill, (zi, 5, 4))
+    ct.launch(None, (1,), fill, (zi, 2**40, 4))  # an int64 scalar: a new specialisation
+    np.testing.assert_array_equal(zi, np.full(4, 2**40))
+
+
+def test_constant_type_is_checked_after_a_cached_launch():
+    z = np.zeros(8, np.float32)
+    ct.launch(None, (2,), fill, (z, 1.0, 4))
+    with pytest.raises(TypeError, match=r"ct.Constant\[int\], got float 4.0"):
+        ct.launch(None, (2,), fill, (z, 1.0, 4.0))
+    with pytest.raises(TypeError, match="ct.Constant\\[int\\], got bool"):
+        ct.launch(None, (2,), fill, (z, 1.0, True))
+
+
+def test_grid_errors_after_a_cached_launch():
+    z = np.zeros(8, np.float32)
+    ct.launch(None, (2,), fill, (z, 3.0, 4))
+    for bad, msg in (((0,), "grid axis 0 is 0"), ((True,), "must be an integer"), ((1, 2, 3, 4), "1 to 3"),
+                     ((2**24,), "between 1 and"), ((2, -1), "grid axis 1 is -1"), ("2", "tuple of 1 to 3")):
+        with pytest.raises(ValueError, match=msg):
+            ct.launch(None, bad, fill, (z, 9.0, 4))
+    np.testing.assert_array_equal(z, np.full(8, 3.0, np.float32))  # rejected launches wrote nothing
+    ct.launch(None, np.int64(2), fill, (z, 4.0, 4))
+    ct.launch(None, [2, 1], fill, (z, 5.0, 4))
+    np.testing.assert_array_equal(z, np.full(8, 5.0, np.float32))
+
+
+def test_readonly_array_after_a_cached_writable_one():
+    z = np.zeros(8, np.float32)
+    ct.launch(None, (2,), fill, (z, 1.0, 4))
+    z.flags.writeable = False
+    with pytest.raises(TileTypeError, match="read-only"):
+        ct.launch(None, (2,), fill, (z, 2.0, 4))
+    z.flags.writeable = True
+    np.testing.assert_array_equal(z, np.ones(8, np.float32))
+
+
+def test_argument_kind_and_count_errors_after_a_cached_launch():
+    z = np.zeros(8, np.float32)
+    ct.launch(None, (2,), fill, (z, 1.0, 4))
+    with pytest.raises(TypeError, match="takes 3 argument"):
+        ct.launch(None, (2,), fill, (z, 1.0))
+    with pytest.raises(TypeError, match="expected an array, a number or a Constant"):
+        ct.launch(None, (2,), fill, (z, "x", 4))
+    with pytest.raises(TypeError, match="unsupported dtype|not a dtype"):
+        ct.launch(None, (2,), fill, (z.astype(np.complex64), 1.0, 4))
+    ct.launch(None, (2,), fill, [z, 2.0, 4])  # a list of arguments still works
+    np.testing.assert_array_equal(z, np.full(8, 2.0, np.float32))
+
+
+def test_numpy_scalars_and_torch_tensors():
+    torch = pytest.importorskip("torch")
+    z = torch.zeros(8)
+    for v in (np.float32(1.5), np.float64(2.5), 3.5):
+        ct.launch(None, (2,), fill, (z, v, 4))
+        assert float(z[0]) == float(v)
+    p = torch.nn.Parameter(torch.zeros(8), requires_grad=False)
+    ct.launch(None, (2,), fill, (p, 4.0, 4))
+    assert float(p[7]) == 4.0
