@@ -27,7 +27,7 @@ from ..ir.verify import verify
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
-from .types import parse_annotation
+from .types import ConstParam, TensorParam, parse_annotation
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Compiled:
     fn: Function
     shim: Kernel  # carries constant_params and the backend cache for this specialisation
     specs: tuple
+    gpu: Any = None  # the Triton backend's launcher for it, made on the first GPU launch (launch.run_plan)
 
 
 class EntryKernel:
@@ -79,6 +80,9 @@ class EntryKernel:
                 raise TypeError(f"entry kernel {fn.__name__!r}: parameter {p.name!r} must be positional")
             self.param_names.append(p.name)
             self.decls.append(parse_annotation(self._annotation(p), p.name, fn.__name__))
+        # per parameter, for the launch's per-call checks (launch._signature, launch._ownership)
+        self.const_flags = tuple(isinstance(d, ConstParam) for d in self.decls)
+        self.mut_flags = tuple(isinstance(d, TensorParam) and d.mutable for d in self.decls)
         self.preconditions = [Precondition(c, fn.__name__) for c in (preconditions or ())]
         self.explicit_generics = dict(generics or {})
         self.explicit_grid = grid
@@ -103,6 +107,7 @@ class EntryKernel:
     def _clone(self, **changes) -> "EntryKernel":
         k = object.__new__(EntryKernel)
         k.__dict__.update(self.__dict__)
+        k.__dict__.pop("_sig_head", None)  # launch._signature's cached configuration part
         k.__dict__.update(changes)
         return k
 

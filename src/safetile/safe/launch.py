@@ -33,6 +33,7 @@ from .types import ConstParam, ScalarParam, TensorParam
 SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 AXES = "xyz"
 _op_ids = itertools.count(1)
+_environ = os.environ
 
 
 @dataclass
@@ -70,10 +71,19 @@ def extent_cached(a: Any) -> Extent:
     return extent_of(t)
 
 
+_device_names: dict[Any, str] = {}  # torch.device -> its name ('cpu', 'cuda:0')
+
+
 def _device_of(data: Any) -> str:
     if isinstance(data, np.ndarray):
         return "cpu"
-    return "cpu" if data.device.type == "cpu" else str(data.device)
+    dev = data.device
+    name = _device_names.get(dev)
+    if name is None:
+        name = "cpu" if dev.type == "cpu" else str(dev)
+        if len(_device_names) < 64:
+            _device_names[dev] = name
+    return name
 
 
 def _is_pow2(n: int) -> bool:
@@ -136,7 +146,7 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
                 plans.clear()
             plans[sig] = template
     compiled, grid3, device, backend, mutable, infos_static = template
-    runtime, writes, reads, infos = _instances(kernel, args, mutable)
+    runtime, writes, reads, infos = _instances(kernel, args, mutable, bool(kernel.preconditions))
     if kernel.preconditions:
         values = dict(infos_static)
         values.update(infos)
@@ -147,15 +157,31 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
 
 def _signature(kernel: EntryKernel, args: tuple):
     """A hashable summary of everything the type-level checks depend on (None: do not cache)."""
-    out: list[Any] = [tuple(sorted((k, repr(v)) for k, v in kernel.explicit_generics.items())),
-                      kernel.explicit_grid, kernel.backend_name, os.environ.get("SAFETILE_BACKEND")]
-    for decl, a in zip(kernel.decls, args):
-        if isinstance(decl, ConstParam):
+    # the kernel's configuration part is fixed per EntryKernel object (configuring makes a new one,
+    # and EntryKernel._clone drops this cached value)
+    head = kernel.__dict__.get("_sig_head")
+    if head is None:
+        head = kernel._sig_head = (tuple(sorted((k, repr(v)) for k, v in kernel.explicit_generics.items())),
+                                   kernel.explicit_grid, kernel.backend_name)
+    out: list[Any] = [head, _environ.get("SAFETILE_BACKEND")]
+    for is_const, a in zip(kernel.const_flags, args):
+        t = type(a)
+        if is_const:
             try:
                 hash(a)
             except TypeError:
                 return None
-            out.append(("C", type(a), a))
+            out.append(("C", t, a))
+        elif t is Partition:
+            d = a._tensor._data
+            out.append(("P", d.dtype, d.shape, a._pshape, a._prefix, _device_of(d)))
+        elif t is Shared:
+            d = a._tensor._data
+            out.append(("T", t, d.dtype, d.shape, _device_of(d)))
+        elif t is int:  # the range decides int32 / int64 for a generic scalar type
+            out.append(("S", t, -2147483648 <= a < 2147483648))
+        elif t is float or t is bool:
+            out.append(("S", t))
         elif isinstance(a, Partition):
             d = a._tensor._data
             out.append(("P", d.dtype, d.shape, a._pshape, a._prefix, _device_of(d)))
@@ -164,26 +190,44 @@ def _signature(kernel: EntryKernel, args: tuple):
             out.append(("M", d.dtype, d.shape, a._partition._pshape, a._partition._prefix, a._n, _device_of(d)))
         elif isinstance(a, (Tensor, Shared)):
             d = a._tensor._data if isinstance(a, Shared) else a._data
-            out.append(("T", type(a), d.dtype, d.shape, _device_of(d)))
+            out.append(("T", t, d.dtype, d.shape, _device_of(d)))
         elif isinstance(a, np.ndarray):
             out.append(("N", a.dtype, a.shape))
+        elif isinstance(a, int) and not isinstance(a, bool):
+            out.append(("S", t, -2147483648 <= a < 2147483648))
         elif isinstance(a, SCALARS):
-            out.append(("S", type(a)))
+            out.append(("S", t))
         else:
             return None
     return tuple(out)
+
+
+class _Passed:
+    """The ``action`` text of an ownership check, formatted only when the check fails."""
+
+    __slots__ = ("name", "kname")
+
+    def __init__(self, name: str, kname: str):
+        self.name = name
+        self.kname = kname
+
+    def __str__(self) -> str:
+        return f"passed as argument {self.name!r} of kernel {self.kname!r}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _ownership(kernel: EntryKernel, args: tuple, check_ownership: bool) -> None:
     """Every argument usable (not moved or borrowed) and no value passed twice where that is unsafe."""
     kname = kernel.__name__
     seen: dict[int, tuple[str, bool]] = {}
-    for name, decl, a in zip(kernel.param_names, kernel.decls, args):
+    for name, mut, a in zip(kernel.param_names, kernel.mut_flags, args):
         if not isinstance(a, (Owned, Shared)):
             continue
-        mut = isinstance(decl, TensorParam) and decl.mutable
-        if id(a) in seen:
-            first, first_mut = seen[id(a)]
+        key = id(a)
+        if key in seen:
+            first, first_mut = seen[key]
             if mut or first_mut:
                 raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
                                  f"argument {name!r}; a mutable argument must not alias any other argument")
@@ -191,30 +235,41 @@ def _ownership(kernel: EntryKernel, args: tuple, check_ownership: bool) -> None:
                 raise AliasError(f"kernel {kname!r}: the same {a.label} is passed as argument {first!r} and "
                                  f"argument {name!r}; a tensor moves into one parameter only: pass "
                                  "ct.shared(t) to read it through several")
-        seen[id(a)] = (name, mut)
+        seen[key] = (name, mut)
         if check_ownership:
-            a._check(f"passed as argument {name!r} of kernel {kname!r}")
+            a._check(_Passed(name, kname))
 
 
-def _instances(kernel: EntryKernel, args: tuple, mutable: tuple):
+def _instances(kernel: EntryKernel, args: tuple, mutable: tuple, want_infos: bool = True):
     """Per-launch memory checks: runtime data, extents, and no mutable argument aliasing another."""
-    kname = kernel.__name__
     runtime: list[Any] = []
     extents: list[tuple[str, Extent, bool]] = []
     infos: dict[str, Any] = {}
     for name, a, mut in zip(kernel.param_names, args, mutable):
         if mut is None:  # scalar or constant
             runtime.append(a)
-            infos[name] = a
+            if want_infos:
+                infos[name] = a
             continue
-        runtime.append(_data_of(a))
-        extents.append((name, extent_cached(a), mut))
-    for i, (n1, e1, m1) in enumerate(extents):
-        for n2, e2, m2 in extents[i + 1:]:
+        t = a._tensor if isinstance(a, (Partition, MappedPartition, Shared)) else a
+        if isinstance(t, Tensor):
+            runtime.append(t._data)
+            e = t.__dict__.get("_extent")
+            if e is None:
+                e = t._extent = extent_of(t._data)
+        else:
+            runtime.append(t)
+            e = extent_of(t)
+        extents.append((name, e, mut))
+    n = len(extents)
+    for i in range(n):
+        n1, e1, m1 = extents[i]
+        for j in range(i + 1, n):
+            n2, e2, m2 = extents[j]
             if (m1 or m2) and overlaps(e1, e2):
                 mut, other = (n1, n2) if m1 else (n2, n1)
-                raise AliasError(f"kernel {kname!r}: mutable argument {mut!r} overlaps argument {other!r} in memory; "
-                                 "a mutable argument must not alias any other argument (views included)")
+                raise AliasError(f"kernel {kernel.__name__!r}: mutable argument {mut!r} overlaps argument {other!r} "
+                                 "in memory; a mutable argument must not alias any other argument (views included)")
     return runtime, [e for _, e, m in extents if m], [e for _, e, m in extents if not m], infos
 
 
@@ -397,13 +452,34 @@ def run_plan(plan: Plan, stream=None, race_detector=None) -> None:
         from ..runtime.launch import run_cpu
         run_cpu(c.fn, plan.grid3, c.shim, tuple(plan.runtime_args), race_detector)
         return
-    try:
-        from ..backends.triton.launcher import launch_gpu
-    except ImportError as e:
-        raise LaunchTypeError(f"the Triton GPU backend is not available: {e}") from None
+    runner = c.gpu
+    if runner is None:  # the backend's launcher for this specialisation, kept with the compiled kernel
+        try:
+            from ..backends.triton.launcher import specialization
+        except ImportError as e:
+            raise LaunchTypeError(f"the Triton GPU backend is not available: {e}") from None
+        runner = c.gpu = specialization(c.shim, c.fn, c.specs)
     # host memory goes to the launcher only in interpreter mode (TRITON_INTERPRET=1)
-    torch_stream = getattr(stream, "torch_stream", None)
-    launch_gpu(torch_stream, plan.grid3, c.shim, c.fn, c.specs, tuple(plan.runtime_args))
+    runner(getattr(stream, "torch_stream", None), plan.grid3, tuple(plan.runtime_args))
+
+
+class _MovedInto:
+    """What a moved argument was moved into (``Owned._moved``), as text formatted only when
+    an error message or a repr shows it."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: "LaunchOp"):
+        self.op = op
+
+    def __str__(self) -> str:
+        return f"{self.op.label}; it is given back by that launch's result (e.g. `z, x, y = op.sync()`)"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
 
 
 class LaunchOp(DeviceOp):
@@ -443,12 +519,14 @@ class LaunchOp(DeviceOp):
     # ------------------------------------------------------------------ ownership
 
     def _hold(self, values) -> None:
+        into = None
         for a in values:
             if isinstance(a, Shared):
                 a._holders += 1
             elif isinstance(a, Owned):
-                a._move(f"{self.label}; it is given back by that launch's result "
-                        "(e.g. `z, x, y = op.sync()`)", holder=self)
+                if into is None:
+                    into = _MovedInto(self)
+                a._move(into, holder=self)
 
     def _give_back(self, values) -> None:
         for a in values:

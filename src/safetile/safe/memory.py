@@ -74,6 +74,36 @@ def overlaps(a: Extent, b: Extent) -> bool:
 
 # ------------------------------------------------------------------------------ in flight
 
+_FLAGS = threading.Condition(threading.Lock())  # one condition for every in-flight flag
+
+
+class Flag:
+    """A one-way flag with ``threading.Event``'s interface (``set``, ``is_set``, ``wait``).
+
+    Every launch makes two; an Event allocates a lock and a condition each (several us per
+    launch), these share one module-level condition: waiting is rare, setting is a bit flip
+    plus a notify under that lock."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self):
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with _FLAGS:
+            self._set = True
+            _FLAGS.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        with _FLAGS:
+            return _FLAGS.wait_for(self.is_set, timeout)
+
+
 @dataclass(eq=False)
 class InFlight:
     """Memory an unfinished launch uses: extents it writes and extents it reads."""
@@ -82,8 +112,8 @@ class InFlight:
     stream: Any
     writes: list[Extent]
     reads: list[Extent]
-    done: threading.Event = field(default_factory=threading.Event)
-    enqueued: threading.Event = field(default_factory=threading.Event)
+    done: Flag = field(default_factory=Flag)
+    enqueued: Flag = field(default_factory=Flag)
     cuda_event: Any = None  # on GPU: recorded after the work, set before ``enqueued``
 
     def conflicts(self, ext: Extent, writing: bool) -> bool:

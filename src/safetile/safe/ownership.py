@@ -20,13 +20,26 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, os.sep + "threading.py")
 
 
+_internal: dict[str, bool] = {}  # code file name -> whether caller_site skips its frames
+_basenames: dict[str, str] = {}
+
+
 def caller_site() -> str:
     """``file:line`` of the first frame outside safetile (where the user made the call)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not (fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])):
-            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        skip = _internal.get(fn)
+        if skip is None:
+            if len(_internal) > 4096:
+                _internal.clear()
+                _basenames.clear()
+            skip = _internal[fn] = fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])
+        if not skip:
+            base = _basenames.get(fn)
+            if base is None:
+                base = _basenames[fn] = os.path.basename(fn)
+            return f"{base}:{f.f_lineno}"
         f = f.f_back
     return "<unknown>"
 
@@ -39,7 +52,7 @@ class Owned:
     def __init__(self, name: str | None = None):
         self._id = next(_ids)
         self._name = name
-        self._moved: str | None = None  # what moved it (text), None while usable
+        self._moved = None  # what moved it (text, or an object that formats to it), None while usable
         self._holder = None  # the launch op holding it, if moved into a launch
 
     @property
