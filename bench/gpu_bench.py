@@ -4,8 +4,10 @@ Every section checks correctness against PyTorch first, then times with CUDA eve
 warm-up: each measurement is the mean of a batch of back-to-back calls, the reported value
 the median over ``--reps`` batches; inputs rotate over several copies (enough to exceed L2)
 so caches don't flatter. Sections: D2D copy, element-wise add, GEMM (fp16/bf16, fp32
-accumulate), softmax, RMSNorm, LayerNorm, flash-attention forward, launch overhead, and
-first-launch compile time (cold and warm disk cache, in fresh processes).
+accumulate), softmax, RMSNorm, LayerNorm, flash-attention forward, launch overhead,
+first-launch compile time (cold and warm disk cache, in fresh processes), and ``safe``: the
+safe style (``@ct.entry`` + partitions, checked launches) against the unchecked style with the
+same tiles (add 2^28 f32/f16, GEMM 8192³ f16), plus host cost per launch of both.
 
     PYTHONPATH=src python bench/gpu_bench.py --quick          # a few minutes
     PYTHONPATH=src python bench/gpu_bench.py                  # everything
