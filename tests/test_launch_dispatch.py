@@ -92,3 +92,15 @@ def test_numpy_scalars_and_torch_tensors():
     p = torch.nn.Parameter(torch.zeros(8), requires_grad=False)
     ct.launch(None, (2,), fill, (p, 4.0, 4))
     assert float(p[7]) == 4.0
+
+
+@ct.entry
+def put(z: ct.Mut[ct.i64, "B"], v: "E"):
+    z.store(ct.zeros((B,), ct.int64) + v)  # noqa: F821 - B is the generic bound by z
+
+
+def test_safe_signature_separates_int32_and_int64_scalars():
+    z = ct.zeros(8, dtype=ct.i64).sync().partition(4)
+    z, _ = put(z, 5).sync()
+    z, _ = put(z, 2**40).sync()  # E = int64: a new specialisation, not the int32 one
+    assert (z.unpartition().to_numpy() == 2**40).all()
