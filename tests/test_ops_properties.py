@@ -2363,3 +2363,11 @@ def test_combiner_closing_over_loop_variable_in_divergent_loop(blocks, t, seed):
     exp = np.array([sum(int((x[b] % (i + 3)).sum() % (i + 3)) for i in range(b + 1)) for b in range(blocks)],
                    np.int32)
     run_checked(reduce_closing_over_loop_variable, (blocks,), lambda out: (x, out, t), exp, np.int32)
+
+
+def test_max_min_skipping_nan_all_nan_slice_gives_nan():
+    x = np.array([[np.nan] * 4, [1.0, np.nan, -2.0, np.nan]], np.float32).reshape(1, 8)
+    for fn, ref in (("nanmax", [np.nan, 1.0]), ("nanmin", [np.nan, -2.0]), ("max", [np.nan, np.nan])):
+        out = np.zeros((1, 2), np.float32)
+        ct.launch(None, (1,), reduce_fn, (x, out, fn, (1, False), (2, 4), 8, 2))
+        check(np.array([ref], np.float32), out)

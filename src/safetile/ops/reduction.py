@@ -105,12 +105,14 @@ def prod(x, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=None
 
 
 def max(x, axis=None, *, keepdims=False, propagate_nan=True) -> Tile:  # noqa: A001
-    """Maximum over ``axis``; NaN wins unless ``propagate_nan=False``."""
+    """Maximum over ``axis``; NaN wins unless ``propagate_nan=False`` (then NaNs are skipped and an
+    all-NaN slice gives NaN)."""
     return _builtin("reduce_max", x, axis, keepdims, propagate_nan=bool(propagate_nan))
 
 
 def min(x, axis=None, *, keepdims=False, propagate_nan=True) -> Tile:  # noqa: A001
-    """Minimum over ``axis``; NaN wins unless ``propagate_nan=False``."""
+    """Minimum over ``axis``; NaN wins unless ``propagate_nan=False`` (then NaNs are skipped and an
+    all-NaN slice gives NaN)."""
     return _builtin("reduce_min", x, axis, keepdims, propagate_nan=bool(propagate_nan))
 
 

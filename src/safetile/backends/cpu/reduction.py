@@ -6,6 +6,8 @@ each step (Hillis-Steele), so both take log2(n) region executions.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .context import BlockSet
@@ -47,7 +49,10 @@ def reduce_extreme(run, op, args):
         fn = np.nanmax if is_max else np.nanmin
     else:
         fn = np.max if is_max else np.min
-    return _finish(fn(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"]), run, op)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN slice gives NaN, as documented
+        r = fn(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"])
+    return _finish(r, run, op)
 
 
 @lowers("argmax", "argmin")
