@@ -88,6 +88,8 @@ def try_kloop(run, op: Op, env) -> list | None:
     if m is None:
         return None
     la, lb, mm, acc_pos = m
+    if mm.result.type.dtype.name not in ("float32", "float64", "int32", "int64"):
+        return None  # narrow accumulators round after every step; keep the step-by-step loop
     bs = env.blocks
     lo, hi, step = (env.get(v) for v in op.operands[:3])
     if not (bs.is_uniform(lo) and bs.is_uniform(hi) and bs.is_uniform(step)):
