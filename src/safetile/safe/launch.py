@@ -193,6 +193,8 @@ def _signature(kernel: EntryKernel, args: tuple):
             out.append(("T", t, d.dtype, d.shape, _device_of(d)))
         elif isinstance(a, np.ndarray):
             out.append(("N", a.dtype, a.shape))
+        elif _is_torch(a) and hasattr(a, "data_ptr"):  # a raw torch tensor (ct.Ref)
+            out.append(("R", t, a.dtype, a.shape, _device_of(a)))
         elif isinstance(a, int) and not isinstance(a, bool):
             out.append(("S", t, -2147483648 <= a < 2147483648))
         elif isinstance(a, SCALARS):

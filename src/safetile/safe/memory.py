@@ -43,6 +43,9 @@ class Extent:
         return np.unique((addr.reshape(-1)[:, None] + np.arange(self.itemsize, dtype=np.int64)).reshape(-1))
 
 
+_device_names: dict[Any, str] = {}  # torch.device -> str(device)
+
+
 def extent_of(data: Any) -> Extent:
     """The extent of a NumPy array or torch tensor."""
     if isinstance(data, np.ndarray):
@@ -52,13 +55,22 @@ def extent_of(data: Any) -> Extent:
         itemsize = data.element_size()
         ptr = data.data_ptr()
         shape = tuple(data.shape)
-        strides = tuple(s * itemsize for s in data.stride())
-        device = str(data.device)
-    if any(n == 0 for n in shape):
-        return Extent(device, ptr, ptr, ptr, tuple(shape), tuple(strides), itemsize)
-    lo = ptr + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = ptr + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
-    return Extent(device, lo, hi, ptr, tuple(shape), tuple(strides), itemsize)
+        strides = tuple([s * itemsize for s in data.stride()])
+        dev = data.device
+        device = _device_names.get(dev)
+        if device is None:
+            device = str(dev)
+            if len(_device_names) < 64:
+                _device_names[dev] = device
+    lo = hi = ptr
+    for n, s in zip(shape, strides):
+        if n == 0:
+            return Extent(device, ptr, ptr, ptr, tuple(shape), tuple(strides), itemsize)
+        if s >= 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return Extent(device, lo, hi + itemsize, ptr, tuple(shape), tuple(strides), itemsize)
 
 
 def overlaps(a: Extent, b: Extent) -> bool:
