@@ -104,3 +104,28 @@ def test_safe_signature_separates_int32_and_int64_scalars():
     z, _ = put(z, 5).sync()
     z, _ = put(z, 2**40).sync()  # E = int64: a new specialisation, not the int32 one
     assert (z.unpartition().to_numpy() == 2**40).all()
+
+
+@ct.entry
+def add_ref(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, 8]):
+    z.store(ct.load_tile_like(x, z) + 1.0)
+
+
+def test_safe_raw_torch_refs_are_checked_after_a_cached_launch():
+    torch = pytest.importorskip("torch")
+    z = ct.zeros(8).sync().partition(4)
+    x = torch.arange(8, dtype=torch.float32)
+    for _ in range(2):
+        z, x = add_ref(z, x).sync()
+    t = z.unpartition()
+    assert (t.to_numpy() == np.arange(8) + 1).all()
+    z = t.partition(4)
+    with pytest.raises(ct.LaunchTypeError, match="element type float16"):
+        add_ref(z, x.half())
+    with pytest.raises(ct.LaunchTypeError, match="needs size 8"):
+        add_ref(z, torch.zeros(16))
+    zt = torch.zeros(8)
+    with pytest.raises(ct.AliasError, match="overlaps"):
+        add_ref(ct.from_dlpack(zt).partition(4), zt[:8])  # same memory: refused on every launch
+    z2, _ = add_ref(z, x).sync()
+    assert (z2.unpartition().to_numpy() == np.arange(8) + 1).all()
