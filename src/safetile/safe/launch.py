@@ -622,13 +622,18 @@ class LaunchOp(DeviceOp):
         return tuple(resolved)
 
     def _execute(self, plan: Plan, ctx: ExecContext) -> None:
-        entry = InFlight(self.label, ctx.stream, plan.writes, plan.reads)
+        stream = ctx.stream
+        entry = InFlight(self.label, stream, plan.writes, plan.reads)
+        # conflicting unfinished work: wait for it, unless it is already enqueued on this same
+        # stream (stream order serialises the two; on the GPU an extra event wait per launch)
         for ext in plan.writes:
             for e in REGISTRY.conflicting(ext, True, exclude=entry):
-                e.wait_on(ctx.stream)
+                if e.stream is not stream or not e.enqueued.is_set():
+                    e.wait_on(stream)
         for ext in plan.reads:
             for e in REGISTRY.conflicting(ext, False, exclude=entry):
-                e.wait_on(ctx.stream)
+                if e.stream is not stream or not e.enqueued.is_set():
+                    e.wait_on(stream)
         self._inflight = entry
         gpu = plan.device != "cpu"
         if not gpu:

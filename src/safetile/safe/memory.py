@@ -165,6 +165,7 @@ class Registry:
         if e.done.is_set():
             return True
         if e.enqueued.is_set() and e.cuda_event is not None and e.cuda_event.query():
+            e.done.set()  # remembered: the event is not queried again
             return True
         return False
 
