@@ -267,13 +267,7 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
     builder = Builder()
     body = Block()
     params: list[Param] = []
-    scope: dict[str, Any] = {}
-    if fn.__closure__:
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                scope[name] = cell.cell_contents
-            except ValueError:
-                pass
+    scope = closure_scope(fn)
     for name, spec in zip(names, specs):
         if isinstance(spec, ConstSpec):
             scope[name] = spec.value
@@ -288,6 +282,25 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
             body.args.append(v)
             scope[name] = Tile(v)
             params.append(Param(name, "scalar", value=v))
+    return compile_body(fn, parsed, builder, body, scope, params, hints)
+
+
+def closure_scope(fn: Callable) -> dict[str, Any]:
+    """The kernel's closure variables (cells not yet bound are left out)."""
+    scope: dict[str, Any] = {}
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return scope
+
+
+def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dict[str, Any],
+                 params: list[Param], hints: dict[str, Any]) -> Function:
+    """Compile ``fn``'s statements into ``body`` with parameters already bound in ``scope``;
+    shared by both kernel styles so errors and verification are the same."""
     if isinstance(parsed.node, ast.AsyncFunctionDef):
         raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
     compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True)

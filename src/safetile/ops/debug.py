@@ -12,7 +12,7 @@ from .. import dtypes as dt
 from ..errors import TileTypeError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
-from .values import Tile, as_tile, describe, is_const
+from .values import Tile, describe, is_const
 
 FAMILY = "debug"
 

@@ -10,8 +10,6 @@ import math
 import operator
 from typing import Any, Callable
 
-import numpy as np
-
 from .. import dtypes as dt
 from ..errors import TileTypeError
 from ..ir.builder import emit

@@ -7,7 +7,7 @@ from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import TileType
 from .elementwise import cast
-from .values import Tile, as_tile, describe, is_const, static_dtype, static_int, static_shape
+from .values import Tile, as_tile, describe, is_const, static_dtype, static_shape
 
 FAMILY = "factories"
 

@@ -16,7 +16,7 @@ from ..errors import TileTypeError, TileValueError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import ArrayType, TileType
-from .elementwise import align_rank, cast, unify
+from .elementwise import align_rank, cast
 from .values import Array, Tile, as_tile, describe, is_const, static_int, static_shape
 
 FAMILY = "memory"
@@ -124,7 +124,6 @@ def _atomic_rule(types, attrs):
     arr = _array(types[0])
     if arr.readonly:
         raise TileTypeError("cannot update a read-only array atomically")
-    n = arr.ndim
     shapes = [t.shape for t in types[1:]]
     return [TileType(arr.dtype, dt.broadcast_shapes(*shapes))]
 

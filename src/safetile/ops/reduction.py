@@ -14,7 +14,7 @@ from ..ir.catalogue import declare
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from .elementwise import cast, check_computable
-from .values import Tile, as_tile, describe, is_const, normalize_axis, static_dtype
+from .values import Tile, as_tile, describe, is_const, normalize_axis
 
 FAMILY = "reduction"
 

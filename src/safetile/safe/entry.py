@@ -9,21 +9,18 @@ and const generics. Dynamic (``-1``) sizes never recompile.
 """
 from __future__ import annotations
 
-import ast
 import inspect
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..errors import TileError, TileInternalError, TileRecursionError, TileUnsupportedFeatureError
-from ..frontend.compiler import FunctionCompiler
-from ..frontend.kernel import ArraySpec, ConstSpec, Kernel, ScalarSpec, validate_hints
+from ..frontend.kernel import (ArraySpec, ConstSpec, Kernel, ScalarSpec, closure_scope, compile_body,
+                               validate_hints)
 from ..frontend.source import parse_function
-from ..ir.builder import Builder, building
+from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
-from ..ir.verify import verify
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
@@ -186,13 +183,7 @@ def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], ge
     builder = Builder()
     body = Block()
     params: list[Param] = []
-    scope: dict[str, Any] = {}
-    if fn.__closure__:
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                scope[name] = cell.cell_contents
-            except ValueError:
-                pass
+    scope = closure_scope(fn)
     scope.update(generics)
     for name, k in zip(names, keys):
         if k.kind == "const":
@@ -215,22 +206,7 @@ def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], ge
             else:
                 scope[name] = MappedMutTensor(name, Array(v, name), k.shape, k.grid_rank)
             params.append(Param(name, "array", value=v))
-    if isinstance(parsed.node, ast.AsyncFunctionDef):
-        raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
-    compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True)
-    try:
-        with building(builder), builder.inside(body):
-            compiler.run_body(parsed.node.body)
-            builder.emit("yield", [])
-    except TileError:
-        raise
-    except RecursionError:
-        raise TileRecursionError("the kernel is nested too deeply to compile", parsed.loc(parsed.node)) from None
-    except Exception as e:  # noqa: BLE001 - never leak a raw traceback from the compiler
-        raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}", parsed.loc(parsed.node)) from e
-    function = Function(fn.__name__, params, body, dict(hints), parsed.filename)
-    verify(function)
-    return function
+    return compile_body(fn, parsed, builder, body, scope, params, hints)
 
 
 def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = False, **hints):
