@@ -236,15 +236,13 @@ def binary(name: str, x: Any, y: Any, **hints) -> Any:
     if not isinstance(x, Tile) and not isinstance(y, Tile):
         raise TileTypeError(f"{name}: expected tiles or numbers, got {describe(x)} and {describe(y)}")
     args = [x, y]
-    if name in ("truediv", "atan2"):
-        d = _float_of(_operand_dtype(args))
-    elif name.startswith("bitwise"):
-        d = _operand_dtype(args)
-        if d.is_float:
-            raise TileTypeError(f"{name} needs integer or bool operands, got {d.name}")
-    else:
-        d = _operand_dtype(args)
-    a, b = unify(args, d)
+    d = _operand_dtype(args)
+    if name.startswith("bitwise") and d.is_float:
+        raise TileTypeError(f"{name} needs integer or bool operands, got {d.name}")
+    a, b = unify(args, d)  # promotion first, then the op's own conversions
+    if name in ("truediv", "atan2") and not d.is_float:
+        d = _float_of(d)
+        a, b = cast(a, d), cast(b, d)
     if d.is_bool and name in ("add", "sub", "mul", "floordiv", "mod", "pow", "bitwise_lshift", "bitwise_rshift"):
         a, b = cast(a, dt.int32), cast(b, dt.int32)
     attrs = {k: v for k, v in hints.items() if v is not None}
