@@ -7,7 +7,9 @@ Triton route on CPU torch tensors (there is no CUDA here), so everything before 
 backend call -- argument checks, grid, specs, specialisation lookup, backend-cache lookup
 -- runs as it would on CUDA tensors. Not measured: the backend's own part (~6 us on the H200
 host, bench/NOTES.md run 2) and the device. ``torch add_`` on tiny CPU tensors is printed as a
-yardstick for the host cost of an eager element-wise op on this machine.
+yardstick for the host cost of an eager element-wise op on this machine. "safe graph replay
+bookkeeping" replays a captured 1000-launch chain with its step list emptied: the Python work a GPU
+replay does besides cudaGraphLaunch + synchronize (conflict check, in-flight registration).
 
     PYTHONPATH=src python bench/launch_overhead.py [--json out.json]
 """
@@ -108,6 +110,21 @@ def main() -> None:
         for _ in range(k - 1):
             op = op.then(lambda v: safe_add(*v))
         st["z"] = op.sync()[0]
+
+    def safe_graph(k):
+        op = safe_add(st["z"], sx, sy)
+        for _ in range(k - 1):
+            op = op.then(lambda v: safe_add(*v))
+        g = op.graph()
+        st["z"] = g.value[0]
+        return g
+
+    g1000 = safe_graph(1000)
+    g1000.launch()
+    steps = g1000._steps
+    g1000._steps = []  # what a GPU replay does besides cudaGraphLaunch + synchronize
+    res["safe graph replay bookkeeping, N=1000 (per replay)"] = per_call_us(g1000.launch, max(20, n // 40))
+    g1000._steps = steps
 
     res["safe prepare (validation only)"] = per_call_us(safe_prepare, n // 2)
     res["safe launch+sync, Shared inputs"] = per_call_us(safe_sync_each, n // 4)

@@ -26,15 +26,22 @@ class Recorder:
 
     def __init__(self):
         self.steps: list[tuple[str, Callable[[Stream], None]]] = []
-        self.extents: list[Extent] = []
+        self._extents: dict[Extent, None] = {}  # distinct extents, in first-use order
         self.device: str | None = None
+
+    @property
+    def extents(self) -> list[Extent]:
+        """The distinct memory extents the recorded steps use (a chain of N launches on the same
+        tensors has as many extents as one launch, so per-replay bookkeeping does not grow with N)."""
+        return list(self._extents)
 
     def record(self, label: str, fn: Callable[[Stream], None], extents: list[Extent], device: str) -> None:
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
         self.steps.append((label, fn))
-        self.extents.extend(extents)
+        for e in extents:
+            self._extents[e] = None
 
     def reject(self, label: str, why: str = "it allocates memory") -> None:
         raise GraphCaptureError(f"{label} cannot be recorded into a graph: {why}; allocate before capturing "
@@ -46,7 +53,8 @@ class Graph:
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
         self._steps = recorder.steps
-        self._extents = recorder.extents
+        self._extents = recorder.extents  # distinct extents (see Recorder.extents)
+        self._label = f"graph replay ({len(self._steps)} ops)"
         self.value = value
         self.stream = stream
         self._cuda_graph = None
@@ -87,8 +95,12 @@ class Graph:
         self._cuda_graph = g
 
     def _wait_conflicts(self) -> None:
-        for ext in self._extents:
-            for e in REGISTRY.conflicting(ext, True):
+        entries = REGISTRY._entries
+        if not entries:
+            return
+        for e in entries:
+            if not e.done._set and any(e.conflicts(ext, True) for ext in self._extents) \
+                    and not REGISTRY._finished(e):
                 e.wait_host()
 
     def launch(self) -> Any:
@@ -96,8 +108,8 @@ class Graph:
         _check_terminal("Graph.launch()")
         self._wait_conflicts()
         stream = self.stream
-        entry = InFlight(f"graph replay ({self.num_ops} ops)", stream, list(self._extents), [])
-        entry.enqueued.set()
+        entry = InFlight(self._label, stream, self._extents, [])
+        entry.enqueued._set = True  # not registered yet: nobody waits on it
         REGISTRY.add(entry)  # concurrent work on this memory waits for the replay
         try:
             if self._cuda_graph is not None:

@@ -242,9 +242,14 @@ def _ownership(kernel: EntryKernel, args: tuple, check_ownership: bool) -> None:
             a._check(_Passed(name, kname))
 
 
+_WRAPPERS = (Partition, MappedPartition, Shared)
+
+
 def _instances(kernel: EntryKernel, args: tuple, mutable: tuple, want_infos: bool = True):
     """Per-launch memory checks: runtime data, extents, and no mutable argument aliasing another."""
     runtime: list[Any] = []
+    writes: list[Extent] = []
+    reads: list[Extent] = []
     extents: list[tuple[str, Extent, bool]] = []
     infos: dict[str, Any] = {}
     for name, a, mut in zip(kernel.param_names, args, mutable):
@@ -253,7 +258,8 @@ def _instances(kernel: EntryKernel, args: tuple, mutable: tuple, want_infos: boo
             if want_infos:
                 infos[name] = a
             continue
-        t = a._tensor if isinstance(a, (Partition, MappedPartition, Shared)) else a
+        ta = type(a)
+        t = a._tensor if (ta is Partition or ta is Shared or ta is MappedPartition or isinstance(a, _WRAPPERS)) else a
         if isinstance(t, Tensor):
             runtime.append(t._data)
             e = t.__dict__.get("_extent")
@@ -262,17 +268,20 @@ def _instances(kernel: EntryKernel, args: tuple, mutable: tuple, want_infos: boo
         else:
             runtime.append(t)
             e = extent_of(t)
+        (writes if mut else reads).append(e)
         extents.append((name, e, mut))
     n = len(extents)
-    for i in range(n):
-        n1, e1, m1 = extents[i]
-        for j in range(i + 1, n):
-            n2, e2, m2 = extents[j]
-            if (m1 or m2) and overlaps(e1, e2):
-                mut, other = (n1, n2) if m1 else (n2, n1)
-                raise AliasError(f"kernel {kernel.__name__!r}: mutable argument {mut!r} overlaps argument {other!r} "
-                                 "in memory; a mutable argument must not alias any other argument (views included)")
-    return runtime, [e for _, e, m in extents if m], [e for _, e, m in extents if not m], infos
+    if writes and n > 1:  # every mutable argument against every other argument, in argument order
+        for i in range(n):
+            n1, e1, m1 = extents[i]
+            for j in range(i + 1, n):
+                n2, e2, m2 = extents[j]
+                if (m1 or m2) and overlaps(e1, e2):
+                    mut, other = (n1, n2) if m1 else (n2, n1)
+                    raise AliasError(f"kernel {kernel.__name__!r}: mutable argument {mut!r} overlaps argument "
+                                     f"{other!r} in memory; a mutable argument must not alias any other argument "
+                                     "(views included)")
+    return runtime, writes, reads, infos
 
 
 def _analyze(kernel: EntryKernel, args: tuple):
@@ -623,29 +632,31 @@ class LaunchOp(DeviceOp):
 
     def _execute(self, plan: Plan, ctx: ExecContext) -> None:
         stream = ctx.stream
-        entry = InFlight(self.label, stream, plan.writes, plan.reads)
+        entry = InFlight(self, stream, plan.writes, plan.reads)  # the op: its label is formatted when shown
         # conflicting unfinished work: wait for it, unless it is already enqueued on this same
-        # stream (stream order serialises the two; on the GPU an extra event wait per launch)
-        for ext in plan.writes:
-            for e in REGISTRY.conflicting(ext, True, exclude=entry):
-                if e.stream is not stream or not e.enqueued.is_set():
-                    e.wait_on(stream)
-        for ext in plan.reads:
-            for e in REGISTRY.conflicting(ext, False, exclude=entry):
-                if e.stream is not stream or not e.enqueued.is_set():
+        # stream (stream order serialises the two; on the GPU an extra event wait per launch).
+        # Same-stream enqueued work is skipped before any overlap test or CUDA event query.
+        entries = REGISTRY._entries
+        if entries:
+            writes, reads = plan.writes, plan.reads
+            for e in entries:
+                if e.done._set or (e.stream is stream and e.enqueued._set):
+                    continue
+                if (any(e.conflicts(ext, True) for ext in writes) or any(e.conflicts(ext, False) for ext in reads)) \
+                        and not REGISTRY._finished(e):
                     e.wait_on(stream)
         self._inflight = entry
         gpu = plan.device != "cpu"
         if not gpu:
-            entry.enqueued.set()
+            entry.enqueued._set = True  # nobody can wait on it before it is registered
         REGISTRY.add(entry)
         try:
-            run_plan(plan, ctx.stream)
+            run_plan(plan, stream)
         finally:
             if gpu:
                 import torch
                 ev = torch.cuda.Event()
-                ev.record(ctx.stream.torch_stream if ctx.stream.is_cuda else None)
+                ev.record(stream.torch_stream if stream.is_cuda else None)
                 entry.cuda_event = ev
                 entry.enqueued.set()
             else:

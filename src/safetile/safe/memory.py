@@ -75,7 +75,9 @@ def extent_of(data: Any) -> Extent:
 
 def overlaps(a: Extent, b: Extent) -> bool:
     """Whether two views share at least one byte."""
-    if a.device != b.device or a.empty or b.empty or a.hi <= b.lo or b.hi <= a.lo:
+    if a.hi <= b.lo or b.hi <= a.lo:  # disjoint byte ranges: the common case, tested first
+        return False
+    if a.device != b.device or a.hi <= a.lo or b.hi <= b.lo:  # other device, or an empty view
         return False
     if a.shape == b.shape and a.strides == b.strides and a.ptr == b.ptr:
         return True
@@ -87,14 +89,16 @@ def overlaps(a: Extent, b: Extent) -> bool:
 # ------------------------------------------------------------------------------ in flight
 
 _FLAGS = threading.Condition(threading.Lock())  # one condition for every in-flight flag
+_WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
 
 
 class Flag:
     """A one-way flag with ``threading.Event``'s interface (``set``, ``is_set``, ``wait``).
 
     Every launch makes two; an Event allocates a lock and a condition each (several us per
-    launch), these share one module-level condition: waiting is rare, setting is a bit flip
-    plus a notify under that lock."""
+    launch), these share one module-level condition. Setting is a bit flip; the condition is
+    taken (to notify) only while some thread waits. A waiter counts itself under the lock
+    before it tests the flag, so a ``set`` that saw no waiter happened before that test."""
 
     __slots__ = ("_set",)
 
@@ -105,22 +109,27 @@ class Flag:
         return self._set
 
     def set(self) -> None:
-        with _FLAGS:
-            self._set = True
-            _FLAGS.notify_all()
+        self._set = True
+        if _WAITERS[0]:
+            with _FLAGS:
+                _FLAGS.notify_all()
 
     def wait(self, timeout: float | None = None) -> bool:
         if self._set:
             return True
         with _FLAGS:
-            return _FLAGS.wait_for(self.is_set, timeout)
+            _WAITERS[0] += 1
+            try:
+                return _FLAGS.wait_for(self.is_set, timeout)
+            finally:
+                _WAITERS[0] -= 1
 
 
 @dataclass(eq=False)
 class InFlight:
     """Memory an unfinished launch uses: extents it writes and extents it reads."""
 
-    label: str
+    label: Any  # text, or the operation (formatted with str() only when shown)
     stream: Any
     writes: list[Extent]
     reads: list[Extent]
@@ -151,34 +160,51 @@ class InFlight:
 
 
 class Registry:
+    """The unfinished launches. ``_entries`` is copy-on-write (a tuple replaced under the lock),
+    so readers take it without locking; finished entries are pruned when the tuple has grown
+    (amortised), not on every launch, so a launch does not query every CUDA event each time."""
+
     def __init__(self):
         self._lock = threading.Lock()
-        self._entries: list[InFlight] = []
+        self._entries: tuple[InFlight, ...] = ()
+        self._prune_at = 32
 
     def conflicting(self, ext: Extent, writing: bool, exclude: Any = None) -> list[InFlight]:
-        with self._lock:
-            entries = list(self._entries)
-        return [e for e in entries if e is not exclude and not self._finished(e) and e.conflicts(ext, writing)]
+        entries = self._entries
+        if not entries:
+            return []
+        # the cheap tests first: the done flag and the extents; a CUDA event is queried only
+        # for an entry that really conflicts
+        return [e for e in entries if e is not exclude and not e.done._set and e.conflicts(ext, writing)
+                and not self._finished(e)]
 
     @staticmethod
     def _finished(e: InFlight) -> bool:
-        if e.done.is_set():
+        if e.done._set:
             return True
-        if e.enqueued.is_set() and e.cuda_event is not None and e.cuda_event.query():
+        if e.enqueued._set and e.cuda_event is not None and e.cuda_event.query():
             e.done.set()  # remembered: the event is not queried again
             return True
         return False
 
     def add(self, entry: InFlight) -> None:
         with self._lock:
-            self._entries = [e for e in self._entries if not self._finished(e)]
-            self._entries.append(entry)
+            entries = self._entries
+            if len(entries) >= self._prune_at:
+                entries = tuple(e for e in entries if not self._finished(e))
+                self._prune_at = max(32, 2 * len(entries))
+            self._entries = entries + (entry,)
 
     def remove(self, entry: InFlight) -> None:
         entry.done.set()
+        if entry.cuda_event is not None:
+            return
         with self._lock:
-            if entry in self._entries and entry.cuda_event is None:
-                self._entries.remove(entry)
+            entries = self._entries
+            if entries and entries[-1] is entry:
+                self._entries = entries[:-1]
+            elif entry in entries:
+                self._entries = tuple(e for e in entries if e is not entry)
 
     def wait_for_host(self, ext: Extent, writing: bool) -> None:
         """Host access to ``ext``: wait until no unfinished launch conflicts with it."""

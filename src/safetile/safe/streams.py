@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import contextlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 _default_device = os.environ.get("SAFETILE_DEVICE", "cpu")
 _ids = itertools.count()
+_NULL_CONTEXT = contextlib.nullcontext()  # reusable: entering it does nothing
 
 
 def default_device() -> str:
@@ -35,6 +37,7 @@ class Stream:
     def __init__(self, device: str = "cpu", torch_stream: Any = None):
         from .tensor import normalize_device
         self.device = normalize_device(device)
+        self.is_cuda = self.device.startswith("cuda")  # fixed for the stream's life
         self.id = next(_ids)
         self._lock = threading.Lock()
         self._queued = 0
@@ -43,10 +46,6 @@ class Stream:
         if self.is_cuda:
             import torch
             self.torch_stream = torch_stream if torch_stream is not None else torch.cuda.Stream(device=self.device)
-
-    @property
-    def is_cuda(self) -> bool:
-        return self.device.startswith("cuda")
 
     def __repr__(self) -> str:
         return f"<safetile stream {self.id} on {self.device}>"
@@ -74,9 +73,7 @@ class Stream:
 
     def run(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` in stream order and wait for it (inline when nothing is queued)."""
-        with self._lock:
-            idle = self._queued == 0
-        if idle or threading.current_thread().name.startswith(f"safetile-stream{self.id}_"):
+        if self._queued == 0 or threading.current_thread().name.startswith(f"safetile-stream{self.id}_"):
             return fn()
         return self.submit(fn).result()
 
@@ -85,18 +82,52 @@ class Stream:
         if self.is_cuda:
             self.torch_stream.synchronize()
             return
-        with self._lock:
-            idle = self._queued == 0
-        if not idle:
+        if self._queued:  # an int read is atomic; the count changes under the lock
             self.submit(lambda: None).result()
 
     def context(self):
         """A context manager making this stream current for torch work (no-op on CPU)."""
         if self.is_cuda:
+            return _CudaStreamContext(self.torch_stream)
+        return _NULL_CONTEXT
+
+
+class _CudaStreamContext:
+    """``torch.cuda.stream(ts)`` for the common case, without its Python overhead (it builds two
+    ``torch.cuda.Stream`` objects and several device queries per use, several us per terminal):
+    when ``ts`` is on the current device, swap the current stream id directly, and not at all
+    when ``ts`` is already current. Other cases (another device, an older torch) use
+    ``torch.cuda.stream``."""
+
+    __slots__ = ("ts", "prev", "fallback")
+
+    def __init__(self, ts):
+        self.ts = ts
+        self.prev = None
+        self.fallback = None
+
+    def __enter__(self):
+        import torch
+        C = torch._C
+        ts = self.ts
+        get = getattr(C, "_cuda_getCurrentStream", None)
+        if get is None or not hasattr(C, "_cuda_setStream") or C._cuda_getDevice() != ts.device_index:
+            self.fallback = torch.cuda.stream(ts)
+            return self.fallback.__enter__()
+        cur = get(ts.device_index)  # (stream id, device index, device type)
+        if cur[0] != ts.stream_id:
+            self.prev = cur
+            C._cuda_setStream(stream_id=ts.stream_id, device_index=ts.device_index, device_type=ts.device_type)
+        return None
+
+    def __exit__(self, *exc):
+        if self.fallback is not None:
+            return self.fallback.__exit__(*exc)
+        prev = self.prev
+        if prev is not None:
             import torch
-            return torch.cuda.stream(self.torch_stream)
-        import contextlib
-        return contextlib.nullcontext()
+            torch._C._cuda_setStream(stream_id=prev[0], device_index=prev[1], device_type=prev[2])
+        return False
 
 
 class StreamPool:
@@ -107,12 +138,11 @@ class StreamPool:
             raise ValueError("a stream pool needs at least one stream")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
-        self._next = itertools.cycle(range(size))
-        self._lock = threading.Lock()
+        self._count = itertools.count()  # next() on it is atomic (no lock needed)
+        self._size = size
 
     def next(self) -> Stream:
-        with self._lock:
-            return self.streams[next(self._next)]
+        return self.streams[next(self._count) % self._size]
 
 
 _pools: dict[str, StreamPool] = {}
@@ -122,6 +152,9 @@ POOL_SIZE = 4
 
 def default_pool(device: str | None = None) -> StreamPool:
     """The device's default pool of 4 streams."""
+    pool = _pools.get(_default_device if device is None else device)  # common case: a name seen before
+    if pool is not None:
+        return pool
     from .tensor import normalize_device
     dev = normalize_device(device)
     with _pool_lock:
