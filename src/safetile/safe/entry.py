@@ -27,6 +27,9 @@ from .preconditions import Precondition
 from .types import ConstParam, TensorParam, parse_annotation
 
 
+_LaunchOp = None  # safe.launch.LaunchOp, bound on the first launch (circular import)
+
+
 @dataclass(frozen=True)
 class ParamKey:
     """The compile-relevant facts of one bound parameter."""
@@ -140,8 +143,11 @@ class EntryKernel:
     # ------------------------------------------------------------------ launching
 
     def __call__(self, *args) -> "LaunchOp":
-        from .launch import LaunchOp
-        return LaunchOp(self, args)
+        global _LaunchOp
+        if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
+            from .launch import LaunchOp
+            _LaunchOp = LaunchOp
+        return _LaunchOp(self, args)
 
     def compile(self, *args) -> Function:
         """Validate a launch with these arguments and compile it, without running or moving anything."""
