@@ -20,6 +20,7 @@ def _axes(run, op):
 
 
 def _finish(x, run, op):
+    """Cast to the result dtype and lay out as batch + result shape (keepdims axes included)."""
     out = op.results[0].type
     x = np.asarray(x).astype(out.dtype.np_dtype, copy=False)
     return x.reshape(x.shape[:run.nb] + out.shape) if x.ndim >= run.nb else x
@@ -63,16 +64,6 @@ def arg_extreme(run, op, args):
     moved = x.transpose(tuple(range(nb)) + tuple(nb + a for a in rest) + tuple(nb + a for a in axes))
     flat = moved.reshape(moved.shape[:nb + len(rest)] + (-1,))
     r = (np.argmax if op.name == "argmax" else np.argmin)(flat, axis=-1)
-    if op.attrs["keepdims"]:
-        r = r.reshape(r.shape + (1,) * len(axes))
-        shape_rest = list(r.shape[nb:])
-        # restore the reduced axes at their positions as size-1 dims
-        full = []
-        it = iter(x.shape[nb + a] for a in rest)
-        for a in range(x.ndim - nb):
-            full.append(1 if a in axes else next(it))
-        r = r.reshape(r.shape[:nb] + tuple(full))
-        del shape_rest
     return _finish(r, run, op)
 
 
