@@ -51,22 +51,18 @@ def _int_divmod(g: Gen, op, python_op: str, helper: str):
     return f"{prefix}{helper}({g.val(a)}, {g.val(b)})"
 
 
-@lowers("floordiv")
-def floordiv(g: Gen, op):
-    d = op.result.type.dtype
-    if d.is_float:
-        x, y = (g.up(g.val(v), d) for v in op.operands)
-        return g.down(f"_st_ffloordiv({x}, {y})", d)
-    return _int_divmod(g, op, "//", "floordiv")
+_DIVMOD = {"floordiv": ("_st_ffloordiv", "//"), "mod": ("_st_fmod", "%")}  # float helper, int symbol
 
 
-@lowers("mod")
-def mod(g: Gen, op):
+@lowers("floordiv", "mod")
+def floordiv_mod(g: Gen, op):
+    """Python semantics: // rounds toward -inf and % takes the divisor's sign."""
     d = op.result.type.dtype
+    float_helper, symbol = _DIVMOD[op.name]
     if d.is_float:
         x, y = (g.up(g.val(v), d) for v in op.operands)
-        return g.down(f"_st_fmod({x}, {y})", d)
-    return _int_divmod(g, op, "%", "mod")
+        return g.down(f"{float_helper}({x}, {y})", d)
+    return _int_divmod(g, op, symbol, op.name)
 
 
 @lowers("pow")
