@@ -34,9 +34,8 @@ def _check_store_tile(name: str, tile, shape, dtype, what: str) -> Tile:
     return tile
 
 
-@tile_api_class
-class MutTensor:
-    """``ct.Mut[...]`` inside the kernel: this block's exclusive sub-tensor."""
+class _OwnedTensor:
+    """A mutable parameter: the partitioned array, the sub-tensor shape and the grid rank."""
 
     def __init__(self, name: str, array: Array, shape: tuple[int, ...], grid_rank: int):
         self._name = name
@@ -52,6 +51,11 @@ class MutTensor:
     @property
     def dtype(self) -> dt.DType:
         return self._array.dtype
+
+
+@tile_api_class
+class MutTensor(_OwnedTensor):
+    """``ct.Mut[...]`` inside the kernel: this block's exclusive sub-tensor."""
 
     @property
     def ndim(self) -> int:
@@ -122,22 +126,8 @@ class _IndexRange:
 
 
 @tile_api_class
-class MappedMutTensor:
+class MappedMutTensor(_OwnedTensor):
     """``ct.MappedMut[...]`` inside the kernel: a bounded, disjoint walk over sub-tensors."""
-
-    def __init__(self, name: str, array: Array, shape: tuple[int, ...], grid_rank: int):
-        self._name = name
-        self._array = array
-        self._shape = tuple(shape)
-        self._grid_rank = grid_rank
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> dt.DType:
-        return self._array.dtype
 
     def _counts(self) -> list:
         return [mem.num_tiles(self._array, a, self._full_tile_shape()) for a in range(self._grid_rank)]
