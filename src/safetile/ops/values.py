@@ -191,6 +191,8 @@ def _describe(x: Any) -> str:
         return f"a tuple {x!r}" if len(repr(x)) < 60 else "a tuple"
     if x is None:
         return "None"
+    if isinstance(x, Tile):
+        return f"a {x.type}"
     return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
 
 
