@@ -560,3 +560,19 @@ def test_tile_functions(rng):
 def test_kernel_cannot_be_called_directly(rng):
     with pytest.raises(TypeError):
         vec_add_one_call(rand(rng, 8), rand(rng, 8), rand(rng, 8), 8)
+
+
+@ct.kernel
+def _print_then_fail(x):
+    t = ct.load(x, index=(0,), shape=(4,))
+    print("before", ct.sum(t))
+    ct.assert_(ct.sum(t) < 0, "sum must be negative")
+
+
+def test_single_block_output_precedes_a_failure(capsys):
+    """Output printed before a failing assert_ is not lost (one block prints as it runs)."""
+    x = np.random.default_rng(3).random(4).astype(np.float32) + 1
+    with pytest.raises(ct.TileRuntimeError, match="sum must be negative"):
+        ct.launch(None, (1,), _print_then_fail, (x,))
+    out = capsys.readouterr().out
+    assert out.startswith("before ") and abs(float(out.split()[1]) - float(x.sum())) < 1e-4

@@ -1,6 +1,9 @@
-"""CPU lowerings of the debug family (ops/debug.py): output is buffered per block and
-flushed in block order when the launch ends (or fails)."""
+"""CPU lowerings of the debug family (ops/debug.py): output of a many-block launch is
+buffered per block and flushed in block order when the launch ends (or fails); a
+single-block launch (e.g. a classic BASIC program) prints as it runs."""
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -33,7 +36,11 @@ def print_(run, op, args):
             else:
                 i, spec = p
                 text.append(_format(flat[i][k], spec))
-        run.prints.setdefault(int(bid), []).append("".join(text) + end)
+        line = "".join(text) + end
+        if run.grid == (1, 1, 1):  # one block: nothing to order, so print as it happens
+            sys.stdout.write(line)
+        else:
+            run.prints.setdefault(int(bid), []).append(line)
 
 
 @lowers("assert")
