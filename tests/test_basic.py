@@ -3,13 +3,12 @@ errors and the Python API, checked on printed output and on numbers (CPU backend
 Triton backend under its interpreter where it is importable)."""
 from __future__ import annotations
 
-import contextlib
-import os
 import pathlib
 import re
 
 import numpy as np
 import pytest
+from triton_interp import triton_interpreter
 
 from safetile.basic import BasicError, BasicInputError, compile_program
 from safetile.basic.printing import float_len_reference, format_float
@@ -431,55 +430,30 @@ def test_local_arrays_are_per_block():
 
 # ----------------------------------------------------------------------------- Triton backend
 
-@contextlib.contextmanager
-def _interpreter():
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
-
-
-def _need_triton():
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    try:
-        import safetile.backends.triton.launcher  # noqa: F401
-    except ImportError as e:  # pragma: no cover
-        pytest.skip(f"Triton backend not importable: {e}")
-
-
 def test_vector_add_on_triton_interpreter():
-    _need_triton()
     prog = compile_program((EXAMPLES / "vector_add.bas").read_text(), "vector_add.bas")
     rng = np.random.default_rng(1)
     a = rng.standard_normal(1000).astype(np.float32)
     b = rng.standard_normal(1000).astype(np.float32)
-    with _interpreter():
+    with triton_interpreter():
         out = prog.run({"N": 1000, "A": a, "B": b}, backend="gpu")
     np.testing.assert_array_equal(out["C"], a + b)
 
 
 def test_gemm_on_triton_interpreter():
-    _need_triton()
     prog = compile_program((EXAMPLES / "gemm.bas").read_text(), "gemm.bas")
     rng = np.random.default_rng(2)
     a = rng.standard_normal((130, 40)).astype(np.float32)
     b = rng.standard_normal((40, 140)).astype(np.float32)
-    with _interpreter():
+    with triton_interpreter():
         out = prog.run({"A": a, "B": b}, backend="gpu")
     assert rel_err(out["C"], a.astype(np.float64) @ b) <= 1e-5
 
 
 def test_hello_on_triton_interpreter(capsys):
     """PRINT runs through the device print; its text layout is the backend's own."""
-    _need_triton()
     prog = compile_program((EXAMPLES / "hello.bas").read_text(), "hello.bas")
-    with _interpreter():
+    with triton_interpreter():
         prog.run(backend="gpu")
     text = capsys.readouterr().out
     assert "Hello, World!" in text and "Y is large" in text and "Y is small" not in text
@@ -489,12 +463,11 @@ def test_hello_on_triton_interpreter(capsys):
 def test_corpus_programs_on_triton_interpreter(name, capsys):
     """The same kernels on the Triton backend: OUTPUT arrays equal the CPU backend's, and the
     printed values appear in the same order (the device print has its own text layout)."""
-    _need_triton()
     source = (ROOT / "tests" / "basic_corpus" / f"{name}.bas").read_text()
     prog = compile_program(source, f"{name}.bas")
     cpu = prog.run()
     cpu_text = capsys.readouterr().out
-    with _interpreter():
+    with triton_interpreter():
         gpu = prog.run(backend="gpu")
     gpu_text = capsys.readouterr().out
     for k in cpu:

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from triton_interp import triton_interpreter
 
 import safetile as ct
 
@@ -251,16 +252,7 @@ def test_memcpy_checks_shapes_and_types():
 
 def test_graph_replay_on_triton_interpreter():
     """A captured chain replays through the Triton backend (interpreter on host memory)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    import os
-    try:
-        import safetile.backends.triton.launcher  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"the Triton backend is not available: {e}")
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
+    with triton_interpreter():
         k = axpb.backend("triton")
         z = ct.zeros(64).sync()
         g = k(z.partition(32), 2.0, 1.0).then(lambda r: k(*r)).graph()
@@ -268,8 +260,3 @@ def test_graph_replay_on_triton_interpreter():
             zp, _, _ = g.launch()
         # each replay: z -> (2z + 1) twice; from 0: 3, then 15
         assert np.array_equal(zp.to_numpy(), np.full(64, 15.0, np.float32))
-    finally:
-        if saved is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = saved

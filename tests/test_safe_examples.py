@@ -6,7 +6,6 @@ missing. Inputs are random; outputs are poisoned with NaN before every run.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import os
@@ -14,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from triton_interp import triton_interpreter
 
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "safe")
@@ -104,27 +104,6 @@ def test_safe_example_toy_model_graph_replay():
 
 
 # ----------------------------------------------------------------------------- Triton interpreter
-
-@contextlib.contextmanager
-def triton_interpreter():
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    try:
-        importlib.import_module("safetile.backends.triton.launcher")
-    except ImportError as e:
-        pytest.skip(f"the Triton backend is not available: {e}")
-    saved = {k: os.environ.get(k) for k in ("TRITON_INTERPRET", "SAFETILE_BACKEND")}
-    os.environ["TRITON_INTERPRET"] = "1"
-    os.environ["SAFETILE_BACKEND"] = "triton"
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
 
 @pytest.mark.parametrize("name", sorted(CASES) + sorted(MATMULS))
 def test_safe_example_triton_interpreter(name):

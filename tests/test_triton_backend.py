@@ -8,8 +8,6 @@ CUDA tensors. Outputs are poisoned before every run.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,27 +17,12 @@ import pytest
 
 import safetile as ct
 from safetile import dtypes as dtypes_mod
+from triton_interp import triton_interpreter
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 RNG_SEED = 1234
-
-
-@contextlib.contextmanager
-def triton_interpreter():
-    """Route launches to the Triton backend and run them in Triton's interpreter."""
-    saved = {k: os.environ.get(k) for k in ("TRITON_INTERPRET", "SAFETILE_BACKEND")}
-    os.environ["TRITON_INTERPRET"] = "1"
-    os.environ["SAFETILE_BACKEND"] = "triton"
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def to_torch(a: np.ndarray, device: str = "cpu"):
