@@ -28,6 +28,7 @@ from .ops.shape import (broadcast_to, cat, expand_dims, extract, insert, item, p
                         transpose)
 from .ops.values import Array, Tile
 from .runtime.launch import launch
+from . import tune  # ct.tune.exhaustive_search: autotuning (docs/autotune.md)
 
 bool = bool_  # noqa: A001 - cuTile spells it ct.bool_; allow ct.bool as well
 
