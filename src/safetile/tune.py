@@ -267,7 +267,7 @@ class _Progress:
             self.bar.set_postfix_str(note, refresh=False)
             self.bar.update()
         elif self.enabled:
-            sys.stderr.write(f"\r{self.desc}: {self.n}/{self.total} configs  {note}")
+            sys.stderr.write(f"\r{self.desc}: {self.n}/{self.total} configs  {note}".ljust(60))
             sys.stderr.flush()
 
     def close(self) -> None:
