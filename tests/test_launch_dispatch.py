@@ -129,3 +129,91 @@ def test_safe_raw_torch_refs_are_checked_after_a_cached_launch():
         add_ref(ct.from_dlpack(zt).partition(4), zt[:8])  # same memory: refused on every launch
     z2, _ = add_ref(z, x).sync()
     assert (z2.unpartition().to_numpy() == np.arange(8) + 1).all()
+
+
+# ------------------------------------------------------------------ the safe style's plan reuse
+
+@ct.entry
+def scale_add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], a: float):
+    z.store(z.load() * a + ct.load_tile_like(x, z))
+
+
+def test_safe_same_objects_reuse_the_plan_and_still_check_ownership():
+    z = ct.zeros(8).sync().partition(4)
+    x = ct.arange(8, dtype=ct.f32).sync().shared()
+    z, x, _ = scale_add(z, x, 2.0).sync()
+    plan = scale_add.__dict__["_known"]
+    assert len(plan) == 1
+    z, x, _ = scale_add(z, x, 2.0).sync()  # same objects, equal scalar: the same plan
+    assert len(scale_add._known) == 1
+    assert np.array_equal(z.unpartition().to_numpy(), 3 * np.arange(8, dtype=np.float32))
+
+
+def test_safe_plan_reuse_refuses_moved_and_unwrapped_arguments():
+    z = ct.zeros(8).sync().partition(4)
+    x = ct.arange(8, dtype=ct.f32).sync().shared()
+    z, x, _ = scale_add(z, x, 1.0).sync()
+    op = scale_add(z, x, 1.0)  # z moved into op
+    with pytest.raises(ct.UseAfterMoveError, match=r"passed as argument 'z' of kernel 'scale_add'"):
+        scale_add(z, x, 1.0)
+    z, x, _ = op.sync()
+    t = x.try_unwrap()
+    with pytest.raises(ct.OwnershipError, match="unwrapped"):
+        scale_add(z, x, 1.0)
+    assert np.array_equal(t.to_numpy(), np.arange(8, dtype=np.float32))
+    # a scalar of another type is another plan (and another specialisation)
+    z, _, _ = scale_add(z, t.shared(), 1).sync()
+    assert np.array_equal(z.unpartition().to_numpy(), 3 * np.arange(8, dtype=np.float32))
+
+
+def test_safe_plan_cache_holds_no_tensor_alive():
+    import gc
+    import weakref
+    z = ct.zeros(8).sync().partition(4)
+    x = ct.arange(8, dtype=ct.f32).sync().shared()
+    z, x, _ = scale_add(z, x, 1.0).sync()
+    alive = weakref.ref(z)
+    del z
+    gc.collect()
+    assert alive() is None
+
+
+def test_safe_configured_kernel_does_not_reuse_the_plain_kernels_plans():
+    z = ct.zeros(8).sync().partition(4)
+    x = ct.arange(8, dtype=ct.f32).sync().shared()
+    z, x, _ = scale_add(z, x, 1.0).sync()
+    with pytest.raises(ct.GridError, match="axis 0"):
+        scale_add.grid((3,))(z, x, 1.0)
+
+
+# ------------------------------------------------------------------ ct.launch's one-pass GPU path
+
+def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch):
+    """The one-pass path (CUDA only) checked with CPU torch tensors and a recording launcher."""
+    torch = pytest.importorskip("torch")
+    from safetile.backends.triton import launcher as L
+    monkeypatch.setattr(L, "_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 77)
+    calls = []
+
+    class FakeVariant:
+        function = "fn"
+
+        def run(self, *a):
+            calls.append(a)
+
+    fast = L.FastPath(fill)
+    z = torch.zeros(8)
+    fast.learn(FakeVariant(), (2, 1, 1), (z, 3.0, 4))
+    assert fast(None, (2,), (z, 5.0, 4))
+    assert calls == [(2, 1, 1, 77, "fn", z.data_ptr(), 8, 1, 5.0)]
+    # anything the checked path decides on is in the key: a miss, not a wrong launch
+    assert not fast(None, (2,), (z, 5.0, 8))  # another Constant
+    assert not fast(None, (2,), (z, 5, 4))  # an int scalar instead of a float
+    assert not fast(None, (2,), (z.double(), 5.0, 4))  # another dtype
+    assert not fast(None, (2,), (torch.zeros(16), 5.0, 4))  # another shape
+    assert not fast(None, (2,), (torch.zeros(16)[::2], 5.0, 4))  # other strides
+    assert not fast(None, (2,), (torch.zeros(9)[1:], 5.0, 4))  # another pointer alignment
+    assert not fast(None, (2,), (z.numpy(), 5.0, 4))  # not a torch tensor: the checked path
+    assert not fast(None, (1, 70000), (z, 5.0, 4))  # a grid launched flat: the checked path
+    assert len(calls) == 1

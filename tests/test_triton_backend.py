@@ -863,13 +863,14 @@ def test_big_grid_and_64bit_indexing(monkeypatch):
 
 
 def test_kernel_hints_map_to_triton_options():
-    from safetile.backends.triton.codegen import generate, default_facts
+    from safetile.backends.triton.codegen import Facts, generate, default_facts
     from safetile.backends.triton.launcher import compile_options, default_num_warps
     from safetile.runtime.args import arg_specs
     k = vec_add.replace_hints(num_warps=2, num_stages=4, occupancy=2, num_ctas=2)
     fn = k.specialize(arg_specs(k, (np.zeros(4, np.float32),) * 3 + (16,)))
-    opts = compile_options(fn, generate(fn, default_facts(fn)), 90)
+    opts = compile_options(fn, generate(fn, default_facts(fn)), Facts(default_facts(fn).arrays, target=90))
     assert opts["num_warps"] == 2 and opts["num_stages"] == 4 and opts["num_ctas"] == 2
+    assert "launch_pdl" not in opts  # only when the source waits for its predecessor (Facts.pdl)
     assert opts["maxnreg"] <= 255 and opts["sanitize_overflow"] is False
     big = gemm.specialize(arg_specs(gemm, (np.zeros((4, 4), np.float16),) * 3 + (128, 128, 32)))
     assert default_num_warps(big) == 8
@@ -895,13 +896,18 @@ def test_generated_source_compiles_for_sm90(name, tmp_path, monkeypatch):
     targs = [to_torch(a) if isinstance(a, np.ndarray) else a for a in args]
     fn = case.kernel.specialize(arg_specs(case.kernel, tuple(targs)))
     facts = Facts(tuple(array_facts(*array_parts(a)[:3]) for a in targs if isinstance(a, torch.Tensor)),
-                  False, 90, True)
+                  False, 90, True, pdl=True)
     gen = generate(fn, facts)
     jitfn, gen = cache.load(cache.digest("sm90-" + name, facts), lambda: gen, False)
     if name == "gemm_f16":
         assert "make_tensor_descriptor" in gen.source
-    opts = compile_options(fn, gen, 90)
+    opts = compile_options(fn, gen, facts)
+    assert opts["launch_pdl"] is True
     compiled = triton.compile(ASTSource(jitfn, gen.signature, {}, gen.attrs), target=GPUTarget("cuda", 90, 32),
                               options=opts)
     assert compiled.asm["cubin"]
     assert re.search(r"\.entry\s+st_", compiled.asm["ptx"])
+    # programmatic dependent launch: the kernel waits for its predecessor before any memory access
+    ptx = compiled.asm["ptx"]
+    assert "griddepcontrol.wait" in ptx and ptx.index("griddepcontrol.wait") < ptx.index("ld.global") \
+        if "ld.global" in ptx else "griddepcontrol.wait" in ptx

@@ -195,6 +195,8 @@ class Kernel:
         self.backend_cache: dict[Any, Any] = {}  # per-backend compiled artefacts
         # launch dispatch cache (runtime/launch.py): argument signature -> prepared launch
         self.dispatch: dict[tuple, Any] = {}
+        # the GPU backend's one-pass launch path, installed by it after a first CUDA launch
+        self.gpu_fast: Any = None
 
     def _annotation(self, p: inspect.Parameter) -> Any:
         ann = p.annotation

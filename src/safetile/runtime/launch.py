@@ -10,17 +10,16 @@ argument checks, so it only checks the grid and calls the backend.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from ..frontend.kernel import Kernel
 from .args import SCALAR_TYPES, arg_specs, as_numpy, is_cuda, signature
+from .env import backend_override
 
 MAX_GRID_DIM = 2**24 - 1
 _DISPATCH_LIMIT = 1024  # distinct signatures kept per kernel (then the cache starts over)
-_environ = os.environ
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:
@@ -92,11 +91,12 @@ class Prepared:
             g = self._gpu = specialization(self.kernel, self.fn, self.specs)
         return g
 
-    def __call__(self, stream: Any, grid3: tuple, args: tuple) -> None:
-        if self.on_gpu or _environ.get("SAFETILE_BACKEND") == "triton":  # forced: Triton interpreter tests
-            (self._gpu or self.gpu())(stream, grid3, args)
-        else:
-            run_cpu(self.fn, grid3, self.kernel, args)
+    def __call__(self, stream: Any, grid3: tuple, args: tuple):
+        """Run the launch; returns the GPU backend's compiled variant when one ran on CUDA."""
+        if self.on_gpu or backend_override() == "triton":  # forced: Triton interpreter tests
+            return (self._gpu or self.gpu())(stream, grid3, args)
+        run_cpu(self.fn, grid3, self.kernel, args)
+        return None
 
 
 def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
@@ -106,11 +106,17 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
     argument is touched, so a rejected launch writes nothing.
     """
     if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
+        fast = kernel.gpu_fast
+        if fast is not None and fast(stream, grid, args):
+            return
         sig = signature(kernel, args)
         if sig is not None:
             prepared = kernel.dispatch.get(sig)
             if prepared is not None:
-                prepared(stream, normalize_grid(grid), args)
+                grid3 = normalize_grid(grid)
+                ran = prepared(stream, grid3, args)
+                if ran is not None:  # a CUDA launch the one-pass path did not know (a new shape)
+                    _learn(kernel, ran, grid3, args)
                 return
     else:
         sig = None
@@ -124,7 +130,14 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
         if len(d) >= _DISPATCH_LIMIT:
             d.clear()
         d[sig] = prepared
-    prepared(stream, grid3, args)
+    ran = prepared(stream, grid3, args)
+    if ran is not None and type(kernel) is Kernel:
+        _learn(kernel, ran, grid3, args)
+
+
+def _learn(kernel: Kernel, variant, grid3, args) -> None:
+    from ..backends.triton.launcher import learn_fast
+    learn_fast(kernel, variant, grid3, args)
 
 
 def prepare(kernel: Kernel, args: tuple) -> Prepared:

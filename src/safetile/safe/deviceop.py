@@ -18,19 +18,45 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
+from .memory import REGISTRY, InFlight
 from .streams import Stream, default_pool, executing, execution
 
 
 @dataclass
 class ExecContext:
-    """Where an operation runs: its stream, and the graph recorder while capturing."""
+    """Where an operation runs: its stream, the graph recorder while capturing, and the
+    in-flight entry covering the memory its launches use (one per terminal)."""
 
     stream: Stream
     recorder: Any = None  # graph.Recorder while capturing
+    entry: InFlight | None = None
 
     @property
     def capturing(self) -> bool:
         return self.recorder is not None
+
+    def inflight(self, label: Any) -> InFlight:
+        """This terminal's in-flight entry (registered by its first launch)."""
+        e = self.entry
+        if e is None:
+            e = self.entry = InFlight(label, self.stream)
+            REGISTRY.add(e)
+        return e
+
+    def begin(self, label: Any, key: Any, writes, reads) -> InFlight:
+        """Before submitting work on these extents: order it after conflicting work of other
+        terminals, and add them to this terminal's entry (marked not enqueued until the work
+        is submitted: call ``set_enqueued()`` on the returned entry then)."""
+        e = self.inflight(label)
+        REGISTRY.wait_for_launch(e, writes, reads)
+        e.enqueued = False
+        e.add(key, writes, reads)
+        return e
+
+    def retire(self) -> None:
+        """The terminal has waited for its work: nothing it ran is in flight any more."""
+        if self.entry is not None:
+            REGISTRY.remove(self.entry)
 
 
 def _check_terminal(what: str) -> None:
@@ -124,9 +150,9 @@ class DeviceOp:
     def _pick_stream(self) -> Stream:
         return default_pool(self._device()).next()
 
-    def _execute_on(self, stream: Stream) -> Any:
-        with execution(), stream.context():
-            return self._run(ExecContext(stream))
+    def _execute_on(self, ctx: ExecContext) -> Any:
+        with execution(), ctx.stream.context():
+            return self._run(ctx)
 
     def sync(self) -> Any:
         """Run on the next stream of the default pool and wait for the result."""
@@ -138,8 +164,10 @@ class DeviceOp:
         self._refuse("sync_on()")
         if not isinstance(stream, Stream):
             raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
-        value = stream.run(lambda: self._execute_on(stream))
+        ctx = ExecContext(stream)
+        value = stream.run(lambda: self._execute_on(ctx))
         stream.synchronize()
+        ctx.retire()  # (after a failure the entry stays until its work is seen finished)
         return value
 
     def __await__(self):
@@ -148,14 +176,20 @@ class DeviceOp:
     async def _await(self) -> Any:
         self._refuse("await")
         stream = self._pick_stream()
+        ctx = ExecContext(stream)
         if not stream.is_cuda:
-            return await asyncio.wrap_future(stream.submit(lambda: self._execute_on(stream)))
+            def job():
+                value = self._execute_on(ctx)
+                ctx.retire()
+                return value
+            return await asyncio.wrap_future(stream.submit(job))
         import torch
-        value = self._execute_on(stream)
+        value = self._execute_on(ctx)
         event = torch.cuda.Event()
         event.record(stream.torch_stream)
         while not event.query():
             await asyncio.sleep(2e-5)
+        ctx.retire()
         return value
 
     def graph(self, stream: Stream | None = None):

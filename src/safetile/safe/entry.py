@@ -108,6 +108,7 @@ class EntryKernel:
         k = object.__new__(EntryKernel)
         k.__dict__.update(self.__dict__)
         k.__dict__.pop("_sig_head", None)  # launch._signature's cached configuration part
+        k.__dict__.pop("_known", None)  # launch.prepare's plans for this configuration
         k.__dict__.update(changes)
         return k
 

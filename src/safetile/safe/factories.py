@@ -262,9 +262,11 @@ class Memcpy(DeviceOp):
                                     "device tensor")
             ctx.recorder.record(self.label, step, [extent_of(ddata)], dev)
         else:
-            REGISTRY.wait_for_host(extent_of(ddata), True)
-            REGISTRY.wait_for_host(extent_of(sdata), False)
-            step(ctx.stream)
+            entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)])
+            try:
+                step(ctx.stream)
+            finally:
+                entry.set_enqueued()
         self._ran = True
         self.dst._give_back()
         return self.dst

@@ -99,8 +99,7 @@ class Graph:
         if not entries:
             return
         for e in entries:
-            if not e.done._set and any(e.conflicts(ext, True) for ext in self._extents) \
-                    and not REGISTRY._finished(e):
+            if not e.done and any(e.conflicts(ext, True) for ext in self._extents) and not e.finished():
                 e.wait_host()
 
     def launch(self) -> Any:
@@ -109,7 +108,6 @@ class Graph:
         self._wait_conflicts()
         stream = self.stream
         entry = InFlight(self._label, stream, self._extents, [])
-        entry.enqueued._set = True  # not registered yet: nobody waits on it
         REGISTRY.add(entry)  # concurrent work on this memory waits for the replay
         try:
             if self._cuda_graph is not None:

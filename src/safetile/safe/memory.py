@@ -12,7 +12,7 @@ event; CPU: the worker waits on a threading event). So host code never races a l
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,81 +88,127 @@ def overlaps(a: Extent, b: Extent) -> bool:
 
 # ------------------------------------------------------------------------------ in flight
 
-_FLAGS = threading.Condition(threading.Lock())  # one condition for every in-flight flag
+_FLAGS = threading.Condition(threading.Lock())  # one condition for every in-flight entry
 _WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
 
 
-class Flag:
-    """A one-way flag with ``threading.Event``'s interface (``set``, ``is_set``, ``wait``).
-
-    Every launch makes two; an Event allocates a lock and a condition each (several us per
-    launch), these share one module-level condition. Setting is a bit flip; the condition is
-    taken (to notify) only while some thread waits. A waiter counts itself under the lock
-    before it tests the flag, so a ``set`` that saw no waiter happened before that test."""
-
-    __slots__ = ("_set",)
-
-    def __init__(self):
-        self._set = False
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def set(self) -> None:
-        self._set = True
-        if _WAITERS[0]:
-            with _FLAGS:
-                _FLAGS.notify_all()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._set:
-            return True
+def _notify() -> None:
+    """Wake waiting threads (the condition is taken only while some thread waits: a waiter
+    counts itself under the lock before it tests its flag, so a change that saw no waiter
+    happened before that test)."""
+    if _WAITERS[0]:
         with _FLAGS:
-            _WAITERS[0] += 1
-            try:
-                return _FLAGS.wait_for(self.is_set, timeout)
-            finally:
-                _WAITERS[0] -= 1
+            _FLAGS.notify_all()
 
 
-@dataclass(eq=False)
+def _wait_until(test) -> None:
+    if test():
+        return
+    with _FLAGS:
+        _WAITERS[0] += 1
+        try:
+            _FLAGS.wait_for(test)
+        finally:
+            _WAITERS[0] -= 1
+
+
 class InFlight:
-    """Memory an unfinished launch uses: extents it writes and extents it reads."""
+    """The memory one terminal's unfinished work uses (extents written and read).
 
-    label: Any  # text, or the operation (formatted with str() only when shown)
-    stream: Any
-    writes: list[Extent]
-    reads: list[Extent]
-    done: Flag = field(default_factory=Flag)
-    enqueued: Flag = field(default_factory=Flag)
-    cuda_event: Any = None  # on GPU: recorded after the work, set before ``enqueued``
+    One entry covers everything a terminal (``sync``, ``await``, a graph replay) runs on its
+    stream, not one entry per launch: launches on one stream are ordered by the stream, so
+    outsiders only need "all of it so far". ``enqueued`` is false while a launch of the
+    entry is being submitted; on the CPU a launch runs while it is submitted, so an enqueued
+    CPU entry has no work running. On the GPU, waiting uses a CUDA event recorded on the
+    entry's stream when someone first needs it (it follows all work submitted so far), so a
+    launch costs no event. ``done`` is set when the terminal has waited for its work."""
+
+    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_plans")
+
+    def __init__(self, label: Any, stream: Any, writes=(), reads=(), enqueued: bool = True):
+        self.label = label  # text, or an object formatted with str() only when shown
+        self.stream = stream
+        self.writes: list = list(writes)
+        self.reads: list = list(reads)
+        self.done = False
+        self.enqueued = enqueued
+        self._event = None
+        self._plans: set[int] = set()  # ids of plans whose extents were added (plans are cached)
+
+    def add(self, key: Any, writes, reads) -> None:
+        """Add the extents of one launch (once per distinct ``key``)."""
+        k = id(key)
+        if k in self._plans:
+            return
+        self._plans.add(k)
+        self.writes += [e for e in writes if e not in self.writes]
+        self.reads += [e for e in reads if e not in self.reads]
+
+    def set_enqueued(self) -> None:
+        self.enqueued = True
+        _notify()
+
+    def set_done(self) -> None:
+        self.done = True
+        _notify()
 
     def conflicts(self, ext: Extent, writing: bool) -> bool:
         if any(overlaps(ext, w) for w in self.writes):
             return True
         return writing and any(overlaps(ext, r) for r in self.reads)
 
+    @property
+    def on_gpu(self) -> bool:
+        return self.stream is not None and self.stream.is_cuda
+
+    def event(self):
+        """A CUDA event after all work submitted to the entry's stream so far (made on first use)."""
+        ev = self._event
+        if ev is None:
+            import torch
+            ev = torch.cuda.Event()
+            ev.record(self.stream.torch_stream)
+            self._event = ev
+        return ev
+
+    def finished(self) -> bool:
+        """Whether the work has completed (remembered once true)."""
+        if self.done:
+            return True
+        if not self.enqueued or not self.on_gpu:
+            return False
+        if self._event is not None:
+            ok = self._event.query()
+        else:
+            ok = self.stream.torch_stream.query()  # the whole stream idle: no event needed
+        if ok:
+            self.done = True
+        return ok
+
     def wait_host(self) -> None:
         """Block the host until this work has finished."""
-        self.enqueued.wait()
-        if self.cuda_event is not None:
-            self.cuda_event.synchronize()
+        if self.on_gpu:
+            _wait_until(lambda: self.enqueued or self.done)
+            if not self.done:
+                self.event().synchronize()
             return
-        self.done.wait()
+        _wait_until(lambda: self.enqueued or self.done)  # CPU: enqueued means nothing is running
 
     def wait_on(self, stream) -> None:
         """Make ``stream``'s later work wait for this work (device-side on GPU)."""
-        self.enqueued.wait()
-        if self.cuda_event is not None and stream is not None and stream.is_cuda:
-            stream.torch_stream.wait_event(self.cuda_event)
-        else:
-            self.wait_host()
+        if self.on_gpu and stream is not None and stream.is_cuda:
+            _wait_until(lambda: self.enqueued or self.done)
+            if not self.done:
+                stream.torch_stream.wait_event(self.event())
+            return
+        self.wait_host()
 
 
 class Registry:
-    """The unfinished launches. ``_entries`` is copy-on-write (a tuple replaced under the lock),
-    so readers take it without locking; finished entries are pruned when the tuple has grown
-    (amortised), not on every launch, so a launch does not query every CUDA event each time."""
+    """The unfinished work. ``_entries`` is copy-on-write (a tuple replaced under the lock), so
+    readers take it without locking. There is one entry per running terminal, so the tuple
+    stays short; finished GPU entries left behind (a terminal that failed midway) are pruned
+    when the tuple has grown."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -173,32 +219,22 @@ class Registry:
         entries = self._entries
         if not entries:
             return []
-        # the cheap tests first: the done flag and the extents; a CUDA event is queried only
+        # the cheap tests first: the done flag and the extents; the device is asked only
         # for an entry that really conflicts
-        return [e for e in entries if e is not exclude and not e.done._set and e.conflicts(ext, writing)
-                and not self._finished(e)]
-
-    @staticmethod
-    def _finished(e: InFlight) -> bool:
-        if e.done._set:
-            return True
-        if e.enqueued._set and e.cuda_event is not None and e.cuda_event.query():
-            e.done.set()  # remembered: the event is not queried again
-            return True
-        return False
+        return [e for e in entries if e is not exclude and not e.done and e.conflicts(ext, writing)
+                and not e.finished()]
 
     def add(self, entry: InFlight) -> None:
         with self._lock:
             entries = self._entries
             if len(entries) >= self._prune_at:
-                entries = tuple(e for e in entries if not self._finished(e))
+                entries = tuple(e for e in entries if not e.finished())
                 self._prune_at = max(32, 2 * len(entries))
             self._entries = entries + (entry,)
 
     def remove(self, entry: InFlight) -> None:
-        entry.done.set()
-        if entry.cuda_event is not None:
-            return
+        """The entry's work has finished: mark it done and forget it."""
+        entry.set_done()
         with self._lock:
             entries = self._entries
             if entries and entries[-1] is entry:
@@ -207,9 +243,20 @@ class Registry:
                 self._entries = tuple(e for e in entries if e is not entry)
 
     def wait_for_host(self, ext: Extent, writing: bool) -> None:
-        """Host access to ``ext``: wait until no unfinished launch conflicts with it."""
+        """Host access to ``ext``: wait until no unfinished work conflicts with it."""
         for e in self.conflicting(ext, writing):
             e.wait_host()
+
+    def wait_for_launch(self, entry: InFlight, writes, reads) -> None:
+        """Before ``entry``'s stream runs work on these extents: order it after conflicting
+        unfinished work of other entries (same-stream work is ordered by the stream)."""
+        stream = entry.stream
+        for e in self._entries:
+            if e is entry or e.done or (e.stream is stream and e.enqueued):
+                continue
+            if (any(e.conflicts(x, True) for x in writes) or any(e.conflicts(x, False) for x in reads)) \
+                    and not e.finished():
+                e.wait_on(stream)
 
 
 REGISTRY = Registry()

@@ -43,9 +43,13 @@ class Stream:
         self._queued = 0
         self._executor: ThreadPoolExecutor | None = None
         self.torch_stream = None
+        self.handle = 0  # the raw CUDA stream handle and its device (GPU)
+        self.device_index = -1
         if self.is_cuda:
             import torch
             self.torch_stream = torch_stream if torch_stream is not None else torch.cuda.Stream(device=self.device)
+            self.handle = self.torch_stream.cuda_stream
+            self.device_index = self.torch_stream.device_index
 
     def __repr__(self) -> str:
         return f"<safetile stream {self.id} on {self.device}>"

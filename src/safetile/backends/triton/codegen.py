@@ -25,7 +25,7 @@ from ...errors import TileInternalError, TileUnsupportedFeatureError
 from ...ir.core import Block, Function, Op, Value
 from ...ir.types import ArrayType, TileType
 
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 
 Emitter = Callable[["Gen", Op], Any]
 EMITTERS: dict[str, Emitter] = {}
@@ -100,6 +100,11 @@ class Facts:
     big_grid: bool = False  # grid y or z above 65535: launched flat along x
     target: int = 0  # compute capability (90 = sm_90); 0 = interpreter / generic
     tma: bool = True  # tensor descriptors allowed where legal
+    # programmatic dependent launch (sm_90+): the kernel is launched so that it may start while
+    # the previous kernel on the stream finishes; it lets its own successor start at once, then
+    # waits for its predecessor to complete (memory visible) before touching memory. Same
+    # ordering as plain stream order, with the launch latency overlapped.
+    pdl: bool = False
 
 
 def default_facts(fn: Function) -> Facts:
@@ -558,8 +563,10 @@ def generate(fn: Function, facts: Facts) -> Generated:
                   "    _st_bx = _st_pid % _st_gx",
                   "    _st_by = (_st_pid // _st_gx) % _st_gy",
                   "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
+    if facts.pdl:
+        lines += ["    _st_gdc_launch()", "    _st_gdc_wait()"]
     lines += g.hoisted + g.lines
-    if not g.hoisted and not g.lines:
+    if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
     return Generated(source, name, params, sig, attrs, m.uses_assert, m.uses_descriptors)

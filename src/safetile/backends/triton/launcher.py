@@ -23,6 +23,7 @@ from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
 from . import cache
+from ...runtime.launch import normalize_grid
 from .codegen import ArrayFacts, Facts, Generated, generate
 
 _I32_LIMIT = 2**31 - 1
@@ -35,6 +36,11 @@ def interpreting() -> bool:
 
 def tma_enabled() -> bool:
     return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+
+
+def pdl_enabled(target: int) -> bool:
+    """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
+    return target >= 90 and os.environ.get("SAFETILE_PDL", "1") not in ("0", "off", "false")
 
 
 # ---------------------------------------------------------------------------- arrays
@@ -149,10 +155,13 @@ def default_num_warps(fn: Function) -> int:
     return 16 if biggest >= 16384 else 8 if biggest >= 4096 else 4
 
 
-def compile_options(fn: Function, gen: Generated, target: int) -> dict:
+def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
+    target = facts.target
     hints = {k: _resolve(v, target) for k, v in fn.hints.items()}
     warps = hints.get("num_warps") or default_num_warps(fn)
     opts: dict[str, Any] = {"num_warps": warps, "sanitize_overflow": False}
+    if facts.pdl:
+        opts["launch_pdl"] = True
     if hints.get("num_stages"):
         opts["num_stages"] = hints["num_stages"]
     if hints.get("num_ctas") and target >= 90:
@@ -180,7 +189,7 @@ class Variant:
         from triton.runtime.driver import driver
         target = driver.active.get_current_target()
         self.compiled = triton.compile(ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs)),
-                                       target=target, options=compile_options(fn, gen, facts.target))
+                                       target=target, options=compile_options(fn, gen, facts))
         launcher = self.compiled.run  # loads the binary and builds Triton's C launcher
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
@@ -238,7 +247,7 @@ class Specialization:
     # -------------------------------------------------------------- facts
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
-        return Facts(arrays, big_grid, target, tma_enabled() and not interp)
+        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp)
 
     def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
@@ -261,7 +270,27 @@ class Specialization:
             return v
 
     # -------------------------------------------------------------- launch
-    def __call__(self, stream, grid3, args) -> None:
+    def __call__(self, stream, grid3, args) -> "Variant | None":
+        """Launch; returns the compiled variant that ran on the current device (None otherwise)."""
+        r = self.resolve(grid3, args)
+        if r is None:
+            self.call_interpreted(grid3, args)
+            return None
+        v, (gx, gy, gz), flat, device = r
+        if device != _get_device():  # arguments on another device: launch there
+            with _torch.cuda.device(device):
+                self(stream, grid3, args)
+            return None
+        if stream is None:
+            stream = _get_stream(device)
+        elif type(stream) is not int:
+            stream = stream_handle(stream, device)
+        v.run(gx, gy, gz, stream, v.function, *flat)
+        return v
+
+    def resolve(self, grid3, args):
+        """(variant, launch grid, flat kernel arguments, device) for CUDA arguments, or None when
+        the launch belongs to Triton's interpreter (host arrays)."""
         flat: list = []
         key: list = []
         device = None
@@ -270,18 +299,15 @@ class Specialization:
             if kind == "array":
                 if type(a) is _Tensor:
                     if not a.is_cuda:  # CPU tensors: only under Triton's interpreter
-                        return self.call_interpreted(grid3, args)
+                        return None
                     if device is None:  # the first tensor decides the device
-                        device = _get_device()
-                        if a.get_device() != device:
-                            with _torch.cuda.device(a.get_device()):
-                                return self(stream, grid3, args)
+                        device = a.get_device()
                     ptr = a.data_ptr()
                     shape = a.shape
                     strides = a.stride()
                 else:
                     if not is_cuda_array(a):
-                        return self.call_interpreted(grid3, args)
+                        return None
                     ptr, shape, strides, _ = array_parts(a)
                 flat.append(ptr)
                 flat += shape
@@ -295,7 +321,7 @@ class Specialization:
         big = gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT
         if device is None:  # no array arguments: the interpreter when asked for, else the current device
             if interpreting():
-                return self.call_interpreted(grid3, args)
+                return None
             device = _get_device()
         key.append(device)  # compiled variants and streams are per device
         key.append(big)
@@ -306,11 +332,16 @@ class Specialization:
         if big:
             flat += self.flat_grid(grid3)
             grid3 = (gx * gy * gz, 1, 1)
-        if stream is None:
-            stream = _get_stream(device)
-        elif type(stream) is not int:
-            stream = stream_handle(stream, device)
-        v.run(grid3[0], grid3[1], grid3[2], stream, v.function, *flat)
+        return v, grid3, flat, device
+
+    def bind(self, grid3, args) -> "Bound | None":
+        """This launch with its arguments resolved once, for arguments whose memory and layout
+        cannot change between launches (the safe style's tensors); None for the interpreter."""
+        r = self.resolve(grid3, args)
+        if r is None:
+            return None
+        v, g, flat, device = r
+        return Bound(v, g, tuple(flat), device)
 
     def parts(self, args) -> list:
         return [array_parts(args[i])[:3] for i, kind, _ in self.slots if kind == "array"]
@@ -358,7 +389,10 @@ except ImportError:  # pragma: no cover - the GPU backend needs torch for stream
 
 
 def _get_device() -> int:
-    return _torch.cuda.current_device()
+    get = getattr(_torch._C, "_cuda_getDevice", None)  # torch.cuda.current_device() without its init check
+    if get is None or not _torch.cuda.is_initialized():
+        return _torch.cuda.current_device()
+    return get()
 
 
 def _get_stream(device: int) -> int:
@@ -378,6 +412,95 @@ def _capability(device: int) -> int:
 
 
 # ---------------------------------------------------------------------------- interpreter
+
+class FastPath:
+    """``ct.launch`` for torch CUDA tensors and plain scalars in one pass over the arguments.
+
+    The key holds everything the checked path's decisions depend on: per tensor its exact
+    type, dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
+    specialisation, and the variant's facts); per scalar its type (and int32 range); per
+    Constant its type and value. A key seen after a checked launch maps to the compiled
+    variant, so the launch reads each tensor's attributes once and calls Triton's launcher.
+    Anything else (other array types, NumPy scalars, huge grids, another current device)
+    returns False and takes the checked path."""
+
+    __slots__ = ("consts", "table")
+
+    def __init__(self, kernel):
+        self.consts = tuple(kernel.constant_params)
+        self.table: dict[tuple, tuple] = {}
+
+    def parts(self, args):
+        key: list = []
+        flat: list = []
+        for is_const, a in zip(self.consts, args):
+            t = type(a)
+            if t is _Tensor:
+                if is_const:
+                    return None
+                ptr = a.data_ptr()
+                shape = a.shape
+                strides = a.stride()
+                key.append((a.dtype, a.get_device(), ptr & 15, shape, strides))
+                flat.append(ptr)
+                flat += shape
+                flat += strides
+            elif t is int:
+                if is_const:
+                    key.append((t, a))
+                else:
+                    key.append(-2147483648 <= a < 2147483648)
+                    flat.append(a)
+            elif t is float or t is bool:
+                key.append((t, a) if is_const else t)
+                if not is_const:
+                    flat.append(a)
+            elif is_const and (t is str or t is type(None)):
+                key.append((t, a))
+            else:
+                return None
+        return tuple(key), flat
+
+    def learn(self, v: Variant, grid3, args) -> None:
+        """Remember the variant a checked launch with these arguments ran."""
+        p = self.parts(args)
+        if p is None or grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT:
+            return
+        if len(self.table) >= 1024:
+            self.table.clear()
+        self.table[p[0]] = (v.run, v.function, _get_device())
+
+    def __call__(self, stream, grid, args) -> bool:
+        p = self.parts(args)
+        if p is None:
+            return False
+        hit = self.table.get(p[0])
+        if hit is None:
+            return False
+        run, function, device = hit
+        gx, gy, gz = normalize_grid(grid)
+        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != _get_device():
+            return False
+        if stream is None:
+            stream = _get_stream(device)
+        elif type(stream) is not int:
+            stream = stream_handle(stream, device)
+        run(gx, gy, gz, stream, function, *p[1])
+        return True
+
+
+class Bound:
+    """A resolved launch: calling it with a raw stream handle submits the kernel."""
+
+    __slots__ = ("run", "grid", "function", "flat", "device")
+
+    def __init__(self, v: Variant, grid3: tuple, flat: tuple, device: int):
+        self.run, self.grid, self.function, self.flat, self.device = v.run, grid3, v.function, flat, device
+
+    def __call__(self, stream: int) -> None:
+        gx, gy, gz = self.grid
+        self.run(gx, gy, gz, stream, self.function, *self.flat)
+
 
 def _interp_scalar(x, d: dt.DType):
     """A typed interpreter tensor (the interpreter otherwise types Python scalars itself)."""
@@ -416,6 +539,14 @@ def specialization(kernel, fn: Function, specs) -> Specialization:
     return spec
 
 
+def learn_fast(kernel, v: Variant, grid3, args) -> None:
+    """After a checked ``ct.launch`` ran ``v`` on CUDA: teach the kernel's fast path."""
+    fast = kernel.gpu_fast
+    if fast is None:
+        fast = kernel.gpu_fast = FastPath(kernel)
+    fast.learn(v, grid3, args)
+
+
 def launch_gpu(stream, grid3, kernel, fn: Function, specs, args) -> None:
     """Run ``fn`` (the specialisation of ``kernel`` for ``specs``) over ``grid3`` on ``stream``."""
     spec = kernel.backend_cache.get(("triton", specs))
@@ -449,5 +580,6 @@ def kernel_source(kernel, args, target: int | None = None) -> str:
                     target = _capability(torch.cuda.current_device())
             except ImportError:
                 pass
-    facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90)
+    facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
+                  pdl_enabled(target))
     return generate(fn, facts).source

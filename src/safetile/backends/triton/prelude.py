@@ -18,6 +18,9 @@ if _INTERPRETED:
     from .interp import libdevice_shim as _ld  # noqa: F401 - used by generated sources
 else:
     from triton.language.extra.cuda import libdevice as _ld  # noqa: F401
+    # programmatic dependent launch (sm_90+): see Facts.pdl in codegen.py
+    from triton.language.extra.cuda import gdc_launch_dependents as _st_gdc_launch  # noqa: F401
+    from triton.language.extra.cuda import gdc_wait as _st_gdc_wait  # noqa: F401
 
 _NAN = tl.constexpr(float("nan"))
 _INF = tl.constexpr(float("inf"))
