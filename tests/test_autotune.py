@@ -282,12 +282,12 @@ def test_search_on_cuda():
     a = torch.randn(n, device="cuda")
     b = torch.randn(n, device="cuda")
     c = torch.empty_like(a)
-    space = [dict(T=t, num_warps=w) for t in (256, 1024, 4096) for w in (4, 8)] + [dict(T=1 << 20, num_warps=4)]
+    space = [dict(T=t, num_warps=w) for t in (256, 1024, 4096) for w in (4, 8)] + [dict(T=3, num_warps=4)]
     stream = torch.cuda.Stream()
     res = ct.tune.exhaustive_search(space, stream, lambda cfg: (ct.cdiv(n, cfg["T"]),), add,
                                     lambda cfg: (a, b, c, cfg["T"]), reps=5, warmup=1, progress=False)
     assert res.device == torch.cuda.get_device_name() and res.config in space
-    assert sum(t.ok for t in res.trials) >= len(space) - 1  # a 2^20 tile may exceed resources
+    assert [t.ok for t in res.trials] == [True] * (len(space) - 1) + [False]
     assert 0 < res.time_ms == min(t.time_ms for t in res.trials if t.ok) < 10
     c.zero_()
     ct.launch(stream, (ct.cdiv(n, res.config["T"]),), res.kernel, (a, b, c, res.config["T"]))
