@@ -911,3 +911,45 @@ def test_generated_source_compiles_for_sm90(name, tmp_path, monkeypatch):
     ptx = compiled.asm["ptx"]
     assert "griddepcontrol.wait" in ptx and ptx.index("griddepcontrol.wait") < ptx.index("ld.global") \
         if "ld.global" in ptx else "griddepcontrol.wait" in ptx
+
+
+def test_compiled_binary_record_skips_tritons_cache_key(tmp_path, monkeypatch):
+    """A later process finds the binary through safetile's record, without ``triton.compile``
+    (whose cache key hashes Triton's whole native library first)."""
+    import triton
+    import triton.runtime.cache as triton_cache
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from safetile.backends.triton import cache
+    from safetile.backends.triton.codegen import Facts, generate
+    from safetile.backends.triton.launcher import array_facts, array_parts, compile_options
+    from safetile.runtime.args import arg_specs
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
+    case = next(c for c in CASES if c.name == "reductions")
+    args, _, _ = case.make(np.random.default_rng(0))
+    targs = [to_torch(a) if isinstance(a, np.ndarray) else a for a in args]
+    fn = case.kernel.specialize(arg_specs(case.kernel, tuple(targs)))
+    facts = Facts(tuple(array_facts(*array_parts(a)[:3]) for a in targs if isinstance(a, torch.Tensor)),
+                  False, 90, True, pdl=True)
+    key = cache.digest("record-test", facts)
+    jitfn, gen = cache.load(key, lambda: generate(fn, facts), False)
+    src = ASTSource(jitfn, gen.signature, {}, gen.attrs)
+    target, opts = GPUTarget("cuda", 90, 32), compile_options(fn, gen, facts)
+    assert cache.load_binary(key, src, target, opts) is None  # nothing recorded yet
+    compiled = triton.compile(src, target=target, options=opts)
+    cache.remember_binary(key, src, target, opts, compiled)
+
+    def no_key():
+        raise AssertionError("triton_key() was computed")
+    monkeypatch.setattr(triton_cache, "triton_key", no_key)
+    again = cache.load_binary(key, src, target, opts)
+    assert again is not None and again.asm["cubin"] == compiled.asm["cubin"]
+    assert cache.load_binary(key, src, target, {**opts, "num_warps": 2}) is None  # other options: no record
+    record = next((tmp_path / "st").rglob("bin_*.json"))
+    record.write_text("{not json")
+    assert cache.load_binary(key, src, target, opts) is None  # a corrupt record: compile normally
+    cache.remember_binary(key, src, target, opts, compiled)
+    for f in (tmp_path / "triton").rglob("*.cubin"):
+        f.unlink()
+    assert cache.load_binary(key, src, target, opts) is None  # Triton's entry is gone

@@ -38,8 +38,8 @@ class ParsedFunction:
 
 
 _functions: dict[Any, ParsedFunction] = {}
-# per file: its lines when parsed, and its function nodes indexed by first line
-_modules: dict[str, tuple[tuple[str, ...], dict[int, list[FunctionNode]]]] = {}
+# per file: its lines when parsed, its AST, and the function nodes found so far by first line
+_modules: dict[str, tuple[tuple[str, ...], ast.Module, dict[int, list[FunctionNode]]]] = {}
 
 
 def parse_function(fn: Callable) -> ParsedFunction:
@@ -60,8 +60,7 @@ def _parse(fn: Callable, code) -> ParsedFunction:
     if lines is None:
         raise TileSyntaxError(f"cannot read the source of {getattr(fn, '__qualname__', name)!r}: tile code "
                               "must be defined in a file (or notebook cell) whose source Python can find")
-    index = _function_index(filename, lines)
-    node = _find_node(index, name, code)
+    node = _find_node(_functions_at(filename, lines, code.co_firstlineno), name, code)
     if node is None:
         raise TileSyntaxError(f"cannot find the definition of {name!r} in {filename}")
     return ParsedFunction(node, filename, name)
@@ -82,21 +81,36 @@ def _file_lines(fn: Callable, filename: str | None) -> tuple[str, ...] | None:
     return tuple(lines)
 
 
-def _function_index(filename: str, lines: tuple[str, ...]) -> dict[int, list[FunctionNode]]:
-    """The file's function and lambda nodes by first line (parsed once per file version)."""
+def _functions_at(filename: str, lines: tuple[str, ...], line: int) -> list[FunctionNode]:
+    """The function and lambda nodes of the file whose definition starts on ``line``.
+
+    The file is parsed once per version; the search descends only into nodes whose lines
+    contain ``line`` (a first launch should not walk every node of a big file)."""
     cached = _modules.get(filename)
-    if cached is not None and cached[0] == lines:
-        return cached[1]
-    try:
-        module = ast.parse("".join(lines), filename)
-    except SyntaxError as e:
-        raise TileSyntaxError(f"cannot parse {filename}: {e.msg} (line {e.lineno})") from None
-    index: dict[int, list[FunctionNode]] = {}
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            index.setdefault(_first_line(node), []).append(node)
-    _modules[filename] = (lines, index)
-    return index
+    if cached is None or cached[0] != lines:
+        try:
+            module = ast.parse("".join(lines), filename)
+        except SyntaxError as e:
+            raise TileSyntaxError(f"cannot parse {filename}: {e.msg} (line {e.lineno})") from None
+        cached = _modules[filename] = (lines, module, {})
+    _, module, found = cached
+    nodes = found.get(line)
+    if nodes is None:
+        nodes = found[line] = []
+        stack: list[ast.AST] = [module]
+        while stack:
+            for child in ast.iter_child_nodes(stack.pop()):
+                start = getattr(child, "lineno", None)
+                if start is None:  # arguments, comprehensions...: no position of their own
+                    stack.append(child)
+                    continue
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    start = _first_line(child)
+                    if start == line:
+                        nodes.append(child)
+                if start <= line <= (child.end_lineno or start):
+                    stack.append(child)
+    return nodes
 
 
 def _first_line(node: FunctionNode) -> int:
@@ -104,10 +118,10 @@ def _first_line(node: FunctionNode) -> int:
     return min([node.lineno] + [d.lineno for d in decorators])
 
 
-def _find_node(index: dict[int, list[FunctionNode]], name: str, code) -> FunctionNode | None:
+def _find_node(nodes: list[FunctionNode], name: str, code) -> FunctionNode | None:
     if code is None:
         return None
-    candidates = [n for n in index.get(code.co_firstlineno, ())
+    candidates = [n for n in nodes
                   if (isinstance(n, ast.Lambda) and name == "<lambda>") or getattr(n, "name", None) == name]
     if len(candidates) > 1 and name == "<lambda>":
         candidates = _lambda_by_position(candidates, code) or candidates

@@ -10,10 +10,18 @@ def out_dtype(op) -> np.dtype:
     return op.results[0].type.dtype.np_dtype
 
 
+_COMPUTE: dict[np.dtype, np.dtype] = {}
+
+
 def _compute_dtype(x: np.ndarray) -> np.dtype:
-    """16-bit and 8-bit floats compute in float32 and round once at the end."""
-    return np.dtype(np.float32) if x.dtype.kind == "V" or (x.dtype.kind == "f" and x.dtype.itemsize < 4) \
-        or x.dtype.name in ("bfloat16",) or "float8" in x.dtype.name else x.dtype
+    """16-bit and 8-bit floats compute in float32 and round once at the end (memoised:
+    NumPy's ``dtype.name`` is slow Python code)."""
+    d = x.dtype
+    c = _COMPUTE.get(d)
+    if c is None:
+        c = _COMPUTE[d] = np.dtype(np.float32) if d.kind == "V" or (d.kind == "f" and d.itemsize < 4) \
+            or d.name in ("bfloat16",) or "float8" in d.name else d
+    return c
 
 
 def _up(*xs):

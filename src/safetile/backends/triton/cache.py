@@ -8,6 +8,13 @@ a private temporary directory because Triton reads kernel source from a file). E
 is a Python module whose first line carries the metadata as JSON and whose last line is
 a SHA-256 of the rest: a truncated or corrupt entry fails the check and is regenerated.
 Triton keeps its own compiled-binary cache (``~/.triton/cache`` or ``TRITON_CACHE_DIR``).
+
+Finding a binary there costs a new process about half a second: ``triton.compile`` first
+hashes Triton's whole native library (hundreds of MB) to build its cache key. So after
+compiling, a small record (``bin_<key>.json``) notes which Triton cache entry holds the
+binary for this source, target, compile options and Triton build; a later process loads
+that entry directly (``load_binary``). A record whose entry is gone or does not match is
+ignored, and the kernel is compiled the usual way.
 """
 from __future__ import annotations
 
@@ -213,3 +220,51 @@ def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple
             print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
         _loaded[(key, interp)] = (fn, gen)
         return fn, gen
+
+
+# ---------------------------------------------------------------------------- compiled binaries
+
+def _binary_record(key: str, src: Any, target: Any, options: dict) -> Path | None:
+    """Where the record for this source, target, options and Triton build lives (None: no cache)."""
+    root = cache_dir()
+    if root is None:
+        return None
+    import triton
+    from triton._C import libtriton
+    lib = Path(libtriton.__file__).stat()
+    h = hashlib.sha256()
+    for part in (key, src.name, repr(target), repr(sorted(options.items())), triton.__version__,
+                 f"{lib.st_size}:{lib.st_mtime_ns}", repr(sorted(libtriton.get_cache_invalidating_env_vars().items())),
+                 os.environ.get("TRITON_CACHE_DIR", "")):
+        h.update(part.encode())
+        h.update(b"\0")
+    return root / key[:2] / f"bin_{h.hexdigest()[:40]}.json"
+
+
+def load_binary(key: str, src: Any, target: Any, options: dict) -> Any:
+    """The CompiledKernel recorded for this source, options and target, or None."""
+    try:
+        path = _binary_record(key, src, target, options)
+        if path is None or not path.exists():
+            return None
+        record = json.loads(path.read_text())
+        from triton.compiler.compiler import CompiledKernel
+        from triton.runtime.cache import get_cache_manager
+        meta_name = f"{src.name[:150]}.json"
+        group = get_cache_manager(record["hash"]).get_group(meta_name)
+        if not group or meta_name not in group:
+            return None
+        compiled = CompiledKernel(src, group, record["hash"])
+        return compiled if compiled.name == src.name else None
+    except Exception:  # noqa: BLE001 - a stale or broken record means compiling normally
+        return None
+
+
+def remember_binary(key: str, src: Any, target: Any, options: dict, compiled: Any) -> None:
+    """Record which Triton cache entry holds ``compiled`` (best effort)."""
+    try:
+        path = _binary_record(key, src, target, options)
+        if path is not None:
+            _write_atomic(path, json.dumps({"hash": compiled.hash, "name": compiled.name}))
+    except Exception:  # noqa: BLE001 - the record only saves time
+        pass

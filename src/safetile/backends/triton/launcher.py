@@ -178,7 +178,7 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
 class Variant:
     """One compiled kernel for one set of facts."""
 
-    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool):
+    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = ""):
         self.gen = gen
         self.interp = interp
         self.jitfn = jitfn
@@ -188,8 +188,14 @@ class Variant:
         from triton.compiler import ASTSource
         from triton.runtime.driver import driver
         target = driver.active.get_current_target()
-        self.compiled = triton.compile(ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs)),
-                                       target=target, options=compile_options(fn, gen, facts))
+        src = ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs))
+        options = compile_options(fn, gen, facts)
+        # a binary compiled by an earlier process: straight from Triton's cache (see cache.py)
+        self.compiled = cache.load_binary(key, src, target, options) if key else None
+        if self.compiled is None:
+            self.compiled = triton.compile(src, target=target, options=options)
+            if key:
+                cache.remember_binary(key, src, target, options, self.compiled)
         launcher = self.compiled.run  # loads the binary and builds Triton's C launcher
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
@@ -263,7 +269,7 @@ class Specialization:
                     self.ir_text = format_function(self.fn)
                 k = cache.digest(self.ir_text, facts)
                 jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                v = self.by_facts[(facts, interp)] = Variant(jitfn, gen, facts, self.fn, interp)
+                v = self.by_facts[(facts, interp)] = Variant(jitfn, gen, facts, self.fn, interp, k)
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
