@@ -154,3 +154,61 @@ def test_device_print_and_passing_assert(capfd):
     torch.cuda.synchronize()
     out = capfd.readouterr().out
     assert "row" in out and "7.5" in out
+
+
+def test_launches_from_several_threads_at_once():
+    """Each thread launches on its own stream and tensors; the dispatch caches are shared."""
+    import threading
+
+    @ct.kernel
+    def scale_add(z, x, a, TILE: ct.Constant[int]):
+        i = ct.bid(0)
+        ct.store(z, (i,), ct.load(z, (i,), (TILE,)) * a + ct.load(x, (i,), (TILE,)))
+
+    errors = []
+    results = {}
+
+    def work(seed: int):
+        try:
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            n = 4096 * (1 + seed % 3)  # threads share some keys and differ in others
+            x = torch.rand(n, device="cuda", generator=g)
+            z = torch.zeros(n, device="cuda")
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(200):
+                    ct.launch(s, (n // 256,), scale_add, (z, x, 0.5, 256))
+            s.synchronize()
+            results[seed] = (z, x)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for z, x in results.values():
+        torch.testing.assert_close(z, 2 * x)  # z = z/2 + x, 200 times from 0: 2x to float precision
+
+
+def test_dependent_launches_interleaved_with_torch_ops():
+    """Generated kernels use programmatic dependent launch on sm_90+: each waits for its
+    predecessor before touching memory, whichever launched it (torch or safetile)."""
+    @ct.kernel
+    def bump(z, TILE: ct.Constant[int]):
+        i = ct.bid(0)
+        ct.store(z, (i,), ct.load(z, (i,), (TILE,)) * 2.0 + 1.0)
+
+    n = 1 << 24  # big enough that a kernel starting early would read stale data
+    z = torch.rand(n, device="cuda")
+    ref = z.double()
+    for k in range(6):
+        ct.launch(None, (n // 1024,), bump, (z, 1024))
+        ct.launch(None, (n // 1024,), bump, (z, 1024))
+        z.mul_(0.25)
+        ref = (ref * 2 + 1) * 2 + 1
+        ref = ref * 0.25
+    torch.cuda.synchronize()
+    torch.testing.assert_close(z.double(), ref, rtol=1e-5, atol=1e-5)

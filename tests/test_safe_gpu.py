@@ -81,3 +81,33 @@ def test_safe_graph_replay(device):
         z, x, y = g.launch()
         ys = y.to_numpy() if ys is None else ys
         np.testing.assert_array_equal(z.to_numpy(), want + ys)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_values_of_an_unfinished_await_are_refused_outside_and_waited_for_inside(device):
+    """A chain's launches give their arguments back as soon as they are submitted, but only to
+    the chain itself: other code gets UseAfterMoveError until the await has finished, and a
+    host read inside the chain (a then/inspect closure) waits for the submitted work."""
+    n = 1 << 22
+    x = ct.rand(n, seed=3, device=device).sync().shared()
+    z = ct.zeros(n, device=device).sync().partition(1024)
+    steps = 20
+    seen = []
+
+    async def main():
+        op = axpy(z, 2.0, x)
+        for k in range(steps - 1):
+            if k == 9:  # after 10 launches: read inside the chain
+                op = op.inspect(lambda r: seen.append(r[0].to_numpy()))
+            op = op.then(lambda r: axpy(*r))
+        task = asyncio.ensure_future(op)
+        await asyncio.sleep(0)  # the chain starts
+        with pytest.raises(ct.UseAfterMoveError, match="moved into launch|in use by an unfinished await"):
+            z.to_numpy()
+        z2, _, _ = await task
+        return z2.to_numpy()
+
+    final = asyncio.run(main())
+    xs = x.to_numpy().astype(np.float64)
+    np.testing.assert_allclose(seen[0], 10 * 2.0 * xs, rtol=1e-5)
+    np.testing.assert_allclose(final, steps * 2.0 * xs, rtol=1e-5)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
@@ -30,6 +30,8 @@ class ExecContext:
     stream: Stream
     recorder: Any = None  # graph.Recorder while capturing
     entry: InFlight | None = None
+    lent: list = field(default_factory=list)  # values given back while it runs (see Owned._give_back)
+    label: str = "a running terminal"
 
     @property
     def capturing(self) -> bool:
@@ -57,6 +59,15 @@ class ExecContext:
         """The terminal has waited for its work: nothing it ran is in flight any more."""
         if self.entry is not None:
             REGISTRY.remove(self.entry)
+        self.release()
+
+    def release(self) -> None:
+        """The terminal has ended (or failed): what it gave back is free for everyone. (After a
+        failure the in-flight entry stays until its work is seen finished: host reads wait.)"""
+        for v in self.lent:
+            if v._lent is self:
+                v._lent = None
+        self.lent.clear()
 
 
 def _check_terminal(what: str) -> None:
@@ -151,7 +162,7 @@ class DeviceOp:
         return default_pool(self._device()).next()
 
     def _execute_on(self, ctx: ExecContext) -> Any:
-        with execution(), ctx.stream.context():
+        with execution(ctx), ctx.stream.context():
             return self._run(ctx)
 
     def sync(self) -> Any:
@@ -164,10 +175,13 @@ class DeviceOp:
         self._refuse("sync_on()")
         if not isinstance(stream, Stream):
             raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
-        ctx = ExecContext(stream)
-        value = stream.run(lambda: self._execute_on(ctx))
-        stream.synchronize()
-        ctx.retire()  # (after a failure the entry stays until its work is seen finished)
+        ctx = ExecContext(stream, label="sync_on()")
+        try:
+            value = stream.run(lambda: self._execute_on(ctx))
+            stream.synchronize()
+            ctx.retire()
+        finally:
+            ctx.release()
         return value
 
     def __await__(self):
@@ -176,21 +190,24 @@ class DeviceOp:
     async def _await(self) -> Any:
         self._refuse("await")
         stream = self._pick_stream()
-        ctx = ExecContext(stream)
-        if not stream.is_cuda:
-            def job():
-                value = self._execute_on(ctx)
-                ctx.retire()
-                return value
-            return await asyncio.wrap_future(stream.submit(job))
-        import torch
-        value = self._execute_on(ctx)
-        event = torch.cuda.Event()
-        event.record(stream.torch_stream)
-        while not event.query():
-            await asyncio.sleep(2e-5)
-        ctx.retire()
-        return value
+        ctx = ExecContext(stream, label=f"an unfinished await of {self.label}")
+        try:
+            if not stream.is_cuda:
+                def job():
+                    value = self._execute_on(ctx)
+                    ctx.retire()
+                    return value
+                return await asyncio.wrap_future(stream.submit(job))
+            import torch
+            value = self._execute_on(ctx)
+            event = torch.cuda.Event()
+            event.record(stream.torch_stream)
+            while not event.query():
+                await asyncio.sleep(2e-5)
+            ctx.retire()
+            return value
+        finally:
+            ctx.release()
 
     def graph(self, stream: Stream | None = None):
         """Capture this operation into a replayable graph (see ``ct.Graph``)."""

@@ -268,7 +268,7 @@ class Memcpy(DeviceOp):
             finally:
                 entry.set_enqueued()
         self._ran = True
-        self.dst._give_back()
+        self.dst._give_back(ctx)
         return self.dst
 
 

@@ -68,8 +68,12 @@ class Graph:
         if stream is None:
             stream = default_pool(op._device()).next()
         rec = Recorder()
-        with execution():
-            value = op._run(ExecContext(stream, rec))
+        ctx = ExecContext(stream, rec, label="a graph capture")
+        try:
+            with execution(ctx):
+                value = op._run(ctx)
+        finally:
+            ctx.release()
         return cls(rec, value, stream)
 
     @property
@@ -160,8 +164,12 @@ class GraphScope:
             raise TypeError(f"record expects a DeviceOp, got {type(op).__name__}")
         if self._stream is None:
             self._stream = default_pool(op._device()).next()
-        with execution():
-            v = op._run(ExecContext(self._stream, self._rec))
+        ctx = ExecContext(self._stream, self._rec, label="a graph scope's record()")
+        try:
+            with execution(ctx):
+                v = op._run(ctx)
+        finally:
+            ctx.release()
         self._values.append(v)
         return v
 

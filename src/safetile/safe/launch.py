@@ -620,12 +620,12 @@ class LaunchOp(DeviceOp):
                     into = _MovedInto(self)
                 a._move(into, holder=self)
 
-    def _give_back(self, values) -> None:
+    def _give_back(self, values, ctx: ExecContext | None = None) -> None:
         for a in values:
             if isinstance(a, Shared):
                 a._holders -= 1
             elif isinstance(a, Owned) and a._holder is self:
-                a._give_back()
+                a._give_back(ctx)
 
     def _children(self):
         return tuple(a for a in self.args if isinstance(a, DeviceOp))
@@ -705,10 +705,10 @@ class LaunchOp(DeviceOp):
                 self._execute(plan, ctx)
         except BaseException:
             self._state = "failed"
-            self._give_back(resolved)
+            self._give_back(resolved, ctx)
             raise
         self._state = "done"
-        self._give_back(resolved)
+        self._give_back(resolved, ctx)
         return tuple(resolved)
 
     def _execute(self, plan: Plan, ctx: ExecContext) -> None:

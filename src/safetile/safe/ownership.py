@@ -12,6 +12,7 @@ import os
 import sys
 
 from .errors import UseAfterMoveError
+from .streams import current_context
 
 _ids = itertools.count(1)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,6 +55,7 @@ class Owned:
         self._name = name
         self._moved = None  # what moved it (text, or an object that formats to it), None while usable
         self._holder = None  # the launch op holding it, if moved into a launch
+        self._lent = None  # the running terminal (ExecContext) it was given back to, until that ends
 
     @property
     def label(self) -> str:
@@ -66,15 +68,25 @@ class Owned:
         """Raise if this value was moved; ``action`` says what the caller tried to do."""
         if self._moved is not None:
             raise UseAfterMoveError(f"{self.label} cannot be {action}: it was moved into {self._moved}")
+        lent = self._lent
+        if lent is not None and lent is not current_context():
+            raise UseAfterMoveError(f"{self.label} cannot be {action}: it is in use by {lent.label}, which has not "
+                                    "finished; that terminal's result gives it back")
 
     def _move(self, into: str, holder=None) -> None:
         self._check("moved")
         self._moved = into
         self._holder = holder
 
-    def _give_back(self) -> None:
+    def _give_back(self, ctx=None) -> None:
+        """Usable again; when given back inside a running terminal (``ctx``), only by that
+        terminal's own code (its ``then`` closures) until it ends: the launches it submitted
+        may still be running, and the values belong to the whole chain (as moves do in Rust)."""
         self._moved = None
         self._holder = None
+        if ctx is not None and self._lent is not ctx:
+            self._lent = ctx
+            ctx.lent.append(self)
 
     @property
     def is_moved(self) -> bool:

@@ -178,12 +178,26 @@ def executing() -> bool:
     return getattr(_local, "depth", 0) > 0
 
 
+def current_context() -> Any:
+    """The ExecContext this thread is executing (None outside a terminal)."""
+    return getattr(_local, "ctx", None)
+
+
 class execution:
-    """Marks this thread as executing device work (terminals inside are errors)."""
+    """Marks this thread as executing device work (terminals inside are errors), for ``ctx``."""
+
+    __slots__ = ("ctx", "prev")
+
+    def __init__(self, ctx: Any = None):
+        self.ctx = ctx
+        self.prev = None
 
     def __enter__(self):
         _local.depth = getattr(_local, "depth", 0) + 1
+        self.prev = getattr(_local, "ctx", None)
+        _local.ctx = self.ctx
 
     def __exit__(self, *exc):
         _local.depth -= 1
+        _local.ctx = self.prev
         return False
