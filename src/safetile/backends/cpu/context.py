@@ -10,6 +10,8 @@ mode: ``B = (n,)`` over an explicit, ascending list of linear block ids.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 
@@ -26,12 +28,16 @@ class BlockSet:
         self.size = int(np.prod(batch_shape))
 
     @staticmethod
+    @lru_cache(maxsize=64)
     def full_grid(grid: tuple[int, int, int]) -> "BlockSet":
+        """Every block of ``grid`` in grid mode; shared between launches of one grid (read-only)."""
         gx, gy, gz = grid
         x = np.arange(gx, dtype=np.int32).reshape(1, 1, gx)
         y = np.arange(gy, dtype=np.int32).reshape(1, gy, 1)
         z = np.arange(gz, dtype=np.int32).reshape(gz, 1, 1)
         ids = (x.astype(np.int64) + gx * (y + gy * z.astype(np.int64)))
+        for a in (x, y, z, ids):
+            a.flags.writeable = False  # ``bid`` results are these arrays: values never change
         return BlockSet((gz, gy, gx), (x, y, z), ids, grid)
 
     def subset(self, flat_idx: np.ndarray) -> "BlockSet":

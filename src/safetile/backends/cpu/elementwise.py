@@ -107,10 +107,20 @@ def bitwise_not(run, op, args):
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
-@lowers("constant")
-def constant(run, op, args):
+@lowers("constant", bind=True)
+def constant(op):
+    """The value is built once per op; each batch rank gets one read-only array, shared by launches."""
     value = np.asarray(op.attrs["value"]).astype(op.attrs["dtype"].np_dtype)
-    return np.broadcast_to(value, (1,) * run.nb + op.attrs["shape"])
+    shape = op.attrs["shape"]
+    by_nb: dict[int, np.ndarray] = {}
+
+    def lower(run, op, args):
+        nb = run.nb
+        x = by_nb.get(nb)
+        if x is None:
+            x = by_nb[nb] = np.broadcast_to(value, (1,) * nb + shape)
+        return x
+    return lower
 
 
 @lowers("where")

@@ -9,49 +9,116 @@ function per catalogue op, registered in ``LOWERINGS``.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from ...errors import TileInternalError, TileRuntimeError
-from ...ir.core import Block, Function, Op, Value
-from ...ir.types import ArrayType, TileType
+from ...ir.catalogue import OPS
+from ...ir.core import Block, Function, Op, Value, walk
+from ...ir.types import TileType
 from .context import BlockSet
 
 Lowering = Callable[["Run", Op, list[Any]], Any]
-LOWERINGS: dict[str, Lowering] = {}
+Binder = Callable[[Op], Lowering]
+LOWERINGS: dict[str, Lowering | Binder] = {}
+BOUND: set[str] = set()  # ops whose LOWERINGS entry is a Binder
 
 
-def lowers(*names: str):
-    """Register the CPU lowering of catalogue ops ``names``."""
-    def deco(fn: Lowering) -> Lowering:
+def lowers(*names: str, bind: bool = False):
+    """Register the CPU lowering of catalogue ops ``names``.
+
+    With ``bind=True`` the decorated function is a binder ``(op) -> lowering``: the plan
+    calls it once per op of a compiled function, so work that depends only on the op
+    (decoding attributes, building constant values) is not repeated at every launch.
+    """
+    def deco(fn):
         for n in names:
             if n in LOWERINGS:
                 raise RuntimeError(f"CPU lowering of {n!r} registered twice")
             LOWERINGS[n] = fn
+            if bind:
+                BOUND.add(n)
         return fn
     return deco
-
-
-def use_counts(fn: Function) -> dict[int, int]:
-    """How many ops use each value (cached on the function); dead results skip work."""
-    counts = getattr(fn, "_use_counts", None)
-    if counts is None:
-        from ...ir.core import walk
-        counts = {}
-        for op in walk(fn.body):
-            for v in op.operands:
-                counts[v.id] = counts.get(v.id, 0) + 1
-        fn._use_counts = counts
-    return counts
 
 
 def tile_ndim(v: Value) -> int:
     return len(v.type.shape) if isinstance(v.type, TileType) else 0
 
 
+Control = Callable[["Run", Op, "Env"], list[Any]]
+
+
+class Step(NamedTuple):
+    """One op of a block with its handler resolved: ``control`` for if/for/while, else ``lower``."""
+
+    lower: Lowering | None
+    control: Control | None
+    op: Op
+    operands: tuple[int, ...]  # value ids
+    results: tuple[int, ...]
+
+
+class BlockPlan(NamedTuple):
+    steps: tuple[Step, ...]
+    yields: tuple[Value, ...]  # what the block's terminator yields
+
+
+class Plan:
+    """Everything a launch of one compiled Function needs that does not depend on its data.
+
+    Built on the first launch and kept on the Function (compiled IR is never modified
+    afterwards; every specialisation is a Function of its own), so a launch does no
+    handler lookup, op walk or attribute decoding of its own.
+    """
+
+    def __init__(self, fn: Function):
+        from . import lowerings  # noqa: F401 - registers every family's lowerings
+        self.blocks: dict[int, BlockPlan] = {}  # id(Block) -> plan; the Function keeps the blocks alive
+        self.uses: dict[int, int] = {}  # how many ops use each value: dead results skip work
+        written: set[int] = set()
+        for op in walk(fn.body):
+            for v in op.operands:
+                self.uses[v.id] = self.uses.get(v.id, 0) + 1
+            if OPS[op.name].effect == "write":
+                written.add(op.operands[0].id)
+        self.written = frozenset(written)  # array parameters some op may write (store, scatter, atomics)
+        self._add(fn.body)
+
+    def _add(self, block: Block) -> None:
+        steps = []
+        yields: tuple[Value, ...] = ()
+        for op in block.ops:
+            if op.name == "yield":
+                yields = tuple(op.operands)
+                break
+            for region in op.regions:
+                self._add(region)
+            steps.append(Step(_bind(op) if op.name not in _CONTROL else None, _CONTROL.get(op.name), op,
+                              tuple(v.id for v in op.operands), tuple(r.id for r in op.results)))
+        self.blocks[id(block)] = BlockPlan(tuple(steps), yields)
+
+
+def _bind(op: Op) -> Lowering:
+    fn = LOWERINGS.get(op.name)
+    if fn is None:
+        raise TileInternalError(f"the CPU backend has no lowering for {op.name!r}", op.loc)
+    return fn(op) if op.name in BOUND else fn  # type: ignore[call-arg, return-value]
+
+
+def plan_of(fn: Function) -> Plan:
+    """The Function's plan, built once."""
+    plan = fn.__dict__.get("_cpu_plan")
+    if plan is None:
+        plan = fn._cpu_plan = Plan(fn)  # type: ignore[attr-defined]
+    return plan
+
+
 class Env:
     """Values of one region execution; misses fall back to the parent, re-laid for this set."""
+
+    __slots__ = ("blocks", "parent", "subset_idx", "extra_axes", "values")
 
     def __init__(self, blocks: BlockSet, parent: "Env | None" = None, subset_idx: np.ndarray | None = None,
                  extra_axes: int = 0):
@@ -89,18 +156,20 @@ class Run:
     def __init__(self, fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
                  scalars: dict[int, Any], race_detector=None):
         self.fn = fn
+        self.plan = plan_of(fn)
+        self.fn_uses = self.plan.uses
         self.grid = grid
         self.arrays = arrays
         self.blocks = BlockSet.full_grid(grid)
         self.prints: dict[int, list[str]] = {}
         self.race_detector = race_detector
-        self.env = Env(self.blocks)
-        self.fn_uses = use_counts(fn)
-        nb = self.blocks.nb
+        self.env = self.cur_env = Env(self.blocks)
+        self._may_change: dict[int, bool] = {}
+        values = self.env.values
+        values.update(arrays)
+        shape1 = (1,) * self.blocks.nb
         for vid, x in scalars.items():
-            self.env.values[vid] = np.asarray(x).reshape((1,) * nb)
-        for vid, a in arrays.items():
-            self.env.values[vid] = a
+            values[vid] = np.asarray(x).reshape(shape1)
 
     # ------------------------------------------------------------------ driving
 
@@ -118,41 +187,44 @@ class Run:
             self.prints.clear()
 
     def run_block(self, block: Block, env: Env, args: list[Any]) -> list[Any]:
+        plan = self.plan.blocks[id(block)]
+        values = env.values
         for a, x in zip(block.args, args):
-            env.set(a, x)
-        for op in block.ops:
-            if op.name == "yield":
-                return [env.get(v) for v in op.operands]
-            handler = _CONTROL.get(op.name)
-            if handler is not None:
-                results = handler(self, op, env)
-            else:
-                lowering = LOWERINGS.get(op.name)
-                if lowering is None:
-                    raise TileInternalError(f"the CPU backend has no lowering for {op.name!r}", op.loc)
+            values[a.id] = x
+        self.cur_env = env
+        for lower, control, op, operands, results in plan.steps:
+            if control is not None:
+                out = control(self, op, env)
                 self.cur_env = env
-                out = lowering(self, op, [env.get(v) for v in op.operands])
-                results = [] if out is None else (out if isinstance(out, list) else [out])
-            for r, x in zip(op.results, results):
-                env.set(r, x)
-        return []
+            else:
+                try:
+                    ins = [values[i] for i in operands]
+                except KeyError:  # defined outside this region: fetched through the parent
+                    ins = [env.get(v) for v in op.operands]
+                out = lower(self, op, ins)
+                if type(out) is not list:
+                    if out is not None and results:
+                        values[results[0]] = out
+                    continue
+            for r, x in zip(results, out):
+                values[r] = x
+        return [env.get(v) for v in plan.yields]
 
     # ------------------------------------------------------------------ helpers for lowerings
 
-    @property
-    def written_arrays(self) -> list[np.ndarray]:
-        """The launch's arrays that some op of the kernel may write (stores, scatters, atomics)."""
-        w = getattr(self, "_written", None)
-        if w is None:
-            from ...ir.catalogue import OPS
-            from ...ir.core import walk
-            ids = {op.operands[0].id for op in walk(self.fn.body) if OPS[op.name].effect == "write"}
-            w = self._written = [a for vid, a in self.arrays.items() if vid in ids]
-        return w
+    def may_change(self, array: Value) -> bool:
+        """Whether the memory of array parameter ``array`` can change during this launch.
 
-    def may_be_written(self, arr: np.ndarray) -> bool:
-        """Whether memory of ``arr`` can change during this launch (a loaded view would too)."""
-        return any(np.may_share_memory(arr, w) for w in self.written_arrays)
+        True when a store, scatter or atomic of the kernel may write it or another argument
+        overlapping it; a loaded view of it would change too. Depends on the launch's
+        arguments (aliasing), so it is computed per launch, once per parameter.
+        """
+        known = self._may_change.get(array.id)
+        if known is None:
+            a = self.arrays[array.id]
+            written = [w for vid, w in self.arrays.items() if vid in self.plan.written]
+            known = self._may_change[array.id] = any(np.may_share_memory(a, w) for w in written)
+        return known
 
     @property
     def nb(self) -> int:
@@ -270,5 +342,4 @@ _CONTROL = {"if": _run_if, "for": _run_for, "while": _run_while}
 def execute(fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
             scalars: dict[int, Any], race_detector=None) -> None:
     """Run ``fn`` over ``grid``; ``arrays``/``scalars`` map parameter value ids to data."""
-    from . import lowerings  # noqa: F401 - registers every family's lowerings
     Run(fn, grid, arrays, scalars, race_detector).execute()

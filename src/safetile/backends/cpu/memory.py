@@ -45,11 +45,16 @@ def _tile_grid(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return as_strided(arr, counts + tuple(shape), strides, writeable=arr.flags.writeable)
 
 
+def _tile_slices(keys: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """Basic-indexing key of the whole tile at tile index ``keys`` (cheaper than ``_tile_grid``)."""
+    return tuple(slice(k * s, k * s + s) for k, s in zip(keys, shape))
+
+
 def _classify(idx: np.ndarray, nb: int):
     """('scalar', i) | ('range', batch_axis, start, step, count) | None for a tile index."""
+    if idx.size == 1:  # every batch axis is 1
+        return ("scalar", int(idx.item()))
     varying = [a for a in range(nb) if idx.shape[a] != 1]
-    if not varying:
-        return ("scalar", int(idx.reshape(-1)[0]))
     if len(varying) > 1:
         return None
     v = idx.reshape(-1).astype(np.int64)
@@ -95,16 +100,19 @@ def load(run, op, args):
     fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
     if fast is not None:
         keys, axes = fast
-        v = _tile_grid(view, shape)[keys]
-        perm = sorted(range(len(axes)), key=lambda k: axes[k])
-        v = v.transpose(perm + list(range(len(axes), v.ndim)))
-        batch = [1] * nb
-        for a in axes:
-            batch[a] = v.shape[perm.index(axes.index(a))]
-        v = v.reshape(tuple(batch) + shape)
+        if axes:
+            v = _tile_grid(view, shape)[keys]
+            perm = sorted(range(len(axes)), key=lambda k: axes[k])
+            v = v.transpose(perm + list(range(len(axes), v.ndim)))
+            batch = [1] * nb
+            for a in axes:
+                batch[a] = v.shape[perm.index(axes.index(a))]
+            v = v.reshape(tuple(batch) + shape)
+        else:  # one tile for every block: a plain slice
+            v = view[_tile_slices(keys, shape)].reshape((1,) * nb + shape)
         # tiles are values: copy when a store, scatter or atomic of this launch may change the
         # memory behind the view (the same array, or another argument overlapping it)
-        return np.array(v, copy=True) if run.may_be_written(arr) else v
+        return np.array(v, copy=True) if run.may_change(op.operands[0]) else v
     rank = len(shape)
     elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
     valid = np.ones((1,) * (nb + rank), dtype=bool)
@@ -140,6 +148,9 @@ def store(run, op, args):
     fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
     if fast is not None:
         keys, axes = fast
+        if not axes:  # one tile for every block: the last block's value, through a plain slice
+            view[_tile_slices(keys, shape)] = tile[(-1,) * nb]
+            return None
         value = _last_writer(tile, axes, nb)
         other = tuple(a for a in range(nb) if a not in axes)
         value = value.squeeze(axis=other) if other else value
