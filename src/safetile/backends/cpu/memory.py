@@ -14,7 +14,6 @@ per op, not across branches.
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ...ops.memory import PaddingMode
 from .executor import lowers
@@ -38,16 +37,35 @@ def array_stride(run, op, args):
 
 # ---------------------------------------------------------------------------------- tile-space
 
-def _tile_grid(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """View of the whole tiles of ``arr``: shape (n0//s0, ..., s0, ...), no copy."""
-    counts = tuple(n // s for n, s in zip(arr.shape, shape))
-    strides = tuple(st * s for st, s in zip(arr.strides, shape)) + arr.strides
-    return as_strided(arr, counts + tuple(shape), strides, writeable=arr.flags.writeable)
+def _tiles(view: np.ndarray, shape: tuple[int, ...], keys: tuple) -> np.ndarray:
+    """The whole tiles of ``shape`` that ``keys`` selects from ``view``, by basic slicing only.
 
-
-def _tile_slices(keys: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
-    """Basic-indexing key of the whole tile at tile index ``keys`` (cheaper than ``_tile_grid``)."""
-    return tuple(slice(k * s, k * s + s) for k, s in zip(keys, shape))
+    An int key picks one tile along its dim, a slice key (in tiles, step >= 1) a run of
+    tiles. The result is a view of shape (tiles along each slice-keyed dim..., *shape), so
+    stores can write through it; slicing and reshaping avoid ``as_strided``, which costs
+    microseconds per call.
+    """
+    cut, dims, counted, steps = [], [], [], []
+    for k, s in zip(keys, shape):
+        if type(k) is int:
+            cut.append(slice(k * s, k * s + s))
+            dims.append(s)
+        else:
+            spanned = k.stop - k.start - k.step + 1  # from the first to the last selected tile
+            cut.append(slice(k.start * s, (k.start + spanned) * s))
+            counted.append(len(dims))
+            steps.append(k.step)
+            dims += [spanned, s]
+    v = view[tuple(cut)]
+    if not counted:
+        return v
+    v = v.reshape(dims)  # splits each cut dim into (tiles, s): one axis split, always a view
+    if any(st != 1 for st in steps):
+        sel = [slice(None)] * len(dims)
+        for a, st in zip(counted, steps):
+            sel[a] = slice(None, None, st)
+        v = v[tuple(sel)]
+    return v.transpose(counted + [a for a in range(len(dims)) if a not in counted])
 
 
 def _classify(idx: np.ndarray, nb: int):
@@ -100,16 +118,14 @@ def load(run, op, args):
     fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
     if fast is not None:
         keys, axes = fast
-        if axes:
-            v = _tile_grid(view, shape)[keys]
-            perm = sorted(range(len(axes)), key=lambda k: axes[k])
+        v = _tiles(view, shape, keys)
+        batch = [1] * nb
+        if axes:  # tile-count axes to their batch axes, in batch order
+            perm = sorted(range(len(axes)), key=axes.__getitem__)
             v = v.transpose(perm + list(range(len(axes), v.ndim)))
-            batch = [1] * nb
-            for a in axes:
-                batch[a] = v.shape[perm.index(axes.index(a))]
-            v = v.reshape(tuple(batch) + shape)
-        else:  # one tile for every block: a plain slice
-            v = view[_tile_slices(keys, shape)].reshape((1,) * nb + shape)
+            for p, k in enumerate(perm):
+                batch[axes[k]] = v.shape[p]
+        v = v.reshape(tuple(batch) + shape)
         # tiles are values: copy when a store, scatter or atomic of this launch may change the
         # memory behind the view (the same array, or another argument overlapping it)
         return np.array(v, copy=True) if run.may_change(op.operands[0]) else v
@@ -130,10 +146,9 @@ def load(run, op, args):
 
 
 def _last_writer(value: np.ndarray, keep_axes: list[int], nb: int) -> np.ndarray:
-    """Collapse batch axes along which several blocks write the same place: last block wins."""
-    idx = tuple(slice(None) if a in keep_axes or value.shape[a] == 1 else slice(-1, None)
-                for a in range(nb))
-    return value[idx]
+    """Drop the batch axes not in ``keep_axes``: where several blocks write the same place,
+    the last block wins (a unit axis has one block)."""
+    return value[tuple(slice(None) if a in keep_axes else -1 for a in range(nb))]
 
 
 @lowers("store")
@@ -148,16 +163,11 @@ def store(run, op, args):
     fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
     if fast is not None:
         keys, axes = fast
-        if not axes:  # one tile for every block: the last block's value, through a plain slice
-            view[_tile_slices(keys, shape)] = tile[(-1,) * nb]
-            return None
-        value = _last_writer(tile, axes, nb)
-        other = tuple(a for a in range(nb) if a not in axes)
-        value = value.squeeze(axis=other) if other else value
-        in_value = sorted(axes)  # remaining batch axes, in batch order
-        perm = [in_value.index(a) for a in axes]
-        value = value.transpose(perm + list(range(len(axes), value.ndim)))
-        _tile_grid(view, shape)[keys] = value
+        value = _last_writer(tile, axes, nb)  # batch axes of ``axes`` left, in batch order
+        if len(axes) > 1:  # into the order of ``keys``
+            in_value = sorted(axes)
+            value = value.transpose([in_value.index(a) for a in axes] + list(range(len(axes), value.ndim)))
+        _tiles(view, shape, keys)[...] = value
         return None
     rank = len(shape)
     elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
