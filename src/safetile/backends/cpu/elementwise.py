@@ -68,10 +68,15 @@ _BINARY = {
 }
 
 
-@lowers(*_BINARY)
-def binary(run, op, args):
-    x, y = _up(*args)
-    return _BINARY[op.name](x, y).astype(out_dtype(op), copy=False)
+@lowers(*_BINARY, bind=True)
+def binary(op):
+    """Bound: the NumPy function and the result dtype are looked up once per op."""
+    fn, dtype = _BINARY[op.name], out_dtype(op)
+
+    def lower(run, op, args):
+        x, y = _up(*args)
+        return fn(x, y).astype(dtype, copy=False)
+    return lower
 
 
 @lowers("pow")
@@ -95,10 +100,15 @@ _UNARY = {
 }
 
 
-@lowers(*_UNARY)
-def unary(run, op, args):
-    (x,) = _up(*args)
-    return _UNARY[op.name](x).astype(out_dtype(op), copy=False)
+@lowers(*_UNARY, bind=True)
+def unary(op):
+    """Bound: the NumPy function and the result dtype are looked up once per op."""
+    fn, dtype = _UNARY[op.name], out_dtype(op)
+
+    def lower(run, op, args):
+        (x,) = _up(*args)
+        return fn(x).astype(dtype, copy=False)
+    return lower
 
 
 @lowers("bitwise_not")

@@ -40,8 +40,8 @@ def array_stride(run, op, args):
 def _tiles(view: np.ndarray, shape: tuple[int, ...], keys: tuple) -> np.ndarray:
     """The whole tiles of ``shape`` that ``keys`` selects from ``view``, by basic slicing only.
 
-    An int key picks one tile along its dim, a slice key (in tiles, step >= 1) a run of
-    tiles. The result is a view of shape (tiles along each slice-keyed dim..., *shape), so
+    An int key picks one tile along its dim, a slice key (in tiles, step >= 1, inside the
+    array) a run of tiles. The result is a view of shape (tiles along each slice-keyed dim..., *shape), so
     stores can write through it; slicing and reshaping avoid ``as_strided``, which costs
     microseconds per call.
     """
@@ -51,7 +51,7 @@ def _tiles(view: np.ndarray, shape: tuple[int, ...], keys: tuple) -> np.ndarray:
             cut.append(slice(k * s, k * s + s))
             dims.append(s)
         else:
-            spanned = k.stop - k.start - k.step + 1  # from the first to the last selected tile
+            spanned = k.step * (len(range(k.start, k.stop, k.step)) - 1) + 1  # first to last tile
             cut.append(slice(k.start * s, (k.start + spanned) * s))
             counted.append(len(dims))
             steps.append(k.step)
@@ -83,11 +83,14 @@ def _classify(idx: np.ndarray, nb: int):
     return ("range", varying[0], start, step, len(v))
 
 
-def _fast_keys(run, index: list[np.ndarray], counts: tuple[int, ...]):
-    """Basic-indexing keys into the tile grid, plus the batch axis of each sliced dim."""
+def _fast_keys(nb: int, index: list[np.ndarray], dims: tuple[int, ...], shape: tuple[int, ...]):
+    """Keys for ``_tiles`` (whole tiles of ``shape`` in an array of ``dims``) when every tile
+    index is uniform or steps regularly along one batch axis, plus the batch axis of each
+    slice key; None otherwise."""
     keys, axes = [], []
-    for idx, count in zip(index, counts):
-        c = _classify(idx, run.nb)
+    for idx, n, s in zip(index, dims, shape):
+        count = n // s
+        c = _classify(idx, nb)
         if c is None:
             return None
         if c[0] == "scalar":
@@ -115,7 +118,7 @@ def load(run, op, args):
     shape, order = op.attrs["shape"], op.attrs["order"]
     view = arr.transpose(order)
     nb = run.nb
-    fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
+    fast = _fast_keys(nb, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
         v = _tiles(view, shape, keys)
@@ -154,13 +157,12 @@ def _last_writer(value: np.ndarray, keep_axes: list[int], nb: int) -> np.ndarray
 @lowers("store")
 def store(run, op, args):
     arr, index, tile = args[0], args[1:-1], args[-1]
-    order = op.attrs["order"]
-    shape = tile.shape[run.nb:]
-    view = arr.transpose(order)
     nb = run.nb
+    shape = tile.shape[nb:]
+    view = arr.transpose(op.attrs["order"])
     if run.race_detector is not None:
         run.race_detector.record_tile(run, op, view, index, shape)
-    fast = _fast_keys(run, index, tuple(n // s for n, s in zip(view.shape, shape)))
+    fast = _fast_keys(nb, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
         value = _last_writer(tile, axes, nb)  # batch axes of ``axes`` left, in batch order
