@@ -26,6 +26,9 @@ class BlockSet:
         self.grid = grid
         self.nb = len(batch_shape)
         self.size = int(np.prod(batch_shape))
+        # id(coordinate array) -> ('range', batch axis, 0, 1, n): tile indices equal to a block
+        # coordinate (``bid``) need no inspection; the set keeps these arrays alive
+        self.ranges: dict[int, tuple] = {}
 
     @staticmethod
     @lru_cache(maxsize=64)
@@ -38,7 +41,11 @@ class BlockSet:
         ids = (x.astype(np.int64) + gx * (y + gy * z.astype(np.int64)))
         for a in (x, y, z, ids):
             a.flags.writeable = False  # ``bid`` results are these arrays: values never change
-        return BlockSet((gz, gy, gx), (x, y, z), ids, grid)
+        bs = BlockSet((gz, gy, gx), (x, y, z), ids, grid)
+        for coord, axis in ((x, 2), (y, 1), (z, 0)):
+            if coord.size > 1:
+                bs.ranges[id(coord)] = ("range", axis, 0, 1, coord.size)
+        return bs
 
     def subset(self, flat_idx: np.ndarray) -> "BlockSet":
         """The blocks at positions ``flat_idx`` (ascending) of this set, in subset mode."""

@@ -5,6 +5,11 @@ layout). Structured control flow whose condition or bounds are the same for all 
 runs once; where it diverges, the blocks are split into subsets that run each path and
 their results are merged. Per-op lowerings live in this package's family modules, one
 function per catalogue op, registered in ``LOWERINGS``.
+
+A launch's fixed cost matters for small kernels (a one-tile launch is a few microseconds
+of NumPy work), so what depends only on the compiled Function is resolved once, in its
+``Plan``: each block's ops with their lowerings bound, value use counts and the
+parameters the kernel may write. A launch then only looks values up and calls lowerings.
 """
 from __future__ import annotations
 
@@ -219,11 +224,14 @@ class Run:
         overlapping it; a loaded view of it would change too. Depends on the launch's
         arguments (aliasing), so it is computed per launch, once per parameter.
         """
-        known = self._may_change.get(array.id)
+        vid = array.id
+        if vid in self.plan.written:
+            return True
+        known = self._may_change.get(vid)
         if known is None:
-            a = self.arrays[array.id]
-            written = [w for vid, w in self.arrays.items() if vid in self.plan.written]
-            known = self._may_change[array.id] = any(np.may_share_memory(a, w) for w in written)
+            a = self.arrays[vid]
+            known = self._may_change[vid] = any(
+                np.may_share_memory(a, w) for wid, w in self.arrays.items() if wid in self.plan.written)
         return known
 
     @property

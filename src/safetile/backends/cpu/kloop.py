@@ -57,7 +57,7 @@ def _rows(run, arr: np.ndarray, idx: np.ndarray, size: int, k0: int, k1: int, ax
     """
     nb = run.nb
     n = arr.shape[axis]
-    c = _classify(idx, nb)
+    c = _classify(idx, run.blockset)
     if c is not None and c[0] == "range" and c[3] == 1 and (c[2] + c[4]) * size <= n and c[2] >= 0:
         _, batch_axis, start, _, count = c  # consecutive whole tiles: a strided view, no copy
         part = arr[start * size:(start + count) * size, k0:k1] if axis == 0 else \

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.memory import PaddingMode
+from .context import BlockSet
 from .executor import lowers
 
 PAD_VALUES = {
@@ -68,10 +69,14 @@ def _tiles(view: np.ndarray, shape: tuple[int, ...], keys: tuple) -> np.ndarray:
     return v.transpose(counted + [a for a in range(len(dims)) if a not in counted])
 
 
-def _classify(idx: np.ndarray, nb: int):
+def _classify(idx: np.ndarray, blocks: BlockSet):
     """('scalar', i) | ('range', batch_axis, start, step, count) | None for a tile index."""
     if idx.size == 1:  # every batch axis is 1
         return ("scalar", int(idx.item()))
+    known = blocks.ranges.get(id(idx))
+    if known is not None:
+        return known
+    nb = blocks.nb
     varying = [a for a in range(nb) if idx.shape[a] != 1]
     if len(varying) > 1:
         return None
@@ -83,14 +88,14 @@ def _classify(idx: np.ndarray, nb: int):
     return ("range", varying[0], start, step, len(v))
 
 
-def _fast_keys(nb: int, index: list[np.ndarray], dims: tuple[int, ...], shape: tuple[int, ...]):
+def _fast_keys(blocks: BlockSet, index: list[np.ndarray], dims: tuple[int, ...], shape: tuple[int, ...]):
     """Keys for ``_tiles`` (whole tiles of ``shape`` in an array of ``dims``) when every tile
     index is uniform or steps regularly along one batch axis, plus the batch axis of each
     slice key; None otherwise."""
     keys, axes = [], []
-    for idx, n, s in zip(index, dims, shape):
-        count = n // s
-        c = _classify(idx, nb)
+    for idx, dim, s in zip(index, dims, shape):
+        count = dim // s
+        c = _classify(idx, blocks)
         if c is None:
             return None
         if c[0] == "scalar":
@@ -118,7 +123,7 @@ def load(run, op, args):
     shape, order = op.attrs["shape"], op.attrs["order"]
     view = arr.transpose(order)
     nb = run.nb
-    fast = _fast_keys(nb, index, view.shape, shape)
+    fast = _fast_keys(run.blockset, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
         v = _tiles(view, shape, keys)
@@ -162,7 +167,7 @@ def store(run, op, args):
     view = arr.transpose(op.attrs["order"])
     if run.race_detector is not None:
         run.race_detector.record_tile(run, op, view, index, shape)
-    fast = _fast_keys(nb, index, view.shape, shape)
+    fast = _fast_keys(run.blockset, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
         value = _last_writer(tile, axes, nb)  # batch axes of ``axes`` left, in batch order
