@@ -26,6 +26,7 @@ from .context import BlockSet
 
 Lowering = Callable[["Run", Op, list[Any]], Any]
 Binder = Callable[[Op], Lowering]
+Control = Callable[["Run", Op, "Env"], list[Any]]
 LOWERINGS: dict[str, Lowering | Binder] = {}
 BOUND: set[str] = set()  # ops whose LOWERINGS entry is a Binder
 
@@ -52,9 +53,6 @@ def tile_ndim(v: Value) -> int:
     return len(v.type.shape) if isinstance(v.type, TileType) else 0
 
 
-Control = Callable[["Run", Op, "Env"], list[Any]]
-
-
 class Step(NamedTuple):
     """One op of a block with its handler resolved: ``control`` for if/for/while, else ``lower``."""
 
@@ -66,6 +64,8 @@ class Step(NamedTuple):
 
 
 class BlockPlan(NamedTuple):
+    """A block's ops up to its terminator, ready to run."""
+
     steps: tuple[Step, ...]
     yields: tuple[Value, ...]  # what the block's terminator yields
 
@@ -106,6 +106,7 @@ class Plan:
 
 
 def _bind(op: Op) -> Lowering:
+    """The op's lowering; a binder's is made for this op."""
     fn = LOWERINGS.get(op.name)
     if fn is None:
         raise TileInternalError(f"the CPU backend has no lowering for {op.name!r}", op.loc)
