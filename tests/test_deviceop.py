@@ -132,7 +132,9 @@ def test_nested_sync_is_an_error_and_gives_arguments_back():
 def test_await_does_not_block_the_event_loop():
     z = ct.zeros(1 << 14).sync().partition(1 << 10)
     op = axpb(z, 1.0, 1.0)
-    for _ in range(30):
+    for i in range(30):
+        if i == 15:  # work that surely outlasts the loop's thread-switch interval (the launches may not)
+            op = op.inspect(lambda r: time.sleep(0.05))
         op = op.then(lambda r: axpb(*r))
     ticks = []
 
