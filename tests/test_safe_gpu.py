@@ -88,7 +88,9 @@ def test_values_of_an_unfinished_await_are_refused_outside_and_waited_for_inside
     """A chain's launches give their arguments back as soon as they are submitted, but only to
     the chain itself: other code gets UseAfterMoveError until the await has finished, and a
     host read inside the chain (a then/inspect closure) waits for the submitted work."""
-    n = 1 << 22
+    # on the GPU the work must still run when the chain has been submitted (host ~10 us per
+    # launch): 20 launches over 2^26 elements take ~5 ms there
+    n = 1 << 26 if device == "cuda" else 1 << 20
     x = ct.rand(n, seed=3, device=device).sync().shared()
     z = ct.zeros(n, device=device).sync().partition(1024)
     steps = 20

@@ -579,15 +579,27 @@ class LaunchOp(DeviceOp):
 
     def __init__(self, kernel: EntryKernel, args: tuple):
         self.kernel = kernel
-        self.args = tuple(args)
+        self.args = args = tuple(args)
         self.arity = len(args)
         self.id = next(_op_ids)
         self.site = caller_site()
         self._state = "built"
         self._plan: Plan | None = None
-        if not any(isinstance(a, DeviceOp) for a in self.args):
-            self._plan = prepare(kernel, self.args)
-        self._hold(self.args)
+        for a in args:
+            if isinstance(a, DeviceOp):  # resolved when the op runs
+                self._hold(args)
+                return
+        self._plan = prepare(kernel, args)
+        # prepare checked that every argument is usable: move them in without checking again
+        into = None
+        for a in args:
+            if isinstance(a, Shared):
+                a._holders += 1
+            elif isinstance(a, Owned):
+                if into is None:
+                    into = _MovedInto(self)
+                a._moved = into
+                a._holder = self
 
     @property
     def label(self) -> str:
