@@ -12,8 +12,6 @@ shared → shared, tensor → tensor).
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any

@@ -92,7 +92,6 @@ def _run_region(run, region, arrays):
 def custom_reduce(run, op, args):
     nb = run.nb
     axes = sorted(op.attrs["axes"])
-    k = len(args)
     # move reduced axes last and flatten them into one power-of-two axis
     rest = [a for a in range(args[0].ndim - nb) if a not in axes]
     perm = tuple(range(nb)) + tuple(nb + a for a in rest) + tuple(nb + a for a in axes)
