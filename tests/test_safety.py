@@ -268,6 +268,39 @@ def test_ownership_shared_cannot_be_unwrapped_while_held():
     assert isinstance(x.try_unwrap(), ct.Tensor)
 
 
+
+def test_ownership_values_of_a_running_chain_are_refused_to_other_threads():
+    """A chain gives its arguments back to its own closures between launches; another thread
+    trying to use them meanwhile is refused (it would race the chain's next launch)."""
+    import threading
+    x, y = inputs(512)
+    z = poisoned(512).partition(128)
+    inside, outside = threading.Event(), threading.Event()
+    errors = []
+
+    def other_thread():
+        inside.wait()
+        for action in (lambda: z.to_numpy(), lambda: add(z, x, y)):
+            try:
+                action()
+                errors.append("not refused")
+            except ct.UseAfterMoveError as e:
+                errors.append(str(e))
+        outside.set()
+
+    def pause(r):  # inside the chain, between two launches: z is back, but only for the chain
+        inside.set()
+        outside.wait()
+        return add(*r)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    z, x, y = add(z, x, y).then(pause).sync()
+    t.join()
+    assert len(errors) == 2 and all("in use by a running sync_on()" in e for e in errors), errors
+    assert np.allclose(z.to_numpy(), x.to_numpy() + y.to_numpy())  # the chain's result, undisturbed
+
+
 # ----------------------------------------------------------------------------- compile time
 
 def _compile_refused(kernel, exc, pattern, line_text):

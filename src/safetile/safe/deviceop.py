@@ -175,7 +175,7 @@ class DeviceOp:
         self._refuse("sync_on()")
         if not isinstance(stream, Stream):
             raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
-        ctx = ExecContext(stream, label="sync_on()")
+        ctx = ExecContext(stream, label="a running sync_on()")
         try:
             value = stream.run(lambda: self._execute_on(ctx))
             stream.synchronize()
