@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
@@ -22,16 +21,18 @@ from .memory import REGISTRY, InFlight
 from .streams import Stream, default_pool, executing, execution
 
 
-@dataclass
 class ExecContext:
     """Where an operation runs: its stream, the graph recorder while capturing, and the
     in-flight entry covering the memory its launches use (one per terminal)."""
 
-    stream: Stream
-    recorder: Any = None  # graph.Recorder while capturing
-    entry: InFlight | None = None
-    lent: list = field(default_factory=list)  # values given back while it runs (see Owned._give_back)
-    label: str = "a running terminal"
+    __slots__ = ("stream", "recorder", "entry", "lent", "label")
+
+    def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal"):
+        self.stream = stream
+        self.recorder = recorder  # graph.Recorder while capturing
+        self.entry: InFlight | None = None
+        self.lent: list = []  # values given back while it runs (see Owned._give_back)
+        self.label = label
 
     @property
     def capturing(self) -> bool:
@@ -68,6 +69,22 @@ class ExecContext:
             if v._lent is self:
                 v._lent = None
         self.lent.clear()
+
+
+class _AwaitOf:
+    """The label of an await's context, formatted only if an error shows it (a long chain's
+    label walks the chain)."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: "DeviceOp"):
+        self.op = op
+
+    def __str__(self) -> str:
+        return f"an unfinished await of {self.op.label}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _check_terminal(what: str) -> None:
@@ -190,7 +207,7 @@ class DeviceOp:
     async def _await(self) -> Any:
         self._refuse("await")
         stream = self._pick_stream()
-        ctx = ExecContext(stream, label=f"an unfinished await of {self.label}")
+        ctx = ExecContext(stream, label=_AwaitOf(self))
         try:
             if not stream.is_cuda:
                 def job():

@@ -140,9 +140,13 @@ class InFlight:
         k = id(key)
         if k in self._plans:
             return
+        if not self._plans and not self.writes and not self.reads:  # the terminal's first launch
+            self.writes = list(writes)
+            self.reads = list(reads)
+        else:
+            self.writes += [e for e in writes if e not in self.writes]
+            self.reads += [e for e in reads if e not in self.reads]
         self._plans.add(k)
-        self.writes += [e for e in writes if e not in self.writes]
-        self.reads += [e for e in reads if e not in self.reads]
 
     def set_enqueued(self) -> None:
         self.enqueued = True
