@@ -22,6 +22,7 @@ from .ops.matmul import matmul, mma
 from .ops.memory import (MemoryOrder, MemoryScope, PaddingMode, TiledView, atomic_add, atomic_and,
                          atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, gather,
                          load, num_tiles, scatter, store)
+from .ops.memory import Slice, load_advanced_indexing, store_advanced_indexing
 from .ops.meta import ensure_constant, static_assert, static_eval, static_iter
 from .ops.reduction import argmax, argmin, cumprod, cumsum, max, min, prod, reduce, scan, sum
 from .ops.shape import (broadcast_to, cat, expand_dims, extract, insert, item, permute, reshape,

@@ -5,19 +5,29 @@ with tile size ``s`` covers elements ``i*s ... i*s+s-1``. Elements outside the a
 the padding value and are never written. Gather, scatter and atomics address single
 elements through integer index tiles that broadcast against each other; out-of-bounds
 (including negative) indices read ``padding_value`` and are dropped on writes.
+
+Array slices (``Array.slice``), stepped tiled views (``traversal_steps``) and advanced
+indexing (``load_advanced_indexing``/``store_advanced_indexing``) add no IR op: the front
+end composes them from element index tiles and ``gather``/``scatter``/atomics, which both
+backends already lower (so they do not use the tile-load fast path or TMA).
 """
 from __future__ import annotations
 
 import enum
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..errors import TileTypeError, TileValueError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import ArrayType, TileType
-from .elementwise import align_rank, cast
-from .values import Array, Tile, as_tile, describe, is_const, static_int, static_shape
+from .elementwise import add, align_rank, cast, maximum, minimum, mul, where
+from .factories import arange
+from .grid import cdiv
+from .shape import broadcast_to, reshape
+from .values import Array, ArraySlice, Tile, as_tile, describe, is_const, static_int, static_shape
 
 FAMILY = "memory"
 
@@ -31,6 +41,14 @@ class PaddingMode(enum.Enum):
     NAN = "nan"
     POS_INF = "pos_inf"
     NEG_INF = "neg_inf"
+
+
+# The value a padding mode stands for where a load is composed from ``gather`` (UNDETERMINED
+# reads 0, as the CPU backend's tile-space load does).
+_PAD_VALUE = {
+    PaddingMode.UNDETERMINED: 0, PaddingMode.ZERO: 0, PaddingMode.NEG_ZERO: -0.0,
+    PaddingMode.NAN: float("nan"), PaddingMode.POS_INF: float("inf"), PaddingMode.NEG_INF: float("-inf"),
+}
 
 
 class MemoryOrder(enum.Enum):
@@ -230,9 +248,61 @@ def _mem(memory_order, memory_scope, default_order, default_scope) -> dict[str, 
     return {"memory_order": mo, "memory_scope": ms}
 
 
+def _int_scalar(x, what: str) -> int | Tile:
+    """An element position: a Python int, or a 0-d integer tile (as int32, like array sizes)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, Tile) and x.shape == () and x.dtype.is_int:
+        return cast(x, dt.int32)
+    raise TileTypeError(f"{what} must be an integer (a Python int or a 0-d integer tile), got {describe(x)}")
+
+
+def _along(t: Tile, axis: int, ndim: int) -> Tile:
+    """The 1-d tile ``t`` laid along ``axis`` of a rank-``ndim`` tile (unit size elsewhere)."""
+    return reshape(t, tuple(t.shape[0] if a == axis else 1 for a in range(ndim)))
+
+
+def _box_indices(origins: list, shape: tuple[int, ...]) -> list[Tile]:
+    """Element index tiles of the box ``origins + [0, shape)``: entry ``k`` varies along axis
+    ``k`` only, so together they broadcast to ``shape`` (the operands of a gather/scatter)."""
+    n = len(shape)
+    return [add(_along(arange(s, dtype=dt.int32), k, n), o) for k, (o, s) in enumerate(zip(origins, shape))]
+
+
+def _array_axes(per_tile_axis: list[Tile], perm: tuple[int, ...]) -> tuple[Tile, ...]:
+    """Index tiles in array-axis order; tile axis ``k`` runs along array axis ``perm[k]``."""
+    return tuple(per_tile_axis[perm.index(a)] for a in range(len(perm)))
+
+
+def _load_box(array: Array, origins: list, shape: tuple[int, ...], perm: tuple[int, ...],
+              padding: PaddingMode, latency) -> Tile:
+    """The tile whose element ``x`` is array element ``origins + x`` (tile axis ``k`` along
+    array axis ``perm[k]``), as a gather: elements outside the array or slice read the padding."""
+    idx = _array_axes(_box_indices(origins, shape), perm)
+    return gather(array, idx, padding_value=_PAD_VALUE[padding], latency=latency)
+
+
+def _store_box(array: Array, origins: list, tile: Tile, perm: tuple[int, ...], latency) -> None:
+    """Store ``tile`` to the box at ``origins`` (see ``_load_box``) as a scatter that drops
+    elements outside the array or slice."""
+    scatter(array, _array_axes(_box_indices(origins, tile.shape), perm), tile, latency=latency)
+
+
+def _into_base(index: Tile, offset: Tile | None, size: Tile | None) -> Tile:
+    """An element index along one axis of a slice as an index of the base array. Positions
+    outside the slice become -1, which gather, scatter and atomics treat as out of bounds, so
+    no access through a slice reaches memory outside it."""
+    if offset is None:
+        return index
+    return where((index >= 0) & (index < size), add(index, offset), -1)
+
+
 # ----------------------------------------------------------------------------- public API
 
 def array_dim(array: Array, axis: int) -> Tile:
+    """The run-time size of ``axis`` (for a slice, the slice's own size)."""
+    if isinstance(array, ArraySlice) and array.sizes[axis] is not None:
+        return array.sizes[axis]
     return Tile(emit("array_dim", [array.value], {"axis": axis}).result)
 
 
@@ -240,18 +310,47 @@ def array_stride(array: Array, axis: int) -> Tile:
     return Tile(emit("array_stride", [array.value], {"axis": axis}).result)
 
 
+def slice_array(array: Array, axis, start, stop) -> ArraySlice:
+    """``array.slice(axis, start, stop)``: the window [start, stop) of ``axis``, no copy.
+
+    The bounds are clamped to ``0 <= start <= stop <= N`` (N the parent's size; cuTile leaves
+    other bounds undefined), so a slice never reaches outside its parent. A slice of a slice
+    is one window of the base array. No IR op: accesses through the slice are gathers and
+    scatters of the base array (see ``_into_base``).
+    """
+    array = _check_array(array, "Array.slice")
+    ax = static_int(axis, "Array.slice axis")
+    if not -array.ndim <= ax < array.ndim:
+        raise TileValueError(f"Array.slice: axis {ax} is out of range for an array of rank {array.ndim}")
+    ax %= array.ndim
+    n = array_dim(array, ax)
+    lo = minimum(maximum(_int_scalar(start, "Array.slice start"), 0), n)
+    hi = minimum(maximum(_int_scalar(stop, "Array.slice stop"), lo), n)
+    if isinstance(array, ArraySlice):
+        base, offsets, sizes = array.base, list(array.offsets), list(array.sizes)
+    else:
+        base, offsets, sizes = array, [None] * array.ndim, [None] * array.ndim
+    offsets[ax] = lo if offsets[ax] is None else add(offsets[ax], lo)
+    sizes[ax] = hi - lo
+    return ArraySlice(base, tuple(offsets), tuple(sizes))
+
+
+def _tile_count(array: Array, axis, steps: tuple[int, ...], perm: tuple[int, ...], fn: str) -> Tile:
+    """Tile origins ``i * step`` inside the array along tile axis ``axis``: cdiv(size, step)."""
+    ax = static_int(axis, "axis")
+    if not 0 <= ax < array.ndim:
+        raise TileValueError(f"{fn}: axis {ax} out of range for rank {array.ndim}")
+    return cdiv(array_dim(array, perm[ax]), steps[ax])
+
+
 def num_tiles(array, axis, shape, order="C"):
-    """The number of tiles of ``shape`` along ``axis`` of the array's tile space."""
+    """The number of tiles of ``shape`` along ``axis`` of the array's (or slice's) tile space."""
     array = _check_array(array, "num_tiles")
     shp = static_shape(shape)
     perm = _order(order, array.ndim)
     if len(shp) != array.ndim:
         raise TileTypeError(f"num_tiles: shape {shp} does not match the array rank {array.ndim}")
-    ax = static_int(axis, "axis")
-    if not 0 <= ax < array.ndim:
-        raise TileValueError(f"num_tiles: axis {ax} out of range for rank {array.ndim}")
-    from .grid import cdiv
-    return cdiv(array_dim(array, perm[ax]), shp[ax])
+    return _tile_count(array, axis, shp, perm, "num_tiles")
 
 
 def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERMINED,
@@ -259,7 +358,8 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
     """Load the tile at tile-space ``index`` of ``array`` partitioned into ``shape`` tiles.
 
     ``shape=()`` loads one element. ``order`` permutes the array axes before tiling.
-    Out-of-bounds elements of a partial edge tile take the ``padding_mode`` value.
+    Out-of-bounds elements of a partial edge tile take the ``padding_mode`` value. On an
+    array slice, tile space and bounds are the slice's (a gather of the base array).
     """
     array = _check_array(array, "load")
     scalar = shape == ()
@@ -270,9 +370,12 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
     attrs = {"shape": shp, "order": _order(order, array.ndim),
              "padding": _padding(padding_mode, array.dtype), **_hints(latency, allow_tma),
              **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE)}
-    t = Tile(emit("load", [array.value] + [i.value for i in idx], attrs).result)
+    if isinstance(array, ArraySlice):
+        t = _load_box(array, [mul(i, s) for i, s in zip(idx, shp)], shp, attrs["order"], attrs["padding"],
+                      latency)
+    else:
+        t = Tile(emit("load", [array.value] + [i.value for i in idx], attrs).result)
     if scalar:
-        from .shape import reshape
         return reshape(t, ())
     return t
 
@@ -281,7 +384,8 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
           memory_order=None, memory_scope=None):
     """Store ``tile`` at tile-space ``index``; parts outside the array are dropped.
 
-    A scalar (number or 0-d tile) stores one element at ``index``.
+    A scalar (number or 0-d tile) stores one element at ``index``. On an array slice,
+    tile space and bounds are the slice's (a scatter to the base array).
     """
     array = _check_array(array, "store")
     idx = _index_tuple(index, array.ndim, "store")
@@ -298,7 +402,10 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
         raise TileTypeError(f"store: tile of rank {tile.ndim} cannot be stored to an array of rank {array.ndim}")
     attrs = {"order": _order(order, array.ndim), **_hints(latency, allow_tma),
              **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE)}
-    emit("store", [array.value] + [i.value for i in idx] + [tile.value], attrs)
+    if isinstance(array, ArraySlice):
+        _store_box(array, [mul(i, s) for i, s in zip(idx, tile.shape)], tile, attrs["order"], latency)
+    else:
+        emit("store", [array.value] + [i.value for i in idx] + [tile.value], attrs)
 
 
 def _element_indices(array: Array, indices, fn: str) -> list[Tile]:
@@ -313,6 +420,8 @@ def _element_indices(array: Array, indices, fn: str) -> list[Tile]:
         if not isinstance(t, Tile) or not t.dtype.is_int:
             raise TileTypeError(f"{fn}: indices must be integer tiles, got {describe(i)}")
         tiles.append(t)
+    if isinstance(array, ArraySlice):
+        return [_into_base(t, o, n) for t, o, n in zip(tiles, array.offsets, array.sizes)]
     return tiles
 
 
@@ -322,7 +431,10 @@ def _aligned(tiles: list[Tile]) -> list[Tile]:
 
 
 def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, latency=None):
-    """Load ``array[indices]`` element-wise; out-of-bounds or masked-off lanes read ``padding_value``."""
+    """Load ``array[indices]`` element-wise; out-of-bounds or masked-off lanes read ``padding_value``.
+
+    On an array slice, indices and bounds are the slice's (as for scatter and the atomics).
+    """
     array = _check_array(array, "gather")
     idx = _element_indices(array, indices, "gather")
     if not is_const(padding_value):
@@ -411,57 +523,71 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
 
 
 class TiledView:
-    """An array seen as a grid of ``tile_shape`` tiles (padding fixed at creation)."""
+    """An array (or slice) seen as a grid of ``tile_shape`` tiles (padding fixed at creation).
+
+    ``traversal_steps`` (cuTile's strided view) sets the distance between tile origins per
+    axis: tile ``index`` starts at element ``index * step``. Steps below the tile shape give
+    overlapping windows, above it gaps. ``num_tiles`` counts the origins inside the array,
+    ``cdiv(size, step)`` (Tile IR's strided-view index space), so the last tiles may be
+    partial. Steps equal to the tile shape are the plain tile space (the fast load path);
+    other steps compose the access from gather/scatter (no IR op).
+    """
 
     def __init__(self, array: Array, tile_shape, *, padding_mode=None, traversal_steps=None):
         self.array = _check_array(array, "tiled_view")
         self.tile_shape = static_shape(tile_shape, "tile_shape")
         if len(self.tile_shape) != array.ndim:
             raise TileTypeError(f"tiled_view: tile_shape {self.tile_shape} does not match the array rank {array.ndim}")
-        if traversal_steps is not None:
-            raise TileValueError("tiled_view: traversal_steps is not supported yet")
+        self.steps = self.tile_shape if traversal_steps is None else _steps(traversal_steps, array.ndim)
         self.padding_mode = _padding(padding_mode, array.dtype)
 
     @property
     def dtype(self):
         return self.array.dtype
 
+    @property
+    def _stepped(self) -> bool:
+        return self.steps != self.tile_shape
+
+    def _origins(self, index, fn: str) -> list[Tile]:
+        return [mul(i, st) for i, st in zip(_index_tuple(index, self.array.ndim, fn), self.steps)]
+
     def num_tiles(self, axis):
-        return num_tiles(self.array, axis, self.tile_shape)
+        """Tiles along ``axis``: the origins ``i * step`` inside the array, cdiv(size, step)."""
+        return _tile_count(self.array, axis, self.steps, tuple(range(self.array.ndim)), "TiledView.num_tiles")
 
     def load(self, index, *, latency=None, allow_tma=None):
-        return load(self.array, index, self.tile_shape, padding_mode=self.padding_mode,
-                    latency=latency, allow_tma=allow_tma)
+        if not self._stepped:
+            return load(self.array, index, self.tile_shape, padding_mode=self.padding_mode,
+                        latency=latency, allow_tma=allow_tma)
+        _hints(latency, allow_tma)
+        return _load_box(self.array, self._origins(index, "TiledView.load"), self.tile_shape,
+                         tuple(range(self.array.ndim)), self.padding_mode, latency)
 
     def store(self, index, tile, *, latency=None, allow_tma=None):
         if isinstance(tile, Tile) and tile.shape not in ((), self.tile_shape):
             raise TileTypeError(f"TiledView.store: tile shape {tile.shape} does not match the view's "
                                 f"tile_shape {self.tile_shape}")
         if isinstance(tile, Tile) and tile.shape == () or is_const(tile):
-            from .shape import broadcast_to
             tile = broadcast_to(as_tile(tile, self.array.dtype), self.tile_shape)
-        store(self.array, index, tile, latency=latency, allow_tma=allow_tma)
-
-    def _element_grid(self, index) -> list[Tile]:
-        """Element index tiles covering the tile at ``index`` (for atomics)."""
-        from .elementwise import add, mul
-        from .factories import arange
-        from .shape import reshape
-        idx = _index_tuple(index, self.array.ndim, "TiledView atomic")
-        n = self.array.ndim
-        out = []
-        for axis, (i, s) in enumerate(zip(idx, self.tile_shape)):
-            shape = tuple(s if a == axis else 1 for a in range(n))
-            out.append(add(reshape(arange(s, dtype=dt.int32), shape), mul(i, s)))
-        return out
+        if not self._stepped:
+            store(self.array, index, tile, latency=latency, allow_tma=allow_tma)
+            return
+        if not isinstance(tile, Tile) or tile.dtype is not self.array.dtype:
+            raise TileTypeError(f"TiledView.store: expected a {self.array.dtype.name} tile of shape "
+                                f"{self.tile_shape}, got {describe(tile)}")
+        _hints(latency, allow_tma)
+        _store_box(self.array, self._origins(index, "TiledView.store"), tile, tuple(range(self.array.ndim)),
+                   latency)
 
     def _atomic(self, kind, index, update):
         upd = update
         if isinstance(upd, Tile) and upd.shape not in ((), self.tile_shape):
             raise TileTypeError(f"TiledView.atomic_{kind}: update shape {upd.shape} does not match "
                                 f"tile_shape {self.tile_shape}")
-        _atomic(kind, self.array, tuple(self._element_grid(index)), upd, True, MemoryOrder.RELAXED,
-                MemoryScope.DEVICE, f"TiledView.atomic_{kind}")
+        elems = _box_indices(self._origins(index, f"TiledView.atomic_{kind}"), self.tile_shape)
+        _atomic(kind, self.array, tuple(elems), upd, True, MemoryOrder.RELAXED, MemoryScope.DEVICE,
+                f"TiledView.atomic_{kind}")
 
     def atomic_add(self, index, update):
         self._atomic("add", index, update)
@@ -480,3 +606,85 @@ class TiledView:
 
     def atomic_xor(self, index, update):
         self._atomic("xor", index, update)
+
+
+def _steps(steps, ndim: int) -> tuple[int, ...]:
+    """``traversal_steps``: one positive integer constant per axis (any value, not only powers of two)."""
+    if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool):
+        steps = (steps,)
+    if not isinstance(steps, tuple):
+        raise TileTypeError(f"tiled_view: traversal_steps must be a tuple of integer constants, got {describe(steps)}")
+    out = tuple(static_int(s, "tiled_view: traversal_steps entry") for s in steps)
+    if len(out) != ndim:
+        raise TileTypeError(f"tiled_view: traversal_steps {out} does not match the array rank {ndim}")
+    if any(s <= 0 for s in out):
+        raise TileValueError(f"tiled_view: traversal_steps must be positive, got {out}")
+    return out
+
+
+# ----------------------------------------------------------------------------- advanced indexing
+
+class Slice:
+    """``ct.Slice(start, length)``: the dense range [start, start + length) of one axis in
+    ``load_advanced_indexing``/``store_advanced_indexing``. ``start`` is an element offset
+    (run-time allowed); ``length`` a compile-time power of two (the tile size on that axis)."""
+
+    def __init__(self, start, length, /):
+        self.start = _int_scalar(start, "Slice start")
+        self.length = static_int(length, "Slice length")
+        if not dt.is_pow2(self.length):
+            raise TileValueError(f"Slice length must be a power of two, got {self.length}")
+
+    def __repr__(self) -> str:
+        return f"Slice({self.start!r}, {self.length})"
+
+
+def _advanced_indices(array: Array, indices, fn: str) -> tuple[tuple[Tile, ...], tuple[int, ...]]:
+    """(element index tiles in array-axis order, result shape) for advanced indexing: one
+    1-d integer tile (the sparse axis, element indices) and a ``Slice`` for every other axis."""
+    if not isinstance(indices, tuple) or len(indices) != array.ndim:
+        raise TileTypeError(f"{fn}: indices need one entry per array axis ({array.ndim}), got {describe(indices)}")
+    for axis, i in enumerate(indices):
+        if not isinstance(i, Slice) and not (isinstance(i, Tile) and i.ndim == 1 and i.dtype.is_int):
+            raise TileTypeError(f"{fn}: indices entry {axis} must be a ct.Slice or a 1-d integer tile, "
+                                f"got {describe(i)}")
+    sparse = [axis for axis, i in enumerate(indices) if isinstance(i, Tile)]
+    if len(sparse) != 1:
+        raise TileTypeError(f"{fn}: exactly one indices entry must be a 1-d integer tile (the sparse axis), "
+                            f"got {len(sparse)}")
+    n = array.ndim
+    elems = tuple(add(_along(arange(i.length, dtype=dt.int32), axis, n), i.start) if isinstance(i, Slice)
+                  else _along(i, axis, n) for axis, i in enumerate(indices))
+    return elems, tuple(i.length if isinstance(i, Slice) else i.shape[0] for i in indices)
+
+
+def load_advanced_indexing(array, indices, /, *, padding_mode=PaddingMode.UNDETERMINED, latency=None,
+                           allow_tma=None):
+    """Load the tile ``array[indices]`` where ``indices`` has one entry per axis: a 1-d integer
+    tile of element indices on exactly one (sparse) axis, ``ct.Slice(start, length)`` on the
+    others. The result has shape (len per axis); out-of-bounds elements (on any axis, negative
+    indices included) take the ``padding_mode`` value. No IR op: a gather of broadcast indices.
+    """
+    array = _check_array(array, "load_advanced_indexing")
+    elems, _ = _advanced_indices(array, indices, "load_advanced_indexing")
+    _hints(latency, allow_tma)
+    pad = _padding(padding_mode, array.dtype)
+    return gather(array, elems, padding_value=_PAD_VALUE[pad], latency=latency)
+
+
+def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=None):
+    """Store ``tile`` to ``array[indices]`` (indices as in ``load_advanced_indexing``); the tile
+    must have exactly the shape the indices imply and the array's dtype. Out-of-bounds
+    elements are dropped. No IR op: a scatter of broadcast indices.
+    """
+    fn = "store_advanced_indexing"
+    array = _check_array(array, fn)
+    elems, shape = _advanced_indices(array, indices, fn)
+    if not isinstance(tile, Tile) or tile.shape != shape:
+        raise TileTypeError(f"{fn}: expected a tile of shape {shape} (the shape the indices imply), "
+                            f"got {describe(tile)}")
+    if tile.dtype is not array.dtype:
+        raise TileTypeError(f"{fn}: tile dtype {tile.dtype.name} does not match array dtype {array.dtype.name}; "
+                            f"convert it with .astype({array.dtype.name})")
+    _hints(latency, allow_tma)
+    scatter(array, elems, tile, latency=latency)

@@ -151,12 +151,42 @@ class Array:
         from .memory import TiledView
         return TiledView(self, tile_shape, padding_mode=padding_mode, traversal_steps=traversal_steps)
 
-    def slice(self, axis, start, stop):
-        from ..errors import TileUnsupportedFeatureError
-        raise TileUnsupportedFeatureError("Array.slice is not supported yet; use load with an index")
+    def slice(self, axis, start, stop) -> "ArraySlice":
+        """A view of this array restricted to [start, stop) along ``axis`` (no copy).
+
+        ``axis`` is a constant (negative counts from the end); ``start``/``stop`` are integers
+        (Python ints or 0-d integer tiles, run-time values allowed). Bounds outside
+        ``0 <= start <= stop <= N`` are clamped into that range, so a view never reaches
+        outside the array it was taken from. See ``ops.memory.slice_array``.
+        """
+        from .memory import slice_array
+        return slice_array(self, axis, start, stop)
 
     def __repr__(self) -> str:
         return f"Array({self.type})"
+
+
+class ArraySlice(Array):
+    """An array seen through ``Array.slice``: a window of ``base`` (the kernel parameter).
+
+    It shares ``base``'s IR value, so dtype, rank and strides are the base's; the window is
+    front-end data: per axis an element offset and a size (int32 scalar tiles), or None for
+    an axis left whole. Memory ops (``ops.memory``) turn element indices of the view into
+    indices of ``base`` and treat indices outside the window as out of bounds, so every op
+    that accepts an array accepts a slice without a new IR op.
+    """
+
+    __slots__ = ("base", "offsets", "sizes")
+
+    def __init__(self, base: Array, offsets: tuple, sizes: tuple):
+        assert not isinstance(base, ArraySlice) and len(offsets) == len(sizes) == base.ndim
+        super().__init__(base.value, base.name)
+        self.base = base
+        self.offsets = offsets
+        self.sizes = sizes
+
+    def __repr__(self) -> str:
+        return f"ArraySlice({self.type})"
 
 
 def const_tile(value: Any, dtype: dt.DType) -> Tile:
@@ -185,6 +215,8 @@ def as_tile(x: Any, dtype: dt.DType | None = None) -> Tile:
 
 
 def _describe(x: Any) -> str:
+    if isinstance(x, ArraySlice):
+        return "an array slice (load a tile from it first)"
     if isinstance(x, Array):
         return "an array (load a tile from it first)"
     if isinstance(x, tuple):
