@@ -396,71 +396,71 @@ def e_slice_axis_runtime(x):
 
 @ct.kernel
 def e_slice_axis_range(x):
-    s = x.slice(-3, 0, 4)  # ERR
+    x.slice(-3, 0, 4)  # ERR
 
 
 @ct.kernel
 def e_slice_start(x):
-    s = x.slice(0, 1.5, 4)  # ERR
+    x.slice(0, 1.5, 4)  # ERR
 
 
 @ct.kernel
 def e_slice_indexed(x):
     s = x.slice(0, 1, 4)
-    v = s[0]  # ERR
+    s[0]  # ERR
 
 
 @ct.kernel
 def e_adv_count(x):
     i = ct.arange(4, dtype=ct.int32)
-    t = ct.load_advanced_indexing(x, (i,))  # ERR
+    ct.load_advanced_indexing(x, (i,))  # ERR
 
 
 @ct.kernel
 def e_adv_no_sparse(x):
-    t = ct.load_advanced_indexing(x, (ct.Slice(0, 4), ct.Slice(0, 4)))  # ERR
+    ct.load_advanced_indexing(x, (ct.Slice(0, 4), ct.Slice(0, 4)))  # ERR
 
 
 @ct.kernel
 def e_adv_two_sparse(x):
     i = ct.arange(4, dtype=ct.int32)
-    t = ct.load_advanced_indexing(x, (i, i))  # ERR
+    ct.load_advanced_indexing(x, (i, i))  # ERR
 
 
 @ct.kernel
 def e_adv_float_index(x):
     i = ct.arange(4, dtype=ct.int32).astype(ct.float32)
-    t = ct.load_advanced_indexing(x, (i, ct.Slice(0, 4)))  # ERR
+    ct.load_advanced_indexing(x, (i, ct.Slice(0, 4)))  # ERR
 
 
 @ct.kernel
 def e_adv_2d_index(x):
     i = ct.zeros((4, 4), ct.int32)
-    t = ct.load_advanced_indexing(x, (i, ct.Slice(0, 4)))  # ERR
+    ct.load_advanced_indexing(x, (i, ct.Slice(0, 4)))  # ERR
 
 
 @ct.kernel
 def e_slice_pow2(x):
     i = ct.arange(4, dtype=ct.int32)
-    t = ct.load_advanced_indexing(x, (i, ct.Slice(0, 6)))  # ERR
+    ct.load_advanced_indexing(x, (i, ct.Slice(0, 6)))  # ERR
 
 
 @ct.kernel
 def e_slice_runtime_length(x, n):
     i = ct.arange(4, dtype=ct.int32)
-    t = ct.load_advanced_indexing(x, (i, ct.Slice(0, n)))  # ERR
+    ct.load_advanced_indexing(x, (i, ct.Slice(0, n)))  # ERR
 
 
 @ct.kernel
 def e_slice_float_start(x):
     i = ct.arange(4, dtype=ct.int32)
-    t = ct.load_advanced_indexing(x, (i, ct.Slice(0.5, 4)))  # ERR
+    ct.load_advanced_indexing(x, (i, ct.Slice(0.5, 4)))  # ERR
 
 
 @ct.kernel
 def e_adv_padding(x):
     i = ct.arange(4, dtype=ct.int32)
-    t = ct.load_advanced_indexing(x, (i, ct.Slice(0, 4)), padding_mode=ct.PaddingMode.NAN)  # ERR
+    ct.load_advanced_indexing(x, (i, ct.Slice(0, 4)), padding_mode=ct.PaddingMode.NAN)  # ERR
 
 
 @ct.kernel
@@ -477,17 +477,17 @@ def e_adv_store_dtype(x):
 
 @ct.kernel
 def e_steps_zero(x):
-    v = x.tiled_view((4, 4), traversal_steps=(0, 4))  # ERR
+    x.tiled_view((4, 4), traversal_steps=(0, 4))  # ERR
 
 
 @ct.kernel
 def e_steps_rank(x):
-    v = x.tiled_view((4, 4), traversal_steps=(2,))  # ERR
+    x.tiled_view((4, 4), traversal_steps=(2,))  # ERR
 
 
 @ct.kernel
 def e_steps_runtime(x, n):
-    v = x.tiled_view((4, 4), traversal_steps=(n, 4))  # ERR
+    x.tiled_view((4, 4), traversal_steps=(n, 4))  # ERR
 
 
 @ct.kernel
