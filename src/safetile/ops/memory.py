@@ -43,9 +43,9 @@ class PaddingMode(enum.Enum):
     NEG_INF = "neg_inf"
 
 
-# The value a padding mode stands for where a load is composed from ``gather`` (UNDETERMINED
-# reads 0, as the CPU backend's tile-space load does).
-_PAD_VALUE = {
+# The value each padding mode stands for (UNDETERMINED reads 0): the CPU backend pads with it,
+# and loads composed from ``gather`` pass it as the padding value.
+PAD_VALUES = {
     PaddingMode.UNDETERMINED: 0, PaddingMode.ZERO: 0, PaddingMode.NEG_ZERO: -0.0,
     PaddingMode.NAN: float("nan"), PaddingMode.POS_INF: float("inf"), PaddingMode.NEG_INF: float("-inf"),
 }
@@ -279,7 +279,7 @@ def _load_box(array: Array, origins: list, shape: tuple[int, ...], perm: tuple[i
     """The tile whose element ``x`` is array element ``origins + x`` (tile axis ``k`` along
     array axis ``perm[k]``), as a gather: elements outside the array or slice read the padding."""
     idx = _array_axes(_box_indices(origins, shape), perm)
-    return gather(array, idx, padding_value=_PAD_VALUE[padding], latency=latency)
+    return gather(array, idx, padding_value=PAD_VALUES[padding], latency=latency)
 
 
 def _store_box(array: Array, origins: list, tile: Tile, perm: tuple[int, ...], latency) -> None:
@@ -669,7 +669,7 @@ def load_advanced_indexing(array, indices, /, *, padding_mode=PaddingMode.UNDETE
     elems, _ = _advanced_indices(array, indices, "load_advanced_indexing")
     _hints(latency, allow_tma)
     pad = _padding(padding_mode, array.dtype)
-    return gather(array, elems, padding_value=_PAD_VALUE[pad], latency=latency)
+    return gather(array, elems, padding_value=PAD_VALUES[pad], latency=latency)
 
 
 def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=None):

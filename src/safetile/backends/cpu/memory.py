@@ -15,14 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.memory import PaddingMode
+from ...ops.memory import PAD_VALUES
 from .context import BlockSet
 from .executor import lowers
-
-PAD_VALUES = {
-    PaddingMode.UNDETERMINED: 0, PaddingMode.ZERO: 0, PaddingMode.NEG_ZERO: -0.0,
-    PaddingMode.NAN: np.nan, PaddingMode.POS_INF: np.inf, PaddingMode.NEG_INF: -np.inf,
-}
 
 
 @lowers("array_dim")
