@@ -588,16 +588,7 @@ class LaunchOp(DeviceOp):
                 self._hold(args)
                 return
         self._plan = prepare(kernel, args)
-        # prepare checked that every argument is usable: move them in without checking again
-        into = None
-        for a in args:
-            if isinstance(a, Shared):
-                a._holders += 1
-            elif isinstance(a, Owned):
-                if into is None:
-                    into = _MovedInto(self)
-                a._moved = into
-                a._holder = self
+        self._hold(args, check=False)  # prepare has just checked that every argument is usable
 
     @property
     def label(self) -> str:
@@ -620,7 +611,7 @@ class LaunchOp(DeviceOp):
 
     # ------------------------------------------------------------------ ownership
 
-    def _hold(self, values) -> None:
+    def _hold(self, values, check: bool = True) -> None:
         into = None
         for a in values:
             if isinstance(a, Shared):
@@ -628,7 +619,7 @@ class LaunchOp(DeviceOp):
             elif isinstance(a, Owned):
                 if into is None:
                     into = _MovedInto(self)
-                a._move(into, holder=self)
+                a._move(into, holder=self, check=check)
 
     def _give_back(self, values, ctx: ExecContext | None = None) -> None:
         for a in values:
