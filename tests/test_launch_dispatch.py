@@ -193,20 +193,22 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     torch = pytest.importorskip("torch")
     from safetile.backends.triton import launcher as L
     monkeypatch.setattr(L, "_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
     monkeypatch.setattr(L, "_get_stream", lambda device: 77)
     calls = []
 
     class FakeVariant:
-        function = "fn"
+        prefix = ("fn", "meta")
 
-        def run(self, *a):
+        @staticmethod
+        def call(*a):
             calls.append(a)
 
     fast = L.FastPath(fill)
     z = torch.zeros(8)
     fast.learn(FakeVariant(), (2, 1, 1), (z, 3.0, 4))
     assert fast(None, (2,), (z, 5.0, 4))
-    assert calls == [(2, 1, 1, 77, "fn", z.data_ptr(), 8, 1, 5.0)]
+    assert calls == [(2, 1, 1, 77, "fn", "meta", z.data_ptr(), 8, 1, 5.0)]
     # anything the checked path decides on is in the key: a miss, not a wrong launch
     assert not fast(None, (2,), (z, 5.0, 8))  # another Constant
     assert not fast(None, (2,), (z, 5, 4))  # an int scalar instead of a float

@@ -176,7 +176,9 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
 # ---------------------------------------------------------------------------- variants
 
 class Variant:
-    """One compiled kernel for one set of facts."""
+    """One compiled kernel for one set of facts. A launch is
+    ``call(gx, gy, gz, stream, *prefix, *kernel_args)`` (Triton's C launcher, or its Python
+    wrapper where the kernel needs per-launch scratch memory)."""
 
     def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = ""):
         self.gen = gen
@@ -205,19 +207,14 @@ class Variant:
         raw = getattr(launcher, "launch", None)
         if scratch or raw is None:
             # Triton's Python wrapper allocates the per-launch scratch (tensor descriptors made on device)
-            packed = self.packed
-
-            def run(gx, gy, gz, stream, function, *args):
-                launcher(gx, gy, gz, stream, function, packed, None, None, None, *args)
+            self.call = launcher
+            self.prefix = (self.function, self.packed, None, None, None)
         else:
             # straight into the compiled C launcher: (grid, stream, function, cooperative, pdl,
             # global scratch, profile scratch, metadata, launch metadata, enter/exit hooks, args)
-            head = (bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl), None, None, self.packed,
-                    None, None, None)
-
-            def run(gx, gy, gz, stream, function, *args):
-                raw(gx, gy, gz, stream, function, *head, *args)
-        self.run = run
+            self.call = raw
+            self.prefix = (self.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
+                           None, None, self.packed, None, None, None)
 
 
 def _ensure_allocator() -> None:
@@ -291,7 +288,7 @@ class Specialization:
             stream = _get_stream(device)
         elif type(stream) is not int:
             stream = stream_handle(stream, device)
-        v.run(gx, gy, gz, stream, v.function, *flat)
+        v.call(gx, gy, gz, stream, *v.prefix, *flat)
         return v
 
     def resolve(self, grid3, args):
@@ -389,9 +386,16 @@ class Specialization:
 try:
     import torch as _torch
     _Tensor = _torch.Tensor
+    _cuda_get_device = getattr(_torch._C, "_cuda_getDevice", None) or _torch.cuda.current_device
 except ImportError:  # pragma: no cover - the GPU backend needs torch for streams and devices
     _torch = None
     _Tensor = None
+    _cuda_get_device = None
+
+
+def _current_device() -> int:
+    """The current CUDA device on a launch path that has already launched (CUDA is initialised)."""
+    return _cuda_get_device()
 
 
 def _get_device() -> int:
@@ -474,7 +478,7 @@ class FastPath:
             return
         if len(self.table) >= 1024:
             self.table.clear()
-        self.table[p[0]] = (v.run, v.function, _get_device())
+        self.table[p[0]] = (v.call, v.prefix, _get_device())
 
     def __call__(self, stream, grid, args) -> bool:
         p = self.parts(args)
@@ -483,29 +487,29 @@ class FastPath:
         hit = self.table.get(p[0])
         if hit is None:
             return False
-        run, function, device = hit
+        call, prefix, device = hit
         gx, gy, gz = normalize_grid(grid)
-        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != _get_device():
+        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != _current_device():
             return False
         if stream is None:
             stream = _get_stream(device)
         elif type(stream) is not int:
             stream = stream_handle(stream, device)
-        run(gx, gy, gz, stream, function, *p[1])
+        call(gx, gy, gz, stream, *prefix, *p[1])
         return True
 
 
 class Bound:
     """A resolved launch: calling it with a raw stream handle submits the kernel."""
 
-    __slots__ = ("run", "grid", "function", "flat", "device")
+    __slots__ = ("call", "grid", "tail", "device")
 
     def __init__(self, v: Variant, grid3: tuple, flat: tuple, device: int):
-        self.run, self.grid, self.function, self.flat, self.device = v.run, grid3, v.function, flat, device
+        self.call, self.grid, self.tail, self.device = v.call, grid3, (*v.prefix, *flat), device
 
     def __call__(self, stream: int) -> None:
         gx, gy, gz = self.grid
-        self.run(gx, gy, gz, stream, self.function, *self.flat)
+        self.call(gx, gy, gz, stream, *self.tail)
 
 
 def _interp_scalar(x, d: dt.DType):
