@@ -262,3 +262,23 @@ def test_graph_replay_on_triton_interpreter():
             zp, _, _ = g.launch()
         # each replay: z -> (2z + 1) twice; from 0: 3, then 15
         assert np.array_equal(zp.to_numpy(), np.full(64, 15.0, np.float32))
+
+
+def test_a_failed_terminal_gives_values_back_and_leaves_nothing_in_flight():
+    from safetile.safe.memory import REGISTRY
+    z = ct.zeros(64).sync().partition(16)
+    before = REGISTRY._entries
+
+    def boom(r):
+        raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"):
+        axpb(z, 2.0, 1.0).then(boom).sync()
+    assert REGISTRY._entries == before  # the CPU entry went with the terminal
+    assert np.array_equal(z.to_numpy(), np.ones(64, np.float32))  # the launch ran; z is free again
+
+    async def main():
+        with pytest.raises(RuntimeError, match="boom"):
+            await axpb(z, 2.0, 1.0).then(boom)
+    asyncio.run(main())
+    assert REGISTRY._entries == before
+    assert np.array_equal(z.to_numpy(), np.full(64, 3.0, np.float32))

@@ -56,15 +56,13 @@ class ExecContext:
         e.add(key, writes, reads)
         return e
 
-    def retire(self) -> None:
-        """The terminal has waited for its work: nothing it ran is in flight any more."""
-        if self.entry is not None:
+    def finish(self, completed: bool) -> None:
+        """The terminal has ended: what it gave back is free for everyone. Its in-flight entry
+        goes too when its work is known to be over: the terminal waited for it (``completed``),
+        or on the CPU, where nothing outlives the terminal's own thread. (After a failure on
+        the GPU the entry stays until its stream is seen idle: host reads of that memory wait.)"""
+        if self.entry is not None and (completed or not self.stream.is_cuda):
             REGISTRY.remove(self.entry)
-        self.release()
-
-    def release(self) -> None:
-        """The terminal has ended (or failed): what it gave back is free for everyone. (After a
-        failure the in-flight entry stays until its work is seen finished: host reads wait.)"""
         for v in self.lent:
             if v._lent is self:
                 v._lent = None
@@ -193,12 +191,13 @@ class DeviceOp:
         if not isinstance(stream, Stream):
             raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
         ctx = ExecContext(stream, label="a running sync_on()")
+        completed = False
         try:
             value = stream.run(lambda: self._execute_on(ctx))
             stream.synchronize()
-            ctx.retire()
+            completed = True
         finally:
-            ctx.release()
+            ctx.finish(completed)
         return value
 
     def __await__(self):
@@ -208,23 +207,25 @@ class DeviceOp:
         self._refuse("await")
         stream = self._pick_stream()
         ctx = ExecContext(stream, label=_AwaitOf(self))
+        if not stream.is_cuda:
+            def job():  # on the stream's worker thread; the terminal ends with it
+                try:
+                    return self._execute_on(ctx)
+                finally:
+                    ctx.finish(True)
+            return await asyncio.wrap_future(stream.submit(job))
+        import torch
+        completed = False
         try:
-            if not stream.is_cuda:
-                def job():
-                    value = self._execute_on(ctx)
-                    ctx.retire()
-                    return value
-                return await asyncio.wrap_future(stream.submit(job))
-            import torch
             value = self._execute_on(ctx)
             event = torch.cuda.Event()
             event.record(stream.torch_stream)
             while not event.query():
                 await asyncio.sleep(2e-5)
-            ctx.retire()
+            completed = True
             return value
         finally:
-            ctx.release()
+            ctx.finish(completed)
 
     def graph(self, stream: Stream | None = None):
         """Capture this operation into a replayable graph (see ``ct.Graph``)."""

@@ -73,7 +73,7 @@ class Graph:
             with execution(ctx):
                 value = op._run(ctx)
         finally:
-            ctx.release()
+            ctx.finish(True)
         return cls(rec, value, stream)
 
     @property
@@ -169,7 +169,7 @@ class GraphScope:
             with execution(ctx):
                 v = op._run(ctx)
         finally:
-            ctx.release()
+            ctx.finish(True)
         self._values.append(v)
         return v
 
