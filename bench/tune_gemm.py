@@ -35,6 +35,7 @@ GROUP = 8
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", type=int, default=4096, help="M = N = K")
+    p.add_argument("--shape", default=None, help="MxNxK (instead of --size), e.g. 3000x5000x4096")
     p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
     p.add_argument("--configs", default=DEFAULT_CONFIGS, help="BMxBNxBKxWARPSxSTAGES list")
     p.add_argument("--tma", default="0,1", help="TMA values to search (0: pointer loads, 1: tensor descriptors)")
@@ -42,8 +43,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", default=None, help="write the result as JSON here")
     args = p.parse_args(argv)
-    if args.size < 1:
-        p.error("--size must be positive")
+    try:
+        args.mnk = tuple(int(v) for v in args.shape.split("x")) if args.shape else (args.size,) * 3
+    except ValueError:
+        p.error(f"--shape must look like 3000x5000x4096, got {args.shape!r}")
+    if len(args.mnk) != 3 or min(args.mnk) < 1:
+        p.error("--size / --shape must give three positive sizes")
     try:
         args.search_space = [dict(zip(("BM", "BN", "BK", "num_warps", "num_stages"), map(int, c.split("x"))),
                                   TMA=bool(int(t)))
@@ -59,13 +64,13 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     cuda = torch.cuda.is_available()
     if not cuda:
-        if args.size > INTERPRETER_MAX_SIZE:
+        if max(args.mnk) > INTERPRETER_MAX_SIZE:
             raise SystemExit(f"no CUDA device: the interpreter fallback needs --size <= {INTERPRETER_MAX_SIZE}")
         os.environ["TRITON_INTERPRET"] = "1"
         os.environ["SAFETILE_BACKEND"] = "triton"
     dev = "cuda" if cuda else "cpu"
     td = getattr(torch, args.dtype)
-    m = n = k = args.size
+    m, n, k = args.mnk
     gen = torch.Generator(device=dev).manual_seed(0)
     a = torch.randn(m, k, device=dev, dtype=td, generator=gen)
     b = torch.randn(k, n, device=dev, dtype=td, generator=gen)
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
     t_torch = ct.tune.time_ms(lambda: torch.matmul(a, b, out=out), cuda=cuda, reps=args.reps, warmup=args.warmup)
 
     flop = 2.0 * m * n * k
-    res = {"device": result.device, "size": args.size, "dtype": args.dtype, "search_seconds": search_s,
+    res = {"device": result.device, "m": m, "n": n, "k": k, "dtype": args.dtype, "search_seconds": search_s,
            "best": best, "best_ms": result.time_ms, "best_TFLOPs": flop / result.time_ms / 1e9, "correct": ok,
            "torch_ms": t_torch, "torch_TFLOPs": flop / t_torch / 1e9, "ratio": t_torch / result.time_ms,
            "trials": [{**t.config, "ms": t.time_ms, "error": t.error} for t in result.trials],
