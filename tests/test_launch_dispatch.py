@@ -178,6 +178,24 @@ def test_safe_plan_cache_holds_no_tensor_alive():
     assert alive() is None
 
 
+def test_safe_plan_reuse_follows_the_backend_chosen_at_launch(monkeypatch):
+    """SAFETILE_BACKEND is read on every launch: the same objects launched again under another
+    backend get a plan for that backend, not the cached one."""
+    from triton_interp import triton_interpreter
+    import safetile.runtime.launch as RL
+    cpu_runs = []
+    real = RL.run_cpu
+    monkeypatch.setattr(RL, "run_cpu", lambda *a, **k: (cpu_runs.append(1), real(*a, **k)))
+    z = ct.zeros(8).sync().partition(4)
+    x = ct.arange(8, dtype=ct.f32).sync().shared()
+    z, x, _ = scale_add(z, x, 1.0).sync()
+    assert len(cpu_runs) == 1
+    with triton_interpreter():
+        z, x, _ = scale_add(z, x, 1.0).sync()
+    assert len(cpu_runs) == 1  # the second launch ran on the Triton backend
+    assert np.array_equal(z.unpartition().to_numpy(), 2 * np.arange(8, dtype=np.float32))
+
+
 def test_safe_configured_kernel_does_not_reuse_the_plain_kernels_plans():
     z = ct.zeros(8).sync().partition(4)
     x = ct.arange(8, dtype=ct.f32).sync().shared()

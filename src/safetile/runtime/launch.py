@@ -148,21 +148,16 @@ def prepare(kernel: Kernel, args: tuple) -> Prepared:
     return Prepared(kernel, fn, specs, on_gpu)
 
 
-_cpu_slots: dict[int, tuple] = {}  # id(Function) -> (Function, slots): which argument feeds which parameter
-
-
 def run_cpu(fn, grid3, kernel: Kernel, args: tuple, race_detector=None) -> None:
     from ..backends.cpu.executor import execute
-    hit = _cpu_slots.get(id(fn))
-    if hit is None or hit[0] is not fn:
+    slots = fn.__dict__.get("_cpu_slots")
+    if slots is None:  # which argument feeds which parameter: once per Function (kept with it)
         runtime = iter(fn.runtime_params)
-        slots = tuple((i, p.value.id, p.kind == "array", p.value.type.dtype.np_dtype if p.kind != "array" else None)
-                      for i, is_const in enumerate(kernel.constant_params) if not is_const for p in (next(runtime),))
-        if len(_cpu_slots) > 4096:
-            _cpu_slots.clear()
-        hit = _cpu_slots[id(fn)] = (fn, slots)
+        slots = fn._cpu_slots = tuple(
+            (i, p.value.id, p.kind == "array", p.value.type.dtype.np_dtype if p.kind != "array" else None)
+            for i, is_const in enumerate(kernel.constant_params) if not is_const for p in (next(runtime),))
     arrays, scalars = {}, {}
-    for i, vid, is_array, np_dtype in hit[1]:
+    for i, vid, is_array, np_dtype in slots:
         a = args[i]
         if is_array:
             arrays[vid] = a if type(a) is np.ndarray else as_numpy(a)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
 from .memory import REGISTRY, InFlight
+from .ownership import LazyText
 from .streams import Stream, default_pool, executing, execution
 
 
@@ -69,20 +70,8 @@ class ExecContext:
         self.lent.clear()
 
 
-class _AwaitOf:
-    """The label of an await's context, formatted only if an error shows it (a long chain's
-    label walks the chain)."""
-
-    __slots__ = ("op",)
-
-    def __init__(self, op: "DeviceOp"):
-        self.op = op
-
-    def __str__(self) -> str:
-        return f"an unfinished await of {self.op.label}"
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
+def _await_of(op: "DeviceOp") -> str:
+    return f"an unfinished await of {op.label}"
 
 
 def _check_terminal(what: str) -> None:
@@ -206,7 +195,7 @@ class DeviceOp:
     async def _await(self) -> Any:
         self._refuse("await")
         stream = self._pick_stream()
-        ctx = ExecContext(stream, label=_AwaitOf(self))
+        ctx = ExecContext(stream, label=LazyText(_await_of, self))
         if not stream.is_cuda:
             def job():  # on the stream's worker thread; the terminal ends with it
                 try:

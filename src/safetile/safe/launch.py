@@ -25,7 +25,7 @@ from .deviceop import DeviceOp, ExecContext
 from .entry import Compiled, EntryKernel, ParamKey
 from .errors import AliasError, DeviceOpError, GridError, LaunchTypeError
 from .memory import Extent, extent_of, overlaps
-from .ownership import Owned, caller_site
+from .ownership import LazyText, Owned, caller_site
 from .partition import MappedPartition, Partition, Shared
 from .preconditions import ArgInfo
 from .tensor import Tensor, _is_torch
@@ -143,7 +143,8 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
     if key is not None:
         known = kernel.__dict__.get("_known")
         hit = known.get(key) if known is not None else None
-        if hit is not None and hit.matches(args):
+        # the backend follows SAFETILE_BACKEND at launch time: a plan made for another is not reused
+        if hit is not None and hit.matches(args) and hit.plan.backend == _backend_now(kernel, hit.plan.device):
             if check_ownership:
                 try:
                     for i in hit.owned:
@@ -154,7 +155,7 @@ def prepare(kernel: EntryKernel, args: tuple, *, check_ownership: bool = True) -
             return hit.plan
     _ownership(kernel, args, check_ownership)
     plan = _prepare_checked(kernel, args)
-    if key is not None and plan.backend == _backend_now(kernel, plan.device):
+    if key is not None:
         known = kernel.__dict__.get("_known")
         if known is None or len(known) > 64:
             known = kernel._known = {}
@@ -273,20 +274,8 @@ def _signature(kernel: EntryKernel, args: tuple):
     return tuple(out)
 
 
-class _Passed:
-    """The ``action`` text of an ownership check, formatted only when the check fails."""
-
-    __slots__ = ("name", "kname")
-
-    def __init__(self, name: str, kname: str):
-        self.name = name
-        self.kname = kname
-
-    def __str__(self) -> str:
-        return f"passed as argument {self.name!r} of kernel {self.kname!r}"
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
+def _passed_as(name: str, kname: str) -> str:
+    return f"passed as argument {name!r} of kernel {kname!r}"
 
 
 def _ownership(kernel: EntryKernel, args: tuple, check_ownership: bool) -> None:
@@ -308,7 +297,7 @@ def _ownership(kernel: EntryKernel, args: tuple, check_ownership: bool) -> None:
                                  "ct.shared(t) to read it through several")
         seen[key] = (name, mut)
         if check_ownership:
-            a._check(_Passed(name, kname))
+            a._check(LazyText(_passed_as, name, kname))
 
 
 _WRAPPERS = (Partition, MappedPartition, Shared)
@@ -553,23 +542,8 @@ def run_plan(plan: Plan, stream=None, race_detector=None) -> None:
     runner(getattr(stream, "torch_stream", None), plan.grid3, plan.runtime_args)
 
 
-class _MovedInto:
-    """What a moved argument was moved into (``Owned._moved``), as text formatted only when
-    an error message or a repr shows it."""
-
-    __slots__ = ("op",)
-
-    def __init__(self, op: "LaunchOp"):
-        self.op = op
-
-    def __str__(self) -> str:
-        return f"{self.op.label}; it is given back by that launch's result (e.g. `z, x, y = op.sync()`)"
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
-    def __repr__(self) -> str:
-        return repr(str(self))
+def _moved_into(op: "LaunchOp") -> str:
+    return f"{op.label}; it is given back by that launch's result (e.g. `z, x, y = op.sync()`)"
 
 
 class LaunchOp(DeviceOp):
@@ -618,7 +592,7 @@ class LaunchOp(DeviceOp):
                 a._holders += 1
             elif isinstance(a, Owned):
                 if into is None:
-                    into = _MovedInto(self)
+                    into = LazyText(_moved_into, self)
                 a._move(into, holder=self, check=check)
 
     def _give_back(self, values, ctx: ExecContext | None = None) -> None:

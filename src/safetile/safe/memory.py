@@ -123,30 +123,27 @@ class InFlight:
     entry's stream when someone first needs it (it follows all work submitted so far), so a
     launch costs no event. ``done`` is set when the terminal has waited for its work."""
 
-    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_plans")
+    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added")
 
-    def __init__(self, label: Any, stream: Any, writes=(), reads=(), enqueued: bool = True):
+    def __init__(self, label: Any, stream: Any, writes=(), reads=()):
         self.label = label  # text, or an object formatted with str() only when shown
         self.stream = stream
         self.writes: list = list(writes)
         self.reads: list = list(reads)
         self.done = False
-        self.enqueued = enqueued
+        self.enqueued = True
         self._event = None
-        self._plans: set[int] = set()  # ids of plans whose extents were added (plans are cached)
+        # the sources whose extents were added, by id (held, so an id cannot be reused meanwhile):
+        # a chain launching one cached plan again adds nothing
+        self._added: dict[int, Any] = {}
 
     def add(self, key: Any, writes, reads) -> None:
-        """Add the extents of one launch (once per distinct ``key``)."""
-        k = id(key)
-        if k in self._plans:
+        """Add the extents of one launch (once per distinct ``key``: its plan)."""
+        if id(key) in self._added:
             return
-        if not self._plans and not self.writes and not self.reads:  # the terminal's first launch
-            self.writes = list(writes)
-            self.reads = list(reads)
-        else:
-            self.writes += [e for e in writes if e not in self.writes]
-            self.reads += [e for e in reads if e not in self.reads]
-        self._plans.add(k)
+        self._added[id(key)] = key
+        self.writes += [e for e in writes if e not in self.writes]
+        self.reads += [e for e in reads if e not in self.reads]
 
     def set_enqueued(self) -> None:
         self.enqueued = True
@@ -189,23 +186,22 @@ class InFlight:
             self.done = True
         return ok
 
+    def _submitted(self) -> bool:
+        return self.enqueued or self.done
+
     def wait_host(self) -> None:
-        """Block the host until this work has finished."""
-        if self.on_gpu:
-            _wait_until(lambda: self.enqueued or self.done)
-            if not self.done:
-                self.event().synchronize()
-            return
-        _wait_until(lambda: self.enqueued or self.done)  # CPU: enqueued means nothing is running
+        """Block the host until this work has finished (CPU: enqueued means nothing is running)."""
+        _wait_until(self._submitted)
+        if self.on_gpu and not self.done:
+            self.event().synchronize()
 
     def wait_on(self, stream) -> None:
         """Make ``stream``'s later work wait for this work (device-side on GPU)."""
-        if self.on_gpu and stream is not None and stream.is_cuda:
-            _wait_until(lambda: self.enqueued or self.done)
-            if not self.done:
-                stream.torch_stream.wait_event(self.event())
-            return
-        self.wait_host()
+        if not (self.on_gpu and stream is not None and stream.is_cuda):
+            return self.wait_host()
+        _wait_until(self._submitted)
+        if not self.done:
+            stream.torch_stream.wait_event(self.event())
 
 
 class Registry:

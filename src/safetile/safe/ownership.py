@@ -45,6 +45,26 @@ def caller_site() -> str:
     return "<unknown>"
 
 
+class LazyText:
+    """``make(*args)``, built only when shown (an error message, a repr): labels on the launch
+    path name live objects, and most are never shown (no closure is made per launch)."""
+
+    __slots__ = ("make", "args")
+
+    def __init__(self, make, *args):
+        self.make = make
+        self.args = args
+
+    def __str__(self) -> str:
+        return self.make(*self.args)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+
 class Owned:
     """Base of host values with move semantics."""
 

@@ -280,7 +280,7 @@ class Specialization:
             self.call_interpreted(grid3, args)
             return None
         v, (gx, gy, gz), flat, device = r
-        if device != _get_device():  # arguments on another device: launch there
+        if device != _current_device():  # arguments on another device: launch there
             with _torch.cuda.device(device):
                 self(stream, grid3, args)
             return None
@@ -394,15 +394,14 @@ except ImportError:  # pragma: no cover - the GPU backend needs torch for stream
 
 
 def _current_device() -> int:
-    """The current CUDA device on a launch path that has already launched (CUDA is initialised)."""
+    """The current CUDA device where CUDA is known to be initialised (a CUDA tensor is in hand,
+    or a launch already ran): torch.cuda.current_device() without its initialisation check."""
     return _cuda_get_device()
 
 
 def _get_device() -> int:
-    get = getattr(_torch._C, "_cuda_getDevice", None)  # torch.cuda.current_device() without its init check
-    if get is None or not _torch.cuda.is_initialized():
-        return _torch.cuda.current_device()
-    return get()
+    """The current CUDA device (initialising CUDA if needed)."""
+    return _torch.cuda.current_device()
 
 
 def _get_stream(device: int) -> int:
@@ -478,7 +477,7 @@ class FastPath:
             return
         if len(self.table) >= 1024:
             self.table.clear()
-        self.table[p[0]] = (v.call, v.prefix, _get_device())
+        self.table[p[0]] = (v.call, v.prefix, _current_device())
 
     def __call__(self, stream, grid, args) -> bool:
         p = self.parts(args)
