@@ -23,7 +23,7 @@ from ..errors import TileTypeError, TileValueError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import ArrayType, TileType
-from .elementwise import add, align_rank, cast, maximum, minimum, mul, where
+from .elementwise import add, align_rank, cast, implicit_cast, maximum, minimum, mul, where
 from .factories import arange
 from .grid import cdiv
 from .shape import broadcast_to, reshape
@@ -389,13 +389,9 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
     """
     array = _check_array(array, "store")
     idx = _index_tuple(index, array.ndim, "store")
-    if is_const(tile):
-        tile = as_tile(_constant_for(array.dtype, tile, "store", "value"), array.dtype)
-    if not isinstance(tile, Tile):
+    if not isinstance(tile, Tile) and not is_const(tile):
         raise TileTypeError(f"store: expected a tile to store, got {describe(tile)}")
-    if tile.dtype is not array.dtype:
-        raise TileTypeError(f"store: tile dtype {tile.dtype.name} does not match array dtype "
-                            f"{array.dtype.name}; convert it with .astype({array.dtype.name})")
+    tile = implicit_cast(tile, array.dtype, "Stored tile is incompatible with array's dtype")
     if tile.ndim == 0:
         tile = align_rank(tile, array.ndim)
     elif tile.ndim != array.ndim:
@@ -453,12 +449,9 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     """Store ``value`` to ``array[indices]`` element-wise; out-of-bounds lanes are dropped."""
     array = _check_array(array, "scatter")
     idx = _element_indices(array, indices, "scatter")
-    val = as_tile(_constant_for(array.dtype, value, "scatter", "value"), array.dtype) if is_const(value) else value
-    if not isinstance(val, Tile):
+    if not isinstance(value, Tile) and not is_const(value):
         raise TileTypeError(f"scatter: value must be a tile, got {describe(value)}")
-    if val.dtype is not array.dtype:
-        raise TileTypeError(f"scatter: value dtype {val.dtype.name} does not match array dtype "
-                            f"{array.dtype.name}; convert it with .astype({array.dtype.name})")
+    val = implicit_cast(value, array.dtype, "Stored value is incompatible with array's dtype")
     ops = idx + [val] + ([mask] if mask is not None else [])
     if mask is not None and (not isinstance(mask, Tile) or not mask.dtype.is_bool):
         raise TileTypeError(f"scatter: mask must be a bool tile, got {describe(mask)}")
@@ -474,10 +467,12 @@ def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memor
         raise TileTypeError(f"{fn} needs an integer array, got {array.dtype.name}")
     if kind in ("add", "max", "min") and (array.dtype.is_bool or array.dtype.storage_only):
         raise TileTypeError(f"{fn} needs an integer or float array, got {array.dtype.name}")
-    val = as_tile(_constant_for(array.dtype, update, fn, "update"), array.dtype) if is_const(update) else update
-    if not isinstance(val, Tile):
+    if not isinstance(update, Tile) and not is_const(update):
         raise TileTypeError(f"{fn}: update must be a tile or number, got {describe(update)}")
-    val = cast(val, array.dtype)
+    if kind in ("and", "or", "xor") and isinstance(update, Tile) and update.dtype is not array.dtype:
+        raise TileTypeError(f"Bitwise atomic read-modify-write operations require the update dtype "
+                            f"({update.dtype.name}) to exactly match the target dtype ({array.dtype.name})")
+    val = implicit_cast(update, array.dtype, "Update is incompatible with the target dtype")
     ops = _aligned(idx + [val])
     attrs = {"kind": kind, "check_bounds": bool(check_bounds),
              **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}
@@ -511,11 +506,9 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
     idx = _element_indices(array, indices, "atomic_cas")
     vals = []
     for what, v in (("expected", expected), ("desired", desired)):
-        if is_const(v):
-            v = as_tile(_constant_for(array.dtype, v, "atomic_cas", what), array.dtype)
-        elif not isinstance(v, Tile):
+        if not isinstance(v, Tile) and not is_const(v):
             raise TileTypeError(f"atomic_cas: {what} must be a tile or number, got {describe(v)}")
-        vals.append(cast(v, array.dtype))
+        vals.append(implicit_cast(v, array.dtype, f"{what.capitalize()} is incompatible with the array's dtype"))
     ops = _aligned(idx + vals)
     attrs = {"check_bounds": bool(check_bounds),
              **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}
@@ -556,7 +549,14 @@ class TiledView:
         """Tiles along ``axis``: the origins ``i * step`` inside the array, cdiv(size, step)."""
         return _tile_count(self.array, axis, self.steps, tuple(range(self.array.ndim)), "TiledView.num_tiles")
 
-    def load(self, index, *, latency=None, allow_tma=None):
+    @property
+    def traversal_steps(self) -> tuple[int, ...]:
+        """Elements between consecutive tile origins per axis (the tile shape unless given)."""
+        return self.steps
+
+    def load(self, index, *, check_bounds=True, latency=None, allow_tma=None):
+        """The tile at tile-space ``index`` (out-of-bounds elements take the view's padding)."""
+        _check_bounds_flag(check_bounds)
         if not self._stepped:
             return load(self.array, index, self.tile_shape, padding_mode=self.padding_mode,
                         latency=latency, allow_tma=allow_tma)
@@ -564,48 +564,76 @@ class TiledView:
         return _load_box(self.array, self._origins(index, "TiledView.load"), self.tile_shape,
                          tuple(range(self.array.ndim)), self.padding_mode, latency)
 
-    def store(self, index, tile, *, latency=None, allow_tma=None):
-        if isinstance(tile, Tile) and tile.shape not in ((), self.tile_shape):
-            raise TileTypeError(f"TiledView.store: tile shape {tile.shape} does not match the view's "
-                                f"tile_shape {self.tile_shape}")
-        if isinstance(tile, Tile) and tile.shape == () or is_const(tile):
-            tile = broadcast_to(as_tile(tile, self.array.dtype), self.tile_shape)
+    def _full_tile(self, tile, fn: str, context: str, cast_dtype: bool = True) -> Tile:
+        """``tile`` broadcast to the view's tile shape (and implicitly cast to its dtype)."""
+        if not isinstance(tile, Tile) and not is_const(tile):
+            raise TileTypeError(f"{fn}: expected a tile, got {describe(tile)}")
+        t = implicit_cast(tile, self.array.dtype, context) if cast_dtype else as_tile(tile, self.array.dtype)
+        if len(t.shape) > len(self.tile_shape) or any(
+                a not in (1, b) for a, b in zip(reversed(t.shape), reversed(self.tile_shape))):
+            raise TileTypeError(f"{fn}: shape {t.shape} is not broadcastable to the view's tile_shape "
+                                f"{self.tile_shape}")
+        return broadcast_to(t, self.tile_shape)
+
+    def store(self, index, tile, *, check_bounds=True, latency=None, allow_tma=None):
+        """Store ``tile`` (broadcast to the tile shape, implicitly cast) at tile-space ``index``."""
+        _check_bounds_flag(check_bounds)
+        tile = self._full_tile(tile, "TiledView.store", "Stored tile is incompatible with array's dtype")
         if not self._stepped:
             store(self.array, index, tile, latency=latency, allow_tma=allow_tma)
             return
-        if not isinstance(tile, Tile) or tile.dtype is not self.array.dtype:
-            raise TileTypeError(f"TiledView.store: expected a {self.array.dtype.name} tile of shape "
-                                f"{self.tile_shape}, got {describe(tile)}")
         _hints(latency, allow_tma)
         _store_box(self.array, self._origins(index, "TiledView.store"), tile, tuple(range(self.array.ndim)),
                    latency)
 
     def _atomic(self, kind, index, update):
-        upd = update
-        if isinstance(upd, Tile) and upd.shape not in ((), self.tile_shape):
-            raise TileTypeError(f"TiledView.atomic_{kind}: update shape {upd.shape} does not match "
-                                f"tile_shape {self.tile_shape}")
-        elems = _box_indices(self._origins(index, f"TiledView.atomic_{kind}"), self.tile_shape)
-        _atomic(kind, self.array, tuple(elems), upd, True, MemoryOrder.RELAXED, MemoryScope.DEVICE,
-                f"TiledView.atomic_{kind}")
+        fn = f"TiledView.atomic_store_{kind}"
+        bitwise = kind in ("and", "or", "xor")
+        if bitwise and isinstance(update, Tile) and update.dtype is not self.array.dtype:
+            raise TileTypeError(f"Bitwise atomic read-modify-write operations require the update dtype "
+                                f"({update.dtype.name}) to exactly match the target dtype ({self.array.dtype.name})")
+        upd = self._full_tile(update, fn, "Update is incompatible with the target dtype")
+        elems = _box_indices(self._origins(index, fn), self.tile_shape)
+        _atomic(kind, self.array, tuple(elems), upd, True, MemoryOrder.RELAXED, MemoryScope.DEVICE, fn)
 
-    def atomic_add(self, index, update):
+    def atomic_store_add(self, index, update, /):
+        """Atomically add ``update`` to the tile at ``index`` (no result; out-of-bounds lanes ignored)."""
         self._atomic("add", index, update)
 
-    def atomic_max(self, index, update):
+    def atomic_store_max(self, index, update, /):
+        """Atomic element-wise maximum with ``update`` at tile ``index``."""
         self._atomic("max", index, update)
 
-    def atomic_min(self, index, update):
+    def atomic_store_min(self, index, update, /):
+        """Atomic element-wise minimum with ``update`` at tile ``index``."""
         self._atomic("min", index, update)
 
-    def atomic_and(self, index, update):
+    def atomic_store_and(self, index, update, /):
+        """Atomic bitwise AND with ``update`` (exactly the view's dtype) at tile ``index``."""
         self._atomic("and", index, update)
 
-    def atomic_or(self, index, update):
+    def atomic_store_or(self, index, update, /):
+        """Atomic bitwise OR with ``update`` (exactly the view's dtype) at tile ``index``."""
         self._atomic("or", index, update)
 
-    def atomic_xor(self, index, update):
+    def atomic_store_xor(self, index, update, /):
+        """Atomic bitwise XOR with ``update`` (exactly the view's dtype) at tile ``index``."""
         self._atomic("xor", index, update)
+
+    # the names of earlier cuTile releases
+    atomic_add = atomic_store_add
+    atomic_max = atomic_store_max
+    atomic_min = atomic_store_min
+    atomic_and = atomic_store_and
+    atomic_or = atomic_store_or
+    atomic_xor = atomic_store_xor
+
+
+def _check_bounds_flag(check_bounds) -> None:
+    """``check_bounds=False`` is a promise that every element is in bounds; safetile keeps the
+    checks either way (out-of-bounds accesses stay safe), so only the type is checked."""
+    if not isinstance(check_bounds, bool):
+        raise TileTypeError(f"check_bounds must be a constant True or False, got {describe(check_bounds)}")
 
 
 def _steps(steps, ndim: int) -> tuple[int, ...]:
@@ -680,11 +708,14 @@ def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=
     fn = "store_advanced_indexing"
     array = _check_array(array, fn)
     elems, shape = _advanced_indices(array, indices, fn)
-    if not isinstance(tile, Tile) or tile.shape != shape:
-        raise TileTypeError(f"{fn}: expected a tile of shape {shape} (the shape the indices imply), "
-                            f"got {describe(tile)}")
-    if tile.dtype is not array.dtype:
-        raise TileTypeError(f"{fn}: tile dtype {tile.dtype.name} does not match array dtype {array.dtype.name}; "
-                            f"convert it with .astype({array.dtype.name})")
+    if not isinstance(tile, Tile) and not is_const(tile):
+        raise TileTypeError(f"{fn}: expected a tile, got {describe(tile)}")
+    tile = implicit_cast(tile, array.dtype, "Stored tile is incompatible with array's dtype")
+    if tile.shape != shape:
+        try:
+            tile = broadcast_to(tile, shape)
+        except TileTypeError:
+            raise TileTypeError(f"{fn}: tile shape {tile.shape} does not broadcast to {shape}, the shape the "
+                                "indices imply") from None
     _hints(latency, allow_tma)
     scatter(array, elems, tile, latency=latency)
