@@ -997,15 +997,13 @@ def comb_max(a, b):
     return ct.maximum(a, b)
 
 
-def comb_argmax(a, b):
-    av, ai = a
-    bv, bi = b
+def comb_argmax(av, ai, bv, bi):
     take_b = (bv > av) | ((bv == av) & (bi < ai))
     return ct.where(take_b, bv, av), ct.where(take_b, bi, ai)
 
 
-def comb_sum_count(a, b):
-    return a[0] + b[0], a[1] + b[1]
+def comb_sum_count(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
 
 
 def comb_max_if(a, b):

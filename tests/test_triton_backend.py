@@ -297,9 +297,7 @@ def _max_combine(a, b):
     return ct.maximum(a, b)
 
 
-def _argmax_combine(acc, x):
-    av, ai = acc
-    bv, bi = x
+def _argmax_combine(av, ai, bv, bi):
     take = (bv > av) | ((bv == av) & (bi < ai))
     return ct.where(take, bv, av), ct.where(take, bi, ai)
 

@@ -4,13 +4,15 @@
 and launched with ``ct.launch``; they run on NumPy (the CPU backend) or on NVIDIA GPUs.
 """
 from . import dtypes
-from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64,
-                     int8, int16, int32, int64, tfloat32, uint8, uint16, uint32, uint64)
+from .dtypes import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e5m3fnu,
+                     float8_e8m0fnu, float16, float32, float64, int8, int16, int32, int64, tfloat32, uint8,
+                     uint16, uint32, uint64)
 from .errors import (LaunchError, TileError, TileInternalError, TileRecursionError, TileRuntimeError,
                      TileSafetyError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError,
                      TileTypeError, TileUnsupportedFeatureError, TileValueError)
 from .frontend.kernel import ByTarget, Constant, function
 from .ops.debug import assert_, print, printf
+from .ops.rounding import RoundingMode
 from .ops.elementwise import (abs, add, astype, atan2, bitcast, bitwise_and, bitwise_lshift, bitwise_not,
                               bitwise_or, bitwise_rshift, bitwise_xor, ceil, cos, cosh, divmod, equal, exp,
                               exp2, floor, floordiv, greater, greater_equal, isnan, less, less_equal, log,

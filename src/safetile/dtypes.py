@@ -288,11 +288,19 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
     return np.where(finite, rounded.view(np.float32), x)
 
 
-def convert(x: np.ndarray, target: DType) -> np.ndarray:
+def convert(x: np.ndarray, target: DType, source: DType | None = None, rounding: str | None = None) -> np.ndarray:
     """Value conversion with safetile's ``astype`` rules, on NumPy arrays (both backends fold
     constants with it): float to int truncates toward zero, saturates at the target's range
-    and maps NaN to 0; to bool is ``!= 0``; to tfloat32 rounds the mantissa to 10 bits."""
+    and maps NaN to 0; to bool is ``!= 0``; to tfloat32 rounds the mantissa to 10 bits.
+    ``source`` names the dtype of raw-bit arrays (float8_e5m3fnu); ``rounding`` is a float→float
+    rounding mode other than to-nearest-even (``numerics.RZ`` etc.)."""
+    from . import numerics
+    if source is not None and source.raw_bits:
+        x = numerics.decode(x, source)
     dst = target.np_dtype
+    if rounding is not None or target.raw_bits or target.name in ("float8_e8m0fnu", "float4_e2m1fn"):
+        x64 = np.asarray(x).astype(np.float64)
+        return numerics.round_to(x64, np.zeros_like(x64), target, rounding or numerics.RN)
     if target.name == "tfloat32":
         return round_tf32(x.astype(np.float32))
     if target.is_bool:

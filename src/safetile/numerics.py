@@ -111,7 +111,7 @@ def round_to(hi: np.ndarray, sign: np.ndarray, d: dt.DType, mode: str) -> np.nda
         out = _pick(hi, sign, lo32.astype(np.float64), hi32.astype(np.float64), mode,
                     (lo32.view(np.uint32) & 1) == 0)
         out = out.astype(np.float32)
-        return dt.round_tf32(out) if d.name == "tfloat32" else out
+        return _to_tf32(out, mode) if d.name == "tfloat32" else out
     vals, even = _table(d)
     idx = np.searchsorted(vals, hi, side="left")
     n = len(vals)
@@ -132,7 +132,26 @@ def round_to(hi: np.ndarray, sign: np.ndarray, d: dt.DType, mode: str) -> np.nda
         out = np.where(out == lo_end, -np.inf, np.where(out == hi_end, np.inf, out))
         out = np.where(np.isinf(hi), hi, out)
     out = np.where(np.isnan(hi), np.nan, out)
+    if d.name == "float8_e8m0fnu":  # no zero and no sign: negative values are not numbers
+        out = np.where(hi < 0, np.nan, out)
+    elif d.name == "float8_e5m3fnu":  # no sign: negative values clamp to zero
+        out = np.where(hi < 0, 0.0, out)
+    elif d.name == "float4_e2m1fn":  # no NaN
+        out = np.where(np.isnan(hi), 0.0, out)
     return encode(out, d) if d.raw_bits else out.astype(d.np_dtype)
+
+
+def _to_tf32(x: np.ndarray, mode: str) -> np.ndarray:
+    """float32 values (already rounded with ``mode``) rounded to tfloat32's 10-bit mantissa:
+    RZ truncates the low 13 bits, RA adds half of the dropped range first, the rest round to
+    nearest even."""
+    if mode not in (RZ, RA):
+        return dt.round_tf32(x)
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    if mode == RA:
+        bits = bits + np.uint32(0x1000)
+    out = (bits & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(x), out, x)
 
 
 def _pick(hi, sign, lo_n, hi_n, mode, even_lo):

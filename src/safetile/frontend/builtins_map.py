@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Any, Callable
 
 from .. import dtypes as dt
@@ -178,6 +179,44 @@ def _math(tile_fn: Callable, py_fn: Callable):
     return handler
 
 
+def _operator(sym: str):
+    """``operator.add`` and friends (e.g. as a reduce/scan combiner): the Python operator."""
+    @user_boundary
+    def handler(c, args, kwargs):
+        if kwargs or len(args) != 2:
+            raise TileTypeError(f"operator function for {sym!r} takes two arguments")
+        return c._binop(sym, args[0], args[1], None)
+    return handler
+
+
+def _operator_unary(fn: Callable):
+    @user_boundary
+    def handler(c, args, kwargs):
+        if kwargs or len(args) != 1:
+            raise TileTypeError(f"{fn.__name__}() takes one argument")
+        (x,) = args
+        if isinstance(x, Array):
+            raise TileTypeError(f"bad operand for {fn.__name__}(): {describe(x)}")
+        if fn is operator.not_:
+            return c._not(c._truth(x))
+        return fn(x)
+    return handler
+
+
+@user_boundary
+def _divmod(c, args, kwargs):
+    if kwargs or len(args) != 2:
+        raise TileTypeError("divmod() takes two arguments")
+    return ew.divmod(*args)
+
+
+@user_boundary
+def _pow(c, args, kwargs):
+    if kwargs or len(args) != 2:
+        raise TileTypeError("pow() with a modulus is not supported in tile code")
+    return c._binop("**", args[0], args[1], None)
+
+
 _TABLE: dict[Any, Callable] = {
     builtins.print: _print,
     builtins.len: _len,
@@ -197,7 +236,20 @@ _TABLE: dict[Any, Callable] = {
     builtins.isinstance: _introspect(builtins.isinstance),
     builtins.getattr: _getattr,
     builtins.hasattr: _hasattr,
+    builtins.divmod: _divmod,
+    builtins.pow: _pow,
+    operator.neg: _operator_unary(operator.neg),
+    operator.pos: _operator_unary(operator.pos),
+    operator.invert: _operator_unary(operator.invert),
+    operator.not_: _operator_unary(operator.not_),
+    operator.abs: _abs,
 }
+for _fn, _sym in ((operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"), (operator.truediv, "/"),
+                  (operator.floordiv, "//"), (operator.mod, "%"), (operator.pow, "**"), (operator.and_, "&"),
+                  (operator.or_, "|"), (operator.xor, "^"), (operator.lshift, "<<"), (operator.rshift, ">>"),
+                  (operator.matmul, "@"), (operator.eq, "=="), (operator.ne, "!="), (operator.lt, "<"),
+                  (operator.le, "<="), (operator.gt, ">"), (operator.ge, ">=")):
+    _TABLE[_fn] = _operator(_sym)
 for _name in ("exp", "exp2", "log", "log2", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor",
               "ceil", "atan2"):
     _py = getattr(math, _name, None)

@@ -18,7 +18,12 @@ SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 def is_cuda(x: Any) -> bool:
-    """Whether ``x`` lives in CUDA memory (torch CUDA tensors, CuPy arrays, ...)."""
+    """Whether ``x`` lives in CUDA memory (torch CUDA tensors, CuPy arrays, ...).
+
+    torch tensors are asked directly: their ``__cuda_array_interface__`` raises for dtypes it
+    cannot describe (bfloat16, float8), so it is never touched for them."""
+    if type(x).__module__.startswith("torch"):
+        return bool(getattr(x, "is_cuda", False))
     if hasattr(x, "__cuda_array_interface__"):
         return True
     dev = getattr(x, "device", None)
@@ -39,7 +44,7 @@ def as_numpy(x: Any) -> np.ndarray:
     mod = type(x).__module__
     if mod.startswith("torch"):
         name = str(x.dtype).rsplit(".", 1)[-1]
-        if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
             import torch
             raw = x.view(torch.int16 if name == "bfloat16" else torch.uint8)
             return np.from_dlpack(raw).view(dt.as_dtype(name).np_dtype)

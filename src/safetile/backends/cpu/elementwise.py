@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as dt
+from ... import numerics
 from .executor import lowers
 
 
@@ -21,7 +22,7 @@ def _compute_dtype(x: np.ndarray) -> np.dtype:
     c = _COMPUTE.get(d)
     if c is None:
         c = _COMPUTE[d] = np.dtype(np.float32) if d.kind == "V" or (d.kind == "f" and d.itemsize < 4) \
-            or d.name in ("bfloat16",) or "float8" in d.name else d
+            or d.name in ("bfloat16",) or "float8" in d.name or "float4" in d.name else d
     return c
 
 
@@ -69,14 +70,49 @@ _BINARY = {
 }
 
 
+def _ignore_nan(fn):
+    """minimum/maximum that return the other operand where one is NaN (propagate_nan=False)."""
+    return {"minimum": np.fmin, "maximum": np.fmax}.get(fn.__name__, fn)
+
+
+def _ftz(fn):
+    """``fn`` on float32 with subnormal inputs and results flushed to zero (flush_to_zero=True)."""
+    def flushed(*xs):
+        return numerics.flush_subnormals(fn(*(numerics.flush_subnormals(x) for x in xs)))
+    return flushed
+
+
+def _directed(name: str, d: dt.DType, mode: str):
+    """``name`` computed exactly and rounded with a directed mode (numerics.py)."""
+    def rounded(*xs):
+        hi, sign = numerics.exact_op(name, *(x.astype(np.float64) for x in xs))
+        return numerics.round_to(hi, sign, d, mode)
+    return rounded
+
+
+def numpy_fn(op, fn):
+    """The NumPy function for an element-wise op, honouring its rounding_mode, flush_to_zero and
+    propagate_nan attributes (the result dtype's ``float32``-or-wider compute)."""
+    d = op.results[0].type.dtype
+    mode = op.attrs.get("rounding_mode")
+    if mode is not None and mode.value in numerics.DIRECTED:
+        fn = _directed(op.name, d, mode.value)
+    if op.name in ("minimum", "maximum") and not op.attrs.get("propagate_nan", False):
+        fn = _ignore_nan(fn)
+    if op.attrs.get("flush_to_zero"):
+        fn = _ftz(fn)
+    return fn
+
+
 @lowers(*_BINARY, bind=True)
 def binary(op):
     """Bound: the NumPy function and the result dtype are looked up once per op."""
-    fn, dtype = _BINARY[op.name], out_dtype(op)
+    fn, dtype = numpy_fn(op, _BINARY[op.name]), out_dtype(op)
 
     def lower(run, op, args):
         x, y = _up(*args)
-        return fn(x, y).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            return fn(x, y).astype(dtype, copy=False)
     return lower
 
 
@@ -104,11 +140,12 @@ _UNARY = {
 @lowers(*_UNARY, bind=True)
 def unary(op):
     """Bound: the NumPy function and the result dtype are looked up once per op."""
-    fn, dtype = _UNARY[op.name], out_dtype(op)
+    fn, dtype = numpy_fn(op, _UNARY[op.name]), out_dtype(op)
 
     def lower(run, op, args):
         (x,) = _up(*args)
-        return fn(x).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            return fn(x).astype(dtype, copy=False)
     return lower
 
 
@@ -140,10 +177,16 @@ def where(run, op, args):
     return np.where(c, x, y).astype(out_dtype(op), copy=False)
 
 
-@lowers("astype")
-def astype(run, op, args):
-    (x,) = args
-    return dt.convert(x, op.attrs["dtype"])
+@lowers("astype", bind=True)
+def astype(op):
+    src, dst = op.operands[0].type.dtype, op.attrs["dtype"]
+    mode = op.attrs.get("rounding_mode")
+    rounding = mode.value if mode is not None else None
+
+    def lower(run, op, args):
+        (x,) = args
+        return dt.convert(x, dst, src, rounding)
+    return lower
 
 
 @lowers("bitcast")

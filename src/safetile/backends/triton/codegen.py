@@ -49,12 +49,15 @@ TL = {
     "uint8": "tl.uint8", "uint16": "tl.uint16", "uint32": "tl.uint32", "uint64": "tl.uint64",
     "float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32", "float64": "tl.float64",
     "tfloat32": "tl.float32", "float8_e4m3fn": "tl.float8e4nv", "float8_e5m2": "tl.float8e5",
+    # formats Triton has no type for travel as their raw bits (one code per byte for float4)
+    "float8_e8m0fnu": "tl.uint8", "float8_e5m3fnu": "tl.uint8", "float4_e2m1fn": "tl.uint8",
 }
 SIG = {
     "bool_": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
     "tfloat32": "fp32", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "float8_e8m0fnu": "u8", "float8_e5m3fnu": "u8", "float4_e2m1fn": "u8",
 }
 
 

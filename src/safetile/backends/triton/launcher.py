@@ -83,7 +83,7 @@ def _numpy_to_torch(a):
     d = dt.as_dtype(a.dtype)
     if d.name == "bfloat16":
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    if d.name in ("float8_e4m3fn", "float8_e5m2"):
+    if d.name in ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
         return torch.from_numpy(a.view(np.uint8)).view(getattr(torch, d.name))
     return torch.from_numpy(a)
 
