@@ -592,14 +592,14 @@ def writes_then_fails(x, y, T: ct.Constant[int]):
     ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)))
     ct.store(x, index=(bid,), tile=ct.load(y, index=(bid,), shape=(T,)) * 2.0)
     if T > 4:
-        ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)).astype(ct.float16))  # ERR
+        ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)).astype(ct.float64))  # ERR
 
 
 def test_failed_compilation_writes_nothing():
     x, y = vec(), vec()
     x_bytes, y_bytes = x.tobytes(), y.tobytes()
     err = compile_error(writes_then_fails, x, y, 16, grid=(4,))
-    check(err, TileTypeError, writes_then_fails, "float16", "float32")
+    check(err, TileTypeError, writes_then_fails, "float64", "float32")
     assert x.tobytes() == x_bytes and y.tobytes() == y_bytes
     ct.launch(None, (4,), writes_then_fails, (x, y, 4))  # T=4 compiles (and runs) fine
     assert not np.array_equal(y.tobytes(), y_bytes)

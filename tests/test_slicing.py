@@ -509,12 +509,12 @@ ERRORS = [
     (e_slice_runtime_length, (3,), TileTypeError, "Slice length must be a compile-time constant"),
     (e_slice_float_start, (), TileTypeError, "Slice start must be an integer"),
     (e_adv_padding, (), TileTypeError, "padding mode NAN needs a float array"),
-    (e_adv_store_shape, (), TileTypeError, "expected a tile of shape (4, 4)"),
-    (e_adv_store_dtype, (), TileTypeError, "tile dtype float64 does not match array dtype"),
+    (e_adv_store_shape, (), TileTypeError, "tile shape (4, 8) does not broadcast to (4, 4)"),
+    (e_adv_store_dtype, (), TileTypeError, "cannot implicitly cast float64 to float32"),
     (e_steps_zero, (), TileValueError, "traversal_steps must be positive"),
     (e_steps_rank, (), TileTypeError, "does not match the array rank 2"),
     (e_steps_runtime, (3,), TileTypeError, "compile-time constant"),
-    (e_steps_store_shape, (), TileTypeError, "does not match the view's tile_shape (4, 4)"),
+    (e_steps_store_shape, (), TileTypeError, "is not broadcastable to the view's tile_shape (4, 4)"),
 ]
 
 
