@@ -119,3 +119,24 @@ class TileRuntimeError(RuntimeError):
 
 class LaunchError(ValueError):
     """A launch was rejected before anything ran; no argument was touched."""
+
+
+class TileCompilerExecutionError(TileInternalError):
+    """The backend compiler (Triton, ptxas) failed on code safetile generated: a bug in safetile
+    or a limit of the backend; the compiler's message is kept."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, compiler_flags: str = "",
+                 compiler_version: str | None = None):
+        super().__init__(message, loc)
+        self.compiler_flags = compiler_flags
+        self.compiler_version = compiler_version
+
+
+class TileCompilerTimeoutError(TileInternalError):
+    """Compiling a kernel took longer than ``ct.compiler_timeout`` allows."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, compiler_flags: str = "",
+                 compiler_version: str | None = None):
+        super().__init__(message, loc)
+        self.compiler_flags = compiler_flags
+        self.compiler_version = compiler_version

@@ -36,7 +36,6 @@ PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 UNSUPPORTED_STMTS = {
-    "With": "'with' statements are not supported in tile code",
     "AsyncWith": "'async with' is not supported in tile code",
     "Try": "'try' statements are not supported in tile code (tile code has no exceptions; use "
            "ct.static_assert or ct.assert_ to check conditions)",
@@ -73,6 +72,27 @@ class Undefined:
 
 class StopBody(Exception):
     """Unwinds the rest of a statement list after an unconditional break/continue/return."""
+
+
+@dataclass
+class ContextManagerCall:
+    """A call of a ``@contextlib.contextmanager`` function in tile code, entered by ``with``:
+    the generator function and its arguments."""
+
+    fn: Any
+    args: list
+    kwargs: dict
+
+
+def context_manager_function(fn: Any) -> Any:
+    """The generator function behind a ``@contextlib.contextmanager`` wrapper, else None."""
+    import contextlib
+    import inspect
+    wrapped = getattr(fn, "__wrapped__", None)
+    code = getattr(fn, "__code__", None)
+    if wrapped is None or code is None or not inspect.isgeneratorfunction(wrapped):
+        return None
+    return wrapped if code.co_filename == contextlib.__file__ else None
 
 
 @dataclass

@@ -24,7 +24,9 @@ from ..errors import (TileError, TileInternalError, TileRecursionError, TileStat
 from ..ir.builder import Builder
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile
-from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED_STMTS, LocalFunction, StopBody,
+from . import budget
+from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED_STMTS, ContextManagerCall,
+                     LocalFunction, StopBody,
                      Undefined, debug_cause, raised_by_user, user_boundary, what)
 from .control import ControlFlow
 from .expressions import Expressions
@@ -257,6 +259,7 @@ class FunctionCompiler(ControlFlow, Expressions):
             message = UNSUPPORTED_STMTS.get(kind, f"{kind} statements are not supported in tile code")
             raise self.error(TileUnsupportedFeatureError, message, s)
         saved, self.statement = self.statement, s
+        budget.check(self.builder.deadline, self.loc(s))
         try:
             with self.at(s):
                 method(s)
@@ -313,6 +316,25 @@ class FunctionCompiler(ControlFlow, Expressions):
             return
         from ..ops.debug import assert_
         assert_(cond, str(msg) if msg is not None else "assertion failed")
+
+    def stmt_With(self, s: ast.With) -> None:
+        """``with`` over ``@contextlib.contextmanager`` helpers: each generator runs up to its
+        ``yield`` on entry and from there on exit (in reverse order, whatever the body did)."""
+        entered = []
+        for item in s.items:
+            cm = self.expr(item.context_expr)
+            if not isinstance(cm, ContextManagerCall):
+                raise self.error(TileTypeError, f"a `with` statement in tile code needs a @contextlib.contextmanager "
+                                 f"function call, got {what(cm)}", item.context_expr)
+            value, sub, after = self.enter_context(cm, item.context_expr)
+            entered.append((sub, after, item.context_expr))
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, value)
+        self.run_body(s.body)
+        for sub, after, node in reversed(entered):
+            self.exit_context(sub, after, node)
+        if self._exit_guard() is False:
+            raise StopBody
 
     def stmt_Return(self, s: ast.Return) -> None:
         if self.loop_depth:

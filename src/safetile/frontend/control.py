@@ -20,8 +20,12 @@ from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
+from . import budget
 from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, Undefined, StopBody, assigned_names, carriable,
                      contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
+
+
+STATIC_ITER_LIMIT = 1000  # items of one ct.static_iter (as in cuTile Python)
 
 
 class ControlFlow:
@@ -196,12 +200,26 @@ class ControlFlow:
 
     @user_boundary
     def _static_iterable(self, node: ast.expr) -> tuple:
+        """The items of ``ct.static_iter(node)``: at most ``STATIC_ITER_LIMIT`` of them (an endless
+        iterable is an error, not an endless compilation)."""
         value = self._static_eval_node(node)
         try:
-            return tuple(value)
+            it = iter(value)
         except TypeError:
             raise self.error(TileStaticEvalError, f"ct.static_iter needs an iterable, got {what(value)}",
                              node) from None
+        items = []
+        for i in range(STATIC_ITER_LIMIT + 1):
+            try:
+                item = next(it)
+            except StopIteration:
+                return tuple(items)
+            except Exception as e:  # noqa: BLE001 - the user's iterator failed
+                raise self.error(TileTypeError, f"Error was raised while obtaining item #{i} from the static_iter() "
+                                 f"iterable: {type(e).__name__}: {e}", node) from None
+            items.append(item)
+        raise self.error(TileStaticEvalError, f"Maximum number of iterations ({STATIC_ITER_LIMIT}) has been reached "
+                         "while unpacking the static_iter() iterable", node)
 
     def _unroll(self, s: ast.For, values) -> None:
         """A loop over compile-time values: the body is compiled once per value."""
@@ -220,6 +238,7 @@ class ControlFlow:
 
     def _unroll_from(self, s: ast.For, values: tuple, start: int) -> None:
         for k in range(start, len(values)):
+            budget.check(self.builder.deadline, self.loc(s))
             self.assign(s.target, values[k])
             self.run_body(s.body)
             self.env.pop(CONT, None)  # continue ends only this iteration

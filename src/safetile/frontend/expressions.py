@@ -12,9 +12,9 @@ from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, T
                       TileSyntaxError, TileTypeError, TileUnsupportedFeatureError)
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
-from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, LocalFunction, Undefined,
-                     check_kernel_attribute, is_library_function, is_safetile_callable, is_static, is_value, same_static,
-                     user_boundary, what)
+from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
+                     LocalFunction, Undefined, check_kernel_attribute, context_manager_function, is_library_function,
+                     is_safetile_callable, is_static, is_value, same_static, user_boundary, what)
 from .captures import ABSENT, closure_scope
 from .source import parse_function
 
@@ -110,6 +110,12 @@ class Expressions:
     expr_GeneratorExp = expr_ListComp
 
     def _comprehension_iterable(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Call):
+            from ..ops.meta import static_iter
+            if self.expr(node.func) is static_iter:
+                if len(node.args) != 1 or node.keywords:
+                    raise self.error(TileSyntaxError, "static_iter() expects a single expression", node)
+                return self._static_iterable(node.args[0])
         if isinstance(node, ast.Call) and self.expr(node.func) is builtins.range:
             args = [self.expr(a) for a in node.args]
             if any(isinstance(a, Tile) for a in args):
@@ -340,6 +346,9 @@ class Expressions:
             fn = fn.fn
         if isinstance(fn, LocalFunction):
             return self.inline(fn, args, kwargs, node)
+        generator = context_manager_function(fn)
+        if generator is not None:  # entered by a `with` statement (Statements.stmt_With)
+            return ContextManagerCall(generator, args, kwargs)
         if isinstance(fn, (Tile, Array)):
             raise self.error(TileTypeError, f"{what(fn)} is not callable", node)
         if is_safetile_callable(fn):
@@ -399,6 +408,50 @@ class Expressions:
         except TileError as e:
             if node is not None or self.builder.loc is not None:
                 e.add_frame(self.loc(node))
+            raise
+
+    def enter_context(self, cm: ContextManagerCall, node: ast.AST) -> tuple[Any, Any, list]:
+        """Run a ``@contextmanager`` generator up to its ``yield``: (the yielded value, the compiler
+        holding the generator's variables, the statements to run on exit). The generator must
+        have exactly one ``yield``, a statement of its own at the top level of its body."""
+        fn = cm.fn
+        parsed = parse_function(fn)
+        body = parsed.node.body
+        found = [n for n in ast.walk(parsed.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+        tops = [i for i, st in enumerate(body) if isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield)]
+        if not found:
+            raise self.error(TileTypeError, "Expected a generator function, but no reachable `yield` statement has "
+                             "been found", node)
+        if len(found) > 1:
+            raise self.error(TileTypeError, "Generator-based context manager must have one `yield` statement", node)
+        if len(tops) != 1:
+            raise self.error(TileTypeError, "`yield` statement of a generator-based context manager must be placed "
+                             "outside of loops and conditional statements", node)
+        k = tops[0]
+        if fn.__code__ in self.call_stack:
+            raise self.error(TileRecursionError, f"{fn.__name__}() enters itself", node)
+        scope = closure_scope(fn, self.captures)
+        scope.update(self._bind_python(fn, cm.args, cm.kwargs, node))
+        sub = type(self)(parsed, fn.__globals__, scope, self.builder, self.call_stack + (fn.__code__,),
+                         is_kernel=False, captures=self.captures)
+        try:
+            sub.run_body(body[:k])
+            if sub.env.get(RET) is not False and RET in sub.env:
+                raise sub.error(TileUnsupportedFeatureError, "a context manager cannot return before its yield",
+                                body[k])
+            y = body[k].value.value
+            value = sub.expr(y) if y is not None else None
+        except TileError as e:
+            e.add_frame(self.loc(node))
+            raise
+        return value, sub, body[k + 1:]
+
+    def exit_context(self, sub: Any, after: list, node: ast.AST) -> None:
+        """Run a context manager's statements after its ``yield`` (always, like ``finally``)."""
+        try:
+            sub.run_body(after)
+        except TileError as e:
+            e.add_frame(self.loc(node))
             raise
 
     def _bind_python(self, fn: types.FunctionType, args: list, kwargs: dict, node) -> dict[str, Any]:
@@ -476,6 +529,8 @@ class Expressions:
         return value
 
     def _static_assert(self, node: ast.Call) -> None:
+        """``ct.static_assert(condition, message=None)``: both are evaluated like ``static_eval``
+        (full Python syntax), the message only when the condition is false."""
         args = list(node.args)
         kw = {k.arg: k.value for k in node.keywords}
         if "message" in kw:
@@ -483,15 +538,27 @@ class Expressions:
         if not 1 <= len(args) <= 2 or kw:
             raise self.error(TileTypeError, "ct.static_assert(condition, message=None) takes a condition and an "
                              "optional message", node)
-        cond = self.expr(args[0])
-        msg = self.expr(args[1]) if len(args) == 2 else None
+        cond = self._static_eval_value(args[0])
         if isinstance(cond, (Tile, Array)):
-            raise self.error(TileStaticAssertionError, f"ct.static_assert needs a compile-time condition, got "
-                             f"a run-time {cond.type}", args[0])
+            raise self.error(TileTypeError, f"static_assert() condition must be a compile-time constant, got a "
+                             f"run-time {cond.type}", args[0])
         if not cond:
+            msg = self._static_eval_value(args[1]) if len(args) == 2 else None
             from ..ops.debug import FormatString
-            text = msg.text() if isinstance(msg, FormatString) else (str(msg) if msg is not None else None)
-            src = ast.unparse(args[0])
-            raise self.error(TileStaticAssertionError, f"static assertion failed: {text}" if text else
-                             f"static assertion failed: {src}", node)
+            text = msg.text() if isinstance(msg, FormatString) else ("" if msg is None else str(msg))
+            if len(args) == 1:
+                text = ast.unparse(args[0])
+            raise self.error(TileStaticAssertionError, f"Static assertion failed: {text}" if text else
+                             "Static assertion failed", node)
         return None
+
+    def _static_eval_value(self, node: ast.expr) -> Any:
+        """``node`` evaluated with Python's semantics (as ``static_eval``), run-time values allowed."""
+        try:
+            code = compile(ast.Expression(body=node), self.parsed.filename, "eval")
+            return eval(code, self._static_namespace(node))  # noqa: S307 - the user's own kernel code
+        except TileError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing
+            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {type(e).__name__}: {e}",
+                             node) from None

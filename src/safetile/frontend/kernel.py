@@ -22,32 +22,16 @@ from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
 from ..ir.verify import verify
 from ..ops.values import Array, Tile
+from . import budget
+from .annotations import Constant, ConstantAnnotation, param_kind  # noqa: F401 - re-exported
 from .captures import CaptureSet, Captures, closure_scope
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
 from .source import parse_function
 
 
-class _ConstantMeta(type):
-    def __getitem__(cls, item):
-        return ConstantAnnotation(item)
-
-
-class Constant(metaclass=_ConstantMeta):
-    """Annotation for compile-time parameters: ``TILE: ct.Constant[int]``.
-
-    Every use of the parameter behaves like its literal value; each distinct value
-    compiles a specialised kernel.
-    """
-
-
-@dataclass(frozen=True)
-class ConstantAnnotation:
-    type: Any
-
-
 def is_constant_annotation(ann: Any) -> bool:
-    return ann is Constant or isinstance(ann, ConstantAnnotation)
+    return param_kind(ann).kind == "constant"
 
 
 class ByTarget:
@@ -200,7 +184,8 @@ class TileKernel:
                 raise TypeError(f"kernel {self.__name__!r}: parameter {p.name!r} must be positional")
         # annotations are evaluated once, here (string annotations too): launches only read them
         self.annotations = [self._annotation(p) for p in self.params]
-        self.constant_params = [is_constant_annotation(a) for a in self.annotations]
+        self.kinds = [param_kind(a) for a in self.annotations]
+        self.constant_params = [k.kind == "constant" for k in self.kinds]
         self._cache: dict[tuple, Function] = {}
         self._lock = threading.RLock()
         self.captured = CaptureSet()  # what every cached specialisation read from Python
@@ -262,6 +247,7 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
     if len(names) != len(specs):
         raise TypeError(f"kernel {fn.__name__!r} takes {len(names)} arguments, got {len(specs)}")
     builder = Builder()
+    builder.deadline = budget.deadline()
     body = Block()
     params: list[Param] = []
     captures = Captures()

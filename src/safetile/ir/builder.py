@@ -27,6 +27,7 @@ class Builder:
         self.blocks: list[Block] = []
         self.loc: SourceLoc | None = None
         self.compiler = None  # the front-end compiler in charge (for inlining combiners)
+        self.deadline: float | None = None  # when this compilation must have ended (ct.compiler_timeout)
 
     @property
     def block(self) -> Block:

@@ -43,3 +43,19 @@ def cdiv(x, y):
         from .elementwise import add, floordiv, sub
         return floordiv(sub(add(x, y), 1), y)
     raise TileTypeError(f"cdiv expects integers, got {x!r} and {y!r}")
+
+
+def grid_dependency_control_wait() -> None:
+    """Wait for the preceding kernel of a programmatic dependent launch (PDL).
+
+    Kernels safetile generates already wait for their predecessor before touching memory
+    (sm_90+, see docs/architecture.md), so memory written by the predecessor is always visible:
+    the call is accepted and adds nothing."""
+    return None
+
+
+def grid_dependency_control_launch_dependents() -> None:
+    """Let a programmatically dependent successor kernel start scheduling. safetile's kernels
+    already allow it at their start (their successor waits before touching memory): the call
+    is accepted and adds nothing."""
+    return None

@@ -64,6 +64,34 @@ def _insert_rule(types, attrs):
     return [src]
 
 
+def _storage_bits(d: dt.DType) -> int:
+    """Bits of one element in packed bytes (a bool takes a byte, as in cuTile Python)."""
+    return 8 if d.is_bool else d.bits
+
+
+def _pack_rule(types, attrs):
+    (x,) = types
+    bits = dt.numel(x.shape) * _storage_bits(x.dtype)
+    if bits % 8:
+        raise TileTypeError(f"pack_to_bytes: the tile's {bits} bits are not a whole number of bytes")
+    return [TileType(dt.uint8, (bits // 8,))]
+
+
+def _unpack_rule(types, attrs):
+    (x,) = types
+    d = attrs["dtype"]
+    if x.dtype is not dt.uint8 or x.ndim != 1:
+        raise TileTypeError(f"unpack_from_bytes needs a 1-d uint8 tile, got {x}")
+    bits = x.shape[0] * 8
+    if bits % _storage_bits(d):
+        raise TileTypeError(f"unpack_from_bytes: {x.shape[0]} bytes do not hold a whole number of {d.name} elements")
+    return [TileType(d, (bits // _storage_bits(d),))]
+
+
+declare("pack_to_bytes", FAMILY, "the tile's elements flattened in C order as their little-endian bytes "
+        "(uint8; 4-bit elements two per byte, the first in the low nibble; a bool is one byte)", _pack_rule)
+declare("unpack_from_bytes", FAMILY, "the inverse of pack_to_bytes: a 1-d uint8 tile read as elements of "
+        "attr dtype", _unpack_rule)
 declare("reshape", FAMILY, "same elements in C order, new static shape", _reshape_rule)
 declare("permute", FAMILY, "reorder axes: result axis i is source axis axes[i]", _permute_rule)
 declare("broadcast_to", FAMILY, "stretch size-1 dimensions to `shape` (equal ranks)", _broadcast_rule)
@@ -228,3 +256,26 @@ def item(x) -> Tile:
     if dt.numel(x.shape) != 1:
         raise TileTypeError(f"item() needs a tile with one element, got {x.type}")
     return reshape(x, ())
+
+
+def pack_to_bytes(x, /) -> Tile:
+    """Flatten ``x`` and reinterpret its raw bytes as a 1-d uint8 tile (little-endian; 4-bit
+    elements two per byte, the first in the low nibble; a bool is one byte)."""
+    x = _tile(x, "pack_to_bytes")
+    bits = dt.numel(x.shape) * _storage_bits(x.dtype)
+    if bits % 8:
+        raise TileTypeError(f"pack_to_bytes: the total number of bits ({bits}) must be divisible by 8")
+    return Tile(emit("pack_to_bytes", [x.value]).result)
+
+
+def unpack_from_bytes(x, /, dtype) -> Tile:
+    """Reinterpret a 1-d uint8 tile as a 1-d tile of ``dtype`` (the inverse of ``pack_to_bytes``)."""
+    from .values import static_dtype
+    x = _tile(x, "unpack_from_bytes")
+    d = static_dtype(dtype)
+    if x.ndim != 1 or x.dtype is not dt.uint8:
+        raise TileTypeError(f"unpack_from_bytes expects a 1-d uint8 tile, got {x.type}")
+    if (x.shape[0] * 8) % _storage_bits(d):
+        raise TileTypeError(f"unpack_from_bytes: the total number of bits ({x.shape[0] * 8}) must be divisible by "
+                            f"the bit width of {d.name} ({_storage_bits(d)})")
+    return Tile(emit("unpack_from_bytes", [x.value], {"dtype": d}).result)

@@ -116,8 +116,8 @@ def _check_constant(p, ann: Any, value: Any) -> None:
     """A ``ct.Constant[int]`` (or ``[float]``, ``[bool]``...) parameter must get that type.
 
     The outcome depends only on ``type(value)`` (the dispatch signature relies on this)."""
-    from ..frontend.kernel import ConstantAnnotation
-    expected = ann.type if isinstance(ann, ConstantAnnotation) else None
+    from ..frontend.annotations import param_kind
+    expected = param_kind(ann).constant_type
     if not isinstance(expected, type):
         return
     is_bool = isinstance(value, (bool, np.bool_))
