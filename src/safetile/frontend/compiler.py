@@ -26,8 +26,8 @@ from ..ops import elementwise as ew
 from ..ops.values import Array, Tile
 from . import budget
 from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED_STMTS, ContextManagerCall,
-                     LocalFunction, StopBody,
-                     Undefined, debug_cause, raised_by_user, user_boundary, what)
+                     LocalFunction, StopBody, Undefined, context_manager_function, debug_cause, raised_by_user,
+                     user_boundary, what)
 from .control import ControlFlow
 from .expressions import Expressions
 from .captures import ABSENT, Captures
@@ -322,10 +322,15 @@ class FunctionCompiler(ControlFlow, Expressions):
         ``yield`` on entry and from there on exit (in reverse order, whatever the body did)."""
         entered = []
         for item in s.items:
-            cm = self.expr(item.context_expr)
+            node = item.context_expr
+            # the callee is checked before anything is called (`with open(...)` must not open a file)
+            if isinstance(node, ast.Call) and context_manager_function(self.expr(node.func)) is None:
+                raise self.error(TileUnsupportedFeatureError, "'with' statements in tile code take a "
+                                 "@contextlib.contextmanager function call", node)
+            cm = self.expr(node)
             if not isinstance(cm, ContextManagerCall):
-                raise self.error(TileTypeError, f"a `with` statement in tile code needs a @contextlib.contextmanager "
-                                 f"function call, got {what(cm)}", item.context_expr)
+                raise self.error(TileUnsupportedFeatureError, "'with' statements in tile code take a "
+                                 f"@contextlib.contextmanager function call, got {what(cm)}", node)
             value, sub, after = self.enter_context(cm, item.context_expr)
             entered.append((sub, after, item.context_expr))
             if item.optional_vars is not None:

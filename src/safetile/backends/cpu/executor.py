@@ -89,6 +89,10 @@ class Plan:
             if OPS[op.name].effect == "write":
                 written.add(op.operands[0].id)
         self.written = frozenset(written)  # array parameters some op may write (store, scatter, atomics)
+        # a while loop around an atomic (a spin lock) waits for other blocks: run blocks one by one
+        self.serial = any(op.name == "while" and any(
+            inner.name in ("atomic_rmw", "atomic_cas") for region in op.regions for inner in walk(region))
+            for op in walk(fn.body))
         self._add(fn.body)
 
     def _add(self, block: Block) -> None:
@@ -169,19 +173,33 @@ class Run:
         self.blocks = BlockSet.full_grid(grid)
         self.prints: dict[int, list[str]] = {}
         self.race_detector = race_detector
-        self.env = self.cur_env = Env(self.blocks)
+        self.scalars = scalars
         self._may_change: dict[int, bool] = {}
-        values = self.env.values
-        values.update(arrays)
+        self.env = self.cur_env = self._top_env()
+
+    def _top_env(self) -> Env:
+        env = Env(self.blocks)
+        env.values.update(self.arrays)
         shape1 = (1,) * self.blocks.nb
-        for vid, x in scalars.items():
-            values[vid] = np.asarray(x).reshape(shape1)
+        for vid, x in self.scalars.items():
+            env.values[vid] = np.asarray(x).reshape(shape1)
+        return env
 
     # ------------------------------------------------------------------ driving
 
     def execute(self) -> None:
         with np.errstate(all="ignore"):
-            self.run_block(self.fn.body, self.env, [])
+            if self.plan.serial and self.blocks.size > 1:
+                # blocks one after another, in linear order (a block spinning on a lock another
+                # block holds could never finish in lock step)
+                full = self.blocks
+                for i in range(full.size):
+                    self.blocks = full.subset(np.array([i]))
+                    self.env = self.cur_env = self._top_env()
+                    self.run_block(self.fn.body, self.env, [])
+                self.blocks = full
+            else:
+                self.run_block(self.fn.body, self.env, [])
         self.flush_prints()
 
     def flush_prints(self) -> None:
