@@ -422,7 +422,7 @@ def _element_indices(array: Array, indices, fn: str) -> list[Tile]:
 
 
 def _aligned(tiles: list[Tile]) -> list[Tile]:
-    ndim = max(t.ndim for t in tiles)
+    ndim = max((t.ndim for t in tiles), default=0)
     return [align_rank(t, ndim) for t in tiles]
 
 

@@ -110,10 +110,25 @@ def _tile(x, fn) -> Tile:
     raise TileTypeError(f"{fn}: expected a tile, got {describe(x)}")
 
 
-def reshape(x, shape) -> Tile:
-    """The same elements in C order with a new shape (every dimension a power of two)."""
+def reshape(x, /, shape) -> Tile:
+    """The same elements in C order with a new shape (every dimension a power of two); one
+    dimension may be -1 (inferred from the element count)."""
     x = _tile(x, "reshape")
+    if isinstance(shape, list):
+        shape = tuple(shape)
+    if isinstance(shape, tuple) and any(isinstance(n, int) and not isinstance(n, bool) and n < 0 for n in shape):
+        dims = [static_int(n, "shape dimension") for n in shape]
+        if sum(n == -1 for n in dims) > 1:
+            raise TileTypeError(f"Only one dimension can be -1, got {tuple(dims)}")
+        if any(n < -1 for n in dims):
+            raise TileTypeError(f"Dimension can only be -1 or non-negative, got {min(dims)}")
+        known = dt.numel(tuple(n for n in dims if n != -1))
+        if known == 0 or dt.numel(x.shape) % known:
+            raise TileTypeError(f"Cannot reshape {x.shape} to {tuple(dims)}")
+        shape = tuple(dt.numel(x.shape) // known if n == -1 else n for n in dims)
     shp = () if shape == () else static_shape(shape)
+    if dt.numel(shp) != dt.numel(x.shape):
+        raise TileTypeError(f"Cannot reshape {x.shape} to {shp}")
     if shp == x.shape:
         return x
     return Tile(emit("reshape", [x.value], {"shape": shp}).result)

@@ -61,13 +61,22 @@ class Tile:
 
     # Operators are defined by ops.elementwise (attached there to keep one definition).
 
-    def astype(self, dtype) -> "Tile":
+    def astype(self, dtype, *, rounding_mode=None) -> "Tile":
         from .elementwise import astype
-        return astype(self, dtype)
+        return astype(self, dtype, rounding_mode=rounding_mode)
 
-    def reshape(self, *shape) -> "Tile":
+    def reshape(self, *shape, **kwargs) -> "Tile":
+        """``t.reshape(shape)``, ``t.reshape(shape=...)`` or ``t.reshape(2, 4)``."""
         from .shape import reshape
-        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)
+        if kwargs:
+            if shape or set(kwargs) != {"shape"}:
+                raise TileTypeError(f"reshape() takes a shape, got {', '.join(kwargs)}")
+            return reshape(self, kwargs["shape"])
+        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+
+    def insert(self, index, value) -> "Tile":
+        from .shape import insert
+        return insert(self, index, value)
 
     def permute(self, axes) -> "Tile":
         from .shape import permute

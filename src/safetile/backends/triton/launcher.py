@@ -27,6 +27,7 @@ from ...runtime.launch import normalize_grid
 from .codegen import ArrayFacts, Facts, Generated, generate
 
 _I32_LIMIT = 2**31 - 1
+_CODED = ("float8_e8m0fnu", "float8_e5m3fnu", "float4_e2m1fn")
 _GRID_YZ_LIMIT = 65535
 
 
@@ -366,6 +367,8 @@ class Specialization:
             a = args[i]
             if kind == "array":
                 ptr, shape, strides, obj = array_parts(a)
+                if d.name in _CODED:  # formats Triton has no type for travel as their bytes
+                    obj = obj.view(_torch.uint8)
                 flat.append(obj)
                 flat += shape
                 flat += strides
