@@ -75,7 +75,7 @@ def test_argument_kind_and_count_errors_after_a_cached_launch():
     ct.launch(None, (2,), fill, (z, 1.0, 4))
     with pytest.raises(TypeError, match="takes 3 argument"):
         ct.launch(None, (2,), fill, (z, 1.0))
-    with pytest.raises(TypeError, match="expected an array, a number or a Constant"):
+    with pytest.raises(TypeError, match="expected an array, a number, a tuple or a Constant"):
         ct.launch(None, (2,), fill, (z, "x", 4))
     with pytest.raises(TypeError, match="unsupported dtype|not a dtype"):
         ct.launch(None, (2,), fill, (z.astype(np.complex64), 1.0, 4))

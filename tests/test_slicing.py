@@ -95,7 +95,7 @@ def nested_slice(x, y, out, meta, B: ct.Constant[int]):
     ct.store(meta, (2,), ct.num_tiles(s, 0, (4, 4)))
     ct.store(meta, (3,), ct.num_tiles(s, 1, (4, 4)))
     ct.store(meta, (4,), s.tiled_view((4, 2)).num_tiles(1))
-    ct.store(meta, (5,), x.slice(0, 5, 100).shape[0])   # stop clamped to the size
+    ct.store(meta, (5,), x.slice(0, 5, 100).shape[0])   # constant bounds: stop - start (cuTile's static size)
     ct.store(meta, (6,), x.slice(1, -3, 4).shape[1])    # start clamped to 0
     ct.store(meta, (7,), s.slice(1, 6, 2).shape[1])     # stop below start: empty
 
@@ -109,7 +109,7 @@ def _nested(rng):
     def ref(x, y, out, meta, _):
         y = y.copy()
         y[3:9, 1:8] = x[3:9, 1:8] + 1
-        return {1: y, 2: _padded(x[3:9, 1:8], (8, 8), 0.0), 3: np.array([6, 7, 2, 2, 4, 8, 4, 0])}
+        return {1: y, 2: _padded(x[3:9, 1:8], (8, 8), 0.0), 3: np.array([6, 7, 2, 2, 4, 95, 4, 0])}
     return (x, y, out, meta, 8), [1, 2, 3], ref
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import dtypes as dt
 from ..ops.values import Array, Tile, describe, is_const
+from .dataclass_values import BoundMethod, DataclassValue
 
 if TYPE_CHECKING:
     from .compiler import FunctionCompiler
@@ -157,8 +158,11 @@ def contains(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
 # ---------------------------------------------------------------------------------- value helpers
 
 def flatten(v: Any) -> list[Any]:
+    """The leaves of a value: tuples and dataclass values element by element."""
     if isinstance(v, tuple):
         return [x for item in v for x in flatten(item)]
+    if isinstance(v, DataclassValue):
+        return flatten(v.leaves())
     return [v]
 
 
@@ -168,11 +172,16 @@ def rebuild(template: Any, flat: list[Any]) -> Any:
     def build(t):
         if isinstance(t, tuple):
             return tuple(build(x) for x in t)
+        if isinstance(t, DataclassValue):
+            return t.with_leaves(build(t.leaves()))
         return next(it)
     return build(template)
 
 
 def same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, DataclassValue) or isinstance(b, DataclassValue):
+        return isinstance(a, DataclassValue) and isinstance(b, DataclassValue) and a.cls is b.cls and \
+            same_structure(a.leaves(), b.leaves())
     if isinstance(a, tuple) or isinstance(b, tuple):
         return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
             all(same_structure(x, y) for x, y in zip(a, b))
@@ -187,6 +196,8 @@ def is_value(v: Any) -> bool:
 def carriable(v: Any) -> bool:
     if isinstance(v, tuple):
         return all(carriable(x) for x in v)
+    if isinstance(v, DataclassValue):
+        return carriable(v.leaves())
     return is_value(v)
 
 
@@ -198,6 +209,8 @@ def same_static(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(same_static(x, y) for x, y in zip(a, b))
+    if isinstance(a, DataclassValue) and isinstance(b, DataclassValue):
+        return a.cls is b.cls and same_static(a.leaves(), b.leaves())
     if type(a) is not type(b):
         return False
     try:
@@ -214,7 +227,7 @@ def is_static(v: Any) -> bool:
     device object (``vars(z)`` would reach its private state)."""
     if isinstance(v, tuple):
         return all(is_static(x) for x in v)
-    if isinstance(v, (Tile, Array, LocalFunction, Undefined)):
+    if isinstance(v, (Tile, Array, LocalFunction, Undefined, DataclassValue, BoundMethod)):
         return False
     return not _is_safetile_object(v) or isinstance(v, _STATIC_SAFETILE_TYPES)
 

@@ -29,6 +29,7 @@ from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED
                      LocalFunction, StopBody, Undefined, context_manager_function, debug_cause, raised_by_user,
                      user_boundary, what)
 from .control import ControlFlow
+from .dataclass_values import DataclassValue
 from .expressions import Expressions
 from .captures import ABSENT, Captures
 from .source import ParsedFunction
@@ -132,6 +133,12 @@ class FunctionCompiler(ControlFlow, Expressions):
                              "cannot assign to an element: tiles and arrays are immutable in tile code; "
                              "write to arrays with ct.store/ct.scatter and build new tiles with ct.where "
                              "or ct.insert", target)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                isinstance(self.env.get(target.value.id), DataclassValue):
+            holder = self.env[target.value.id]
+            if target.attr not in holder.values:
+                raise self.error(TileTypeError, f"{holder.cls.__name__} has no field {target.attr!r}", target)
+            self.env[target.value.id] = holder.replace(target.attr, value)
         elif isinstance(target, ast.Attribute):
             raise self.error(TileUnsupportedFeatureError,
                              f"cannot assign to attribute {target.attr!r}: objects are immutable in tile code",

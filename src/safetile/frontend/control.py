@@ -21,6 +21,7 @@ from ..ir.types import TileType
 from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
 from . import budget
+from .dataclass_values import DataclassValue
 from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, Undefined, StopBody, assigned_names, carriable,
                      contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
 
@@ -112,6 +113,10 @@ class ControlFlow:
             return a
         if isinstance(a, bool) and isinstance(b, bool):  # True/False per branch: the condition itself
             return cond if a else self._not(cond)
+        if isinstance(a, DataclassValue) or isinstance(b, DataclassValue):
+            if not same_structure(a, b):
+                raise TileTypeError(f"{what(a)} on one path, {what(b)} on the other")
+            return a.with_leaves(self._merge(a.leaves(), b.leaves(), pairs, cond))
         if isinstance(a, tuple) or isinstance(b, tuple):
             if not same_structure(a, b) or not (isinstance(a, tuple) and isinstance(b, tuple)):
                 raise TileTypeError(f"{what(a)} on one path, {what(b)} on the other")
@@ -142,6 +147,8 @@ class ControlFlow:
             return results[template.index]
         if isinstance(template, tuple):
             return tuple(self._fill(t, results) for t in template)
+        if isinstance(template, DataclassValue):
+            return template.with_leaves(self._fill(template.leaves(), results))
         return template
 
     def _coerce(self, v: Any, target: TileType) -> Tile:
@@ -156,6 +163,8 @@ class ControlFlow:
         """A same-typed stand-in for a value on a path that never uses it."""
         if isinstance(v, tuple):
             return tuple(self._placeholder(x) for x in v)
+        if isinstance(v, DataclassValue):
+            return v.with_leaves(self._placeholder(v.leaves()))
         if isinstance(v, Tile):
             return self._coerce(0, v.type)
         return v

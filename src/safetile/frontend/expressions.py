@@ -16,6 +16,7 @@ from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_E
                      LocalFunction, Undefined, check_kernel_attribute, context_manager_function, is_library_function,
                      is_safetile_callable, is_static, is_value, same_static, user_boundary, what)
 from .captures import ABSENT, closure_scope
+from .dataclass_values import BoundMethod, DataclassValue, is_dataclass_type
 from .source import parse_function
 
 
@@ -132,6 +133,18 @@ class Expressions:
     def attribute(self, base: Any, attr: str, node: ast.AST | None) -> Any:
         """``base.attr`` as kernel code sees it: only the documented surface of safetile objects;
         a read of user state is recorded so that a later change recompiles."""
+        if isinstance(base, DataclassValue):
+            if attr in base.values:
+                return base.values[attr]
+            member = getattr(base.cls, attr, MISSING)
+            if member is MISSING or attr.startswith("__"):
+                raise self.error(TileTypeError, f"{base.cls.__name__} has no attribute {attr!r}", node)
+            if isinstance(member, types.FunctionType):
+                return BoundMethod(member, base)
+            if isinstance(member, property) and member.fget is not None:
+                return self.inline(member.fget, [base], {}, node)
+            self.captures.attribute(base.cls, attr, member)
+            return member
         refused = check_kernel_attribute(base, attr)
         if refused is not None:
             cls = TileUnsupportedFeatureError if attr.startswith("__") else TileTypeError
@@ -154,6 +167,8 @@ class Expressions:
                              "ct.gather or a tiled view", node)
         if isinstance(base, Tile):
             return base[key]
+        if isinstance(base, DataclassValue):
+            return self._dataclass_method(base, "__getitem__", node)([key], {})
         if isinstance(key, Tile) or (isinstance(key, tuple) and any(isinstance(k, Tile) for k in key)):
             raise self.error(TileTypeError, f"{what(base)} can only be indexed by compile-time constants",
                              node.slice)
@@ -349,6 +364,15 @@ class Expressions:
         generator = context_manager_function(fn)
         if generator is not None:  # entered by a `with` statement (Statements.stmt_With)
             return ContextManagerCall(generator, args, kwargs)
+        if isinstance(fn, BoundMethod):
+            return self.inline(fn.fn, [fn.self_value, *args], kwargs, node)
+        if fn is object.__setattr__ and args and isinstance(args[0], DataclassValue):
+            return self._set_field(args, kwargs, node)
+        if isinstance(fn, DataclassValue):
+            return self._dataclass_method(fn, "__call__", node)(args, kwargs)
+        if is_dataclass_type(fn) and not (all(is_static(a) for a in args) and
+                                          all(is_static(v) for v in kwargs.values())):
+            return self._construct_dataclass(fn, args, kwargs, node)
         if isinstance(fn, (Tile, Array)):
             raise self.error(TileTypeError, f"{what(fn)} is not callable", node)
         if is_safetile_callable(fn):
@@ -373,8 +397,56 @@ class Expressions:
         raise self.error(TileUnsupportedFeatureError, f"{name}() cannot be called with run-time values in tile "
                          "code; use the ct.* equivalent", node)
 
-    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None) -> Any:
-        """Inline a tile function (module-level def, nested def or lambda) at this call."""
+    def _construct_dataclass(self, cls: type, args: list, kwargs: dict, node: ast.AST | None) -> DataclassValue:
+        """``cls(...)`` with run-time values: the fields bound like the generated ``__init__`` binds
+        them (defaults and default factories included), then ``__post_init__`` inlined."""
+        import dataclasses
+        import inspect
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        try:
+            bound = inspect.signature(cls).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(TileTypeError, f"{cls.__name__}(): {e}", node) from None
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name in bound.arguments:
+                values[f.name] = bound.arguments[f.name]
+            elif f.default is not dataclasses.MISSING:
+                values[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                values[f.name] = f.default_factory()
+            elif f in fields:
+                raise self.error(TileTypeError, f"{cls.__name__}() missing argument {f.name!r}", node)
+        value = DataclassValue(cls, values)
+        if hasattr(cls, "__post_init__"):
+            _, env = self.inline(cls.__post_init__, [value], {}, node, return_env=True)
+            self_name = next(iter(inspect.signature(cls.__post_init__).parameters))
+            value = env.get(self_name, value)  # fields the method set (object.__setattr__ or self.x = ...)
+        return value
+
+    def _set_field(self, args: list, kwargs: dict, node: ast.AST | None) -> None:
+        """``object.__setattr__(self, "name", value)`` (frozen dataclasses' __post_init__): rebinds
+        the variable holding the dataclass value to a copy with the field set."""
+        holder, name, value = (args + [None, None])[:3]
+        target = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if kwargs or len(args) != 3 or not isinstance(name, str) or not isinstance(target, ast.Name):
+            raise self.error(TileTypeError, "object.__setattr__(self, 'field', value) needs a variable, a constant "
+                             "field name and a value", node)
+        if name not in holder.values:
+            raise self.error(TileTypeError, f"{holder.cls.__name__} has no field {name!r}", node)
+        self.env[target.id] = holder.replace(name, value)
+        return None
+
+    def _dataclass_method(self, value: DataclassValue, name: str, node: ast.AST | None):
+        """A call of ``value``'s method ``name`` (inlined with ``self`` bound to the value)."""
+        fn = getattr(value.cls, name, None)
+        if fn is None or not isinstance(fn, types.FunctionType):
+            raise self.error(TileTypeError, f"{value.cls.__name__} has no method {name}()", node)
+        return lambda args, kwargs: self.inline(fn, [value, *args], kwargs, node)
+
+    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None, return_env: bool = False) -> Any:
+        """Inline a tile function (module-level def, nested def or lambda) at this call
+        (with ``return_env``: the result and the function's final variables)."""
         if isinstance(fn, LocalFunction):
             owner = fn.owner
             parsed, fnode, globals_ = owner.parsed, fn.node, owner.globals
@@ -398,13 +470,14 @@ class Expressions:
                          captures=self.captures)
         try:
             if isinstance(fnode, ast.Lambda):
-                return sub.expr(fnode.body)
+                result = sub.expr(fnode.body)
+                return (result, sub.env) if return_env else result
             sub.run_body(fnode.body)
             result = sub.env.get(RETVAL)
             if result is not None and sub.env.get(RET) is not True:
                 raise sub.error(TileTypeError, f"{name}() does not return a value on every path; add a "
                                 "return at the end or in every branch", fnode)
-            return result
+            return (result, sub.env) if return_env else result
         except TileError as e:
             if node is not None or self.builder.loc is not None:
                 e.add_frame(self.loc(node))

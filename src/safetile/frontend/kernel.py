@@ -9,6 +9,7 @@ knows no runtime and no backend.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import os
 import threading
@@ -25,6 +26,7 @@ from ..ops.values import Array, Tile
 from . import budget
 from .annotations import Constant, ConstantAnnotation, param_kind  # noqa: F401 - re-exported
 from .captures import CaptureSet, Captures, closure_scope
+from .dataclass_values import DataclassValue
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
 from .source import parse_function
@@ -128,11 +130,28 @@ class ArraySpec:
     ndim: int
     readonly: bool = False
     static_shape: tuple | None = None
+    static_strides: tuple | None = None
+    index_int64: bool = False
 
 
 @dataclass(frozen=True)
 class ScalarSpec:
     dtype: dt.DType
+
+
+@dataclass(frozen=True)
+class TupleSpec:
+    """A tuple (or list) argument: one spec per element (constants included)."""
+
+    items: tuple
+
+
+@dataclass(frozen=True)
+class DataclassSpec:
+    """A dataclass instance argument: its class and one spec per field (in field order)."""
+
+    cls: type
+    items: tuple
 
 
 @dataclass(frozen=True)
@@ -154,7 +173,14 @@ def _type_signature(value: Any) -> Any:
     return type(value)
 
 
-ArgSpec = ArraySpec | ScalarSpec | ConstSpec
+ArgSpec = ArraySpec | ScalarSpec | ConstSpec | TupleSpec | DataclassSpec
+
+
+def runtime_leaves(spec: ArgSpec) -> list:
+    """The array and scalar specs inside ``spec`` in the order their values are passed."""
+    if isinstance(spec, (TupleSpec, DataclassSpec)):
+        return [leaf for item in spec.items for leaf in runtime_leaves(item)]
+    return [] if isinstance(spec, ConstSpec) else [spec]
 
 
 class TileKernel:
@@ -253,20 +279,32 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
     captures = Captures()
     scope = closure_scope(fn, captures)
     for name, spec in zip(names, specs):
-        if isinstance(spec, ConstSpec):
-            scope[name] = spec.value
-            params.append(Param(name, "constant", constant=spec.value))
-        elif isinstance(spec, ArraySpec):
-            v = Value(ArrayType(spec.dtype, spec.ndim, spec.readonly, spec.static_shape), hint=name)
-            body.args.append(v)
-            scope[name] = Array(v, name)
-            params.append(Param(name, "array", value=v))
-        else:
-            v = Value(TileType(spec.dtype, ()), hint=name)
-            body.args.append(v)
-            scope[name] = Tile(v)
-            params.append(Param(name, "scalar", value=v))
+        scope[name] = _bind_param(name, spec, body, params)
     return compile_body(fn, parsed, builder, body, scope, params, hints, captures)
+
+
+def _bind_param(name: str, spec: ArgSpec, body: Block, params: list[Param]) -> Any:
+    """The front-end value of one parameter (tuples and dataclasses element by element); each
+    runtime leaf becomes a block argument and a Param (named like ``t[0]`` or ``p.field``)."""
+    if isinstance(spec, ConstSpec):
+        params.append(Param(name, "constant", constant=spec.value))
+        return spec.value
+    if isinstance(spec, TupleSpec):
+        return tuple(_bind_param(f"{name}[{i}]", s, body, params) for i, s in enumerate(spec.items))
+    if isinstance(spec, DataclassSpec):
+        fields = [f.name for f in dataclasses.fields(spec.cls)]
+        values = {f: _bind_param(f"{name}.{f}", s, body, params) for f, s in zip(fields, spec.items)}
+        return DataclassValue(spec.cls, values)
+    if isinstance(spec, ArraySpec):
+        v = Value(ArrayType(spec.dtype, spec.ndim, spec.readonly, spec.static_shape, spec.static_strides,
+                            spec.index_int64), hint=name)
+        body.args.append(v)
+        params.append(Param(name, "array", value=v))
+        return Array(v, name)
+    v = Value(TileType(spec.dtype, ()), hint=name)
+    body.args.append(v)
+    params.append(Param(name, "scalar", value=v))
+    return Tile(v)
 
 
 def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dict[str, Any],

@@ -299,15 +299,31 @@ def _into_base(index: Tile, offset: Tile | None, size: Tile | None) -> Tile:
 
 # ----------------------------------------------------------------------------- public API
 
-def array_dim(array: Array, axis: int) -> Tile:
-    """The run-time size of ``axis`` (for a slice, the slice's own size)."""
-    if isinstance(array, ArraySlice) and array.sizes[axis] is not None:
-        return array.sizes[axis]
-    return Tile(emit("array_dim", [array.value], {"axis": axis}).result)
+def array_dim(array: Array, axis: int) -> Tile | int:
+    """The size of ``axis`` (for a slice, the slice's own size): a Python int where it is known
+    at compile time (``ct.ArrayAnnotation(static_shape_dims=...)``, a slice with constant
+    bounds), else a run-time int32 scalar (int64 for ``ct.IndexedWithInt64`` arrays)."""
+    if isinstance(array, ArraySlice):
+        if array.static_sizes[axis] is not None:
+            return array.static_sizes[axis]
+        if array.sizes[axis] is not None:
+            return _index_cast(array, array.sizes[axis])
+    static = array.type.static_shape
+    if static is not None and static[axis] is not None:
+        return int(static[axis])
+    return _index_cast(array, Tile(emit("array_dim", [array.value], {"axis": axis}).result))
 
 
-def array_stride(array: Array, axis: int) -> Tile:
-    return Tile(emit("array_stride", [array.value], {"axis": axis}).result)
+def array_stride(array: Array, axis: int) -> Tile | int:
+    """The element stride of ``axis`` (a Python int where known at compile time)."""
+    static = array.type.static_strides
+    if static is not None and static[axis] is not None:
+        return int(static[axis])
+    return _index_cast(array, Tile(emit("array_stride", [array.value], {"axis": axis}).result))
+
+
+def _index_cast(array: Array, t: Tile) -> Tile:
+    return cast(t, dt.int64) if array.type.index_int64 else t
 
 
 def slice_array(array: Array, axis, start, stop) -> ArraySlice:
@@ -332,7 +348,11 @@ def slice_array(array: Array, axis, start, stop) -> ArraySlice:
         base, offsets, sizes = array, [None] * array.ndim, [None] * array.ndim
     offsets[ax] = lo if offsets[ax] is None else add(offsets[ax], lo)
     sizes[ax] = hi - lo
-    return ArraySlice(base, tuple(offsets), tuple(sizes))
+    static = list(array.static_sizes) if isinstance(array, ArraySlice) else [None] * array.ndim
+    # constant bounds give a compile-time size, as in cuTile Python (accesses stay clamped)
+    static[ax] = max(int(stop) - int(start), 0) if is_const(start) and is_const(stop) and int(start) >= 0 \
+        else None
+    return ArraySlice(base, tuple(offsets), tuple(sizes), tuple(static))
 
 
 def _tile_count(array: Array, axis, steps: tuple[int, ...], perm: tuple[int, ...], fn: str) -> Tile:

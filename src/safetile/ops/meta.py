@@ -4,8 +4,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def static_eval(expr: Any) -> Any:
-    """Evaluate ``expr`` at compile time (tile shapes, dtypes and constants are visible)."""
+def static_eval(expr: Any, /) -> Any:
+    """Evaluate ``expr`` at compile time (tile shapes, dtypes and constants are visible).
+
+    The front end handles it like a keyword; reached from Python code already running at compile
+    time (inside another ``static_eval``/``static_assert``), it returns its argument."""
+    from ..ir.builder import active
+    if active():
+        return expr
     raise TypeError("static_eval can only be used inside tile code")
 
 

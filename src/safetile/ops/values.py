@@ -185,14 +185,16 @@ class ArraySlice(Array):
     that accepts an array accepts a slice without a new IR op.
     """
 
-    __slots__ = ("base", "offsets", "sizes")
+    __slots__ = ("base", "offsets", "sizes", "static_sizes")
 
-    def __init__(self, base: Array, offsets: tuple, sizes: tuple):
+    def __init__(self, base: Array, offsets: tuple, sizes: tuple, static_sizes: tuple | None = None):
         assert not isinstance(base, ArraySlice) and len(offsets) == len(sizes) == base.ndim
         super().__init__(base.value, base.name)
         self.base = base
         self.offsets = offsets
         self.sizes = sizes
+        # per axis the size known at compile time (constant slice bounds), else None
+        self.static_sizes = static_sizes if static_sizes is not None else (None,) * base.ndim
 
     def __repr__(self) -> str:
         return f"ArraySlice({self.type})"

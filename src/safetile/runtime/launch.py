@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..frontend.captures import current as captures_current
-from .args import SCALAR_TYPES, arg_specs, as_numpy, is_cuda, signature
+from ..frontend.kernel import runtime_leaves
+from .args import SCALAR_TYPES, arg_specs, as_numpy, flat_runtime_args, has_aggregates, is_cuda, signature
 from .backends import BACKENDS
 from .env import backend_override
 from .kernel import Kernel
@@ -76,7 +77,7 @@ def check_args(kernel: Any, args: Any) -> tuple:
 class Prepared:
     """What a launch with one argument signature needs: everything that depends only on it."""
 
-    __slots__ = ("kernel", "fn", "specs", "on_gpu", "_gpu")
+    __slots__ = ("kernel", "fn", "specs", "on_gpu", "_gpu", "flat")
 
     def __init__(self, kernel: Kernel, fn, specs: tuple, on_gpu: bool):
         self.kernel = kernel
@@ -84,20 +85,43 @@ class Prepared:
         self.specs = specs
         self.on_gpu = on_gpu
         self._gpu = None
+        # tuple and dataclass arguments: the backends see their leaves as separate arguments
+        self.flat = FlatKernel(kernel, specs) if has_aggregates(specs) else None
 
     def gpu(self):
         """The Triton backend's launcher for this specialisation: ``(stream, grid3, args) -> None``."""
         g = self._gpu
         if g is None:
-            g = self._gpu = BACKENDS.get("triton").specialization(self.kernel, self.fn, self.specs)
+            g = self._gpu = BACKENDS.get("triton").specialization(self.flat or self.kernel, self.fn, self.specs)
         return g
 
     def __call__(self, stream: Any, grid3: tuple, args: tuple):
-        """Run the launch; returns the GPU backend's compiled variant when one ran on CUDA."""
+        """Run the launch; returns the GPU backend's compiled variant when one ran on CUDA (and
+        the one-pass path may learn it: never for flattened aggregate arguments)."""
+        kernel = self.kernel
+        if self.flat is not None:
+            args, kernel = flat_runtime_args(self.specs, args), self.flat
         if self.on_gpu or backend_override() == "triton":  # forced: Triton interpreter tests
-            return (self._gpu or self.gpu())(stream, grid3, args)
-        run_cpu(self.fn, grid3, self.kernel, args)
+            ran = (self._gpu or self.gpu())(stream, grid3, args)
+            return ran if self.flat is None else None
+        run_cpu(self.fn, grid3, kernel, args)
         return None
+
+
+class FlatKernel:
+    """A kernel as the backends see it when tuple or dataclass arguments are passed leaf by leaf:
+    every argument runtime (``constant_params`` all False), the rest the kernel's own."""
+
+    def __init__(self, kernel: Kernel, specs: tuple):
+        self.kernel = kernel
+        self.__name__ = kernel.__name__
+        self.constant_params = [False] * sum(len(runtime_leaves(s)) for s in specs)
+        self.backend_cache = kernel.backend_cache
+        self.hints = kernel.hints
+        self.gpu_fast = None
+
+    def specialize(self, specs):
+        return self.kernel.specialize(specs)
 
 
 def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
@@ -148,7 +172,7 @@ def _learn(kernel: Kernel, variant, grid3, args) -> None:
 def prepare(kernel: Kernel, args: tuple) -> Prepared:
     """The fully checked part of a launch: specs (argument kinds, dtypes, constants) and compilation."""
     specs = arg_specs(kernel, args)
-    on_gpu = any(is_cuda(a) for a, c in zip(args, kernel.constant_params) if not c)
+    on_gpu = any(is_cuda(a) for a in flat_runtime_args(specs, args))
     fn = kernel.specialize(specs)
     return Prepared(kernel, fn, specs, on_gpu)
 
