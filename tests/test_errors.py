@@ -135,7 +135,7 @@ def not_pow2(x, y):
 
 def test_shape_not_power_of_two():
     err = compile_error(not_pow2, vec(), vec())
-    check(err, TileValueError, not_pow2, "powers of two", "(12,)")
+    check(err, TileTypeError, not_pow2, "powers of two", "(12,)")
 
 
 @ct.kernel
@@ -281,7 +281,7 @@ def zero_step(x, y, n):
 
 def test_range_step_must_be_positive():
     err = compile_error(zero_step, vec(), vec(), 4)
-    check(err, TileValueError, zero_step, "step", "positive")
+    check(err, TileTypeError, zero_step, "Step", "positive")
 
 
 @ct.kernel
@@ -447,7 +447,7 @@ def calls_bad_helper(x, y):
 
 def test_error_inside_helper_has_two_frames():
     err = compile_error(calls_bad_helper, vec(), vec())
-    check(err, TileValueError, normalize, "axis 2", "rank 1")
+    check(err, TileTypeError, normalize, "axis 2", "rank 1")
     assert len(err.locs) == 2
     outer, inner = err.locs
     assert outer.line == marked_line(calls_bad_helper, "# CALL") and outer.function == "calls_bad_helper"

@@ -497,7 +497,7 @@ def e_steps_store_shape(x):
 
 ERRORS = [
     (e_slice_axis_runtime, (), TileTypeError, "compile-time constant"),
-    (e_slice_axis_range, (), TileValueError, "axis -3 is out of range for an array of rank 2"),
+    (e_slice_axis_range, (), TileTypeError, "axis -3 is out of range for an array of rank 2"),
     (e_slice_start, (), TileTypeError, "Array.slice start must be an integer"),
     (e_slice_indexed, (), TileTypeError, "cannot be indexed directly"),
     (e_adv_count, (), TileTypeError, "one entry per array axis (2)"),
@@ -505,7 +505,7 @@ ERRORS = [
     (e_adv_two_sparse, (), TileTypeError, "(the sparse axis), got 2"),
     (e_adv_float_index, (), TileTypeError, "entry 0 must be a ct.Slice or a 1-d integer tile"),
     (e_adv_2d_index, (), TileTypeError, "entry 0 must be a ct.Slice or a 1-d integer tile"),
-    (e_slice_pow2, (), TileValueError, "Slice length must be a power of two, got 6"),
+    (e_slice_pow2, (), TileTypeError, "Slice length must be a power of two, got 6"),
     (e_slice_runtime_length, (3,), TileTypeError, "Slice length must be a compile-time constant"),
     (e_slice_float_start, (), TileTypeError, "Slice start must be an integer"),
     (e_adv_padding, (), TileTypeError, "padding mode NAN needs a float array"),

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import TileStaticEvalError, TileTypeError, TileUnsupportedFeatureError, TileValueError
+from ..errors import TileStaticEvalError, TileTypeError, TileUnsupportedFeatureError
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..ops import elementwise as ew
@@ -278,7 +278,7 @@ class ControlFlow:
                 raise self.error(TileTypeError, f"range() arguments must be integer scalars, got "
                                  f"{what(a)}", a_node)
         if is_const(step) and step <= 0:
-            raise self.error(TileValueError, f"range() step must be positive in tile code, got {step}",
+            raise self.error(TileTypeError, f"Step must be positive, got {step}",
                              call.args[2])
         if not isinstance(s.target, ast.Name):
             raise self.error(TileUnsupportedFeatureError, "the variable of a range loop must be a single name",

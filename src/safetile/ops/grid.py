@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..errors import TileTypeError, TileValueError
+from ..errors import TileTypeError
 from ..ir.builder import active, emit
 from ..ir.catalogue import declare
 from ..ir.types import TileType
@@ -19,7 +19,7 @@ declare("num_blocks", FAMILY, "the number of blocks along grid axis `axis` (int3
 def _axis(axis) -> int:
     a = static_int(axis, "grid axis")
     if a not in (0, 1, 2):
-        raise TileValueError(f"grid axis must be 0, 1 or 2, got {a}")
+        raise TileTypeError(f"grid axis must be 0, 1 or 2, got {a}")
     return a
 
 

@@ -86,7 +86,7 @@ def _array(t, what="first operand") -> ArrayType:
 def _dim_rule(types, attrs):
     arr = _array(types[0])
     if not 0 <= attrs["axis"] < arr.ndim:
-        raise TileValueError(f"axis {attrs['axis']} is out of range for an array of rank {arr.ndim}")
+        raise TileTypeError(f"axis {attrs['axis']} is out of range for an array of rank {arr.ndim}")
     return [TileType(dt.int32, ())]
 
 
@@ -210,7 +210,7 @@ def _order(order, ndim) -> tuple[int, ...]:
         return tuple(reversed(range(ndim)))
     if isinstance(order, tuple) and sorted(static_int(a, "order axis") for a in order) == list(range(ndim)):
         return tuple(int(a) for a in order)
-    raise TileValueError(f"order must be 'C', 'F' or a permutation of {tuple(range(ndim))}, got {order!r}")
+    raise TileTypeError(f"order must be 'C', 'F' or a permutation of {tuple(range(ndim))}, got {order!r}")
 
 
 def _padding(mode, dtype: dt.DType) -> PaddingMode:
@@ -337,7 +337,7 @@ def slice_array(array: Array, axis, start, stop) -> ArraySlice:
     array = _check_array(array, "Array.slice")
     ax = static_int(axis, "Array.slice axis")
     if not -array.ndim <= ax < array.ndim:
-        raise TileValueError(f"Array.slice: axis {ax} is out of range for an array of rank {array.ndim}")
+        raise TileTypeError(f"Array.slice: axis {ax} is out of range for an array of rank {array.ndim}")
     ax %= array.ndim
     n = array_dim(array, ax)
     lo = minimum(maximum(_int_scalar(start, "Array.slice start"), 0), n)
@@ -359,7 +359,7 @@ def _tile_count(array: Array, axis, steps: tuple[int, ...], perm: tuple[int, ...
     """Tile origins ``i * step`` inside the array along tile axis ``axis``: cdiv(size, step)."""
     ax = static_int(axis, "axis")
     if not 0 <= ax < array.ndim:
-        raise TileValueError(f"{fn}: axis {ax} out of range for rank {array.ndim}")
+        raise TileTypeError(f"{fn}: axis {ax} out of range for rank {array.ndim}")
     return cdiv(array_dim(array, perm[ax]), steps[ax])
 
 
@@ -681,7 +681,7 @@ class Slice:
         self.start = _int_scalar(start, "Slice start")
         self.length = static_int(length, "Slice length")
         if not dt.is_pow2(self.length):
-            raise TileValueError(f"Slice length must be a power of two, got {self.length}")
+            raise TileTypeError(f"Slice length must be a power of two, got {self.length}")
 
     def __repr__(self) -> str:
         return f"Slice({self.start!r}, {self.length})"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as dt
-from ..errors import TileTypeError, TileValueError
+from ..errors import TileTypeError
 from ..ir.builder import current, emit
 from ..ir.catalogue import declare
 from ..ir.core import Block, Value
@@ -90,7 +90,7 @@ def _axes(axis, ndim) -> tuple[int, ...]:
     if isinstance(axis, (tuple, list)):
         axes = tuple(sorted({normalize_axis(a, ndim) for a in axis}))
         if len(axes) != len(axis):
-            raise TileValueError(f"repeated axis in {tuple(axis)}")
+            raise TileTypeError(f"repeated axis in {tuple(axis)}")
         return axes
     return (normalize_axis(axis, ndim),)
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..errors import TileTypeError, TileValueError
+from ..errors import TileTypeError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import TileType
@@ -21,7 +21,7 @@ def _reshape_rule(types, attrs):
 def _permute_rule(types, attrs):
     src, axes = types[0], attrs["axes"]
     if sorted(axes) != list(range(src.ndim)):
-        raise TileValueError(f"axes {axes} are not a permutation of {tuple(range(src.ndim))}")
+        raise TileTypeError(f"axes {axes} are not a permutation of {tuple(range(src.ndim))}")
     return [TileType(src.dtype, tuple(src.shape[a] for a in axes))]
 
 
@@ -141,7 +141,7 @@ def permute(x, axes) -> Tile:
         raise TileTypeError(f"permute: axes must be a tuple, got {describe(axes)}")
     ax = tuple(normalize_axis(a, x.ndim) for a in axes)
     if len(ax) != x.ndim:
-        raise TileValueError(f"permute: need {x.ndim} axes for a tile of rank {x.ndim}, got {len(ax)}")
+        raise TileTypeError(f"permute: need {x.ndim} axes for a tile of rank {x.ndim}, got {len(ax)}")
     if ax == tuple(range(x.ndim)):
         return x
     return Tile(emit("permute", [x.value], {"axes": ax}).result)
@@ -152,10 +152,10 @@ def transpose(x, axis0=None, axis1=None) -> Tile:
     x = _tile(x, "transpose")
     if axis0 is None and axis1 is None:
         if x.ndim != 2:
-            raise TileValueError(f"transpose of a rank-{x.ndim} tile needs axis0 and axis1")
+            raise TileTypeError(f"transpose of a rank-{x.ndim} tile needs axis0 and axis1")
         a, b = 0, 1
     elif axis0 is None or axis1 is None:
-        raise TileValueError("transpose needs both axis0 and axis1, or neither")
+        raise TileTypeError("transpose needs both axis0 and axis1, or neither")
     else:
         a, b = normalize_axis(axis0, x.ndim), normalize_axis(axis1, x.ndim)
     axes = list(range(x.ndim))
@@ -180,7 +180,7 @@ def expand_dims(x, axis) -> Tile:
     x = _tile(x, "expand_dims")
     a = static_int(axis, "axis")
     if not -x.ndim - 1 <= a <= x.ndim:
-        raise TileValueError(f"expand_dims: axis {a} out of range for rank {x.ndim}")
+        raise TileTypeError(f"expand_dims: axis {a} out of range for rank {x.ndim}")
     a %= x.ndim + 1
     return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
 
@@ -231,7 +231,7 @@ def _block_index(index, ndim, fn, counts):
         if is_const(i):
             k = static_int(i, f"{fn} index")
             if not 0 <= k < n:
-                raise TileValueError(f"{fn}: block index {k} along axis {axis} is out of range: the tile "
+                raise TileTypeError(f"{fn}: block index {k} along axis {axis} is out of range: the tile "
                                      f"holds {n} block(s) there")
             out.append(as_tile(k, dt.int32))
         elif isinstance(i, Tile) and i.shape == () and i.dtype.is_int:

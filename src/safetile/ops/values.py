@@ -261,7 +261,7 @@ def static_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
     dims = tuple(static_int(n, f"{what} dimension") for n in shape)
     for n in dims:
         if not dt.is_pow2(n):
-            raise TileValueError(f"tile dimensions must be powers of two, got {what} {dims}")
+            raise TileTypeError(f"tile dimensions must be powers of two, got {what} {dims}")
     return dims
 
 
@@ -275,5 +275,5 @@ def static_dtype(x: Any, what: str = "dtype") -> dt.DType:
 def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
     a = static_int(axis, what)
     if not -ndim <= a < max(ndim, 1) or ndim == 0:
-        raise TileValueError(f"{what} {a} is out of range for a tile of rank {ndim}")
+        raise TileTypeError(f"{what} {a} is out of range for a tile of rank {ndim}")
     return a % ndim
