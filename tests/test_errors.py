@@ -565,8 +565,40 @@ def test_calling_a_kernel_directly():
 
 
 def test_wrong_argument_count():
-    with pytest.raises(TypeError, match=r"takes 3 argument\(s\) \(x, y, T\), got 2"):
+    """Unchecked launches raise the safe style's classes (which still subclass the builtins)."""
+    with pytest.raises(ct.LaunchTypeError, match=r"takes 3 argument\(s\) \(x, y, T\), got 2") as info:
         ct.launch(None, (1,), copy, (vec(), vec()))
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ct.LaunchError)
+
+
+def test_wrong_argument_kind():
+    y = vec()
+    y_before = y.copy()
+    with pytest.raises(ct.LaunchTypeError, match=r"argument 'x': expected an array, a number or a Constant, got str"):
+        ct.launch(None, (1,), copy, ("x", y, 16))
+    with pytest.raises(ct.LaunchTypeError, match="expects a @ct.kernel"):
+        ct.launch(None, (1,), copy.fn, (vec(), y, 16))
+    assert np.array_equal(y, y_before)
+
+
+@pytest.mark.parametrize("stream", ["cuda", 1.5, (1,), object()])
+def test_a_stream_that_is_not_a_stream_is_refused_on_the_cpu(stream):
+    x, y = vec(), vec()
+    y_before = y.copy()
+    for _ in range(2):  # the first launch (checked path) and a repeated one (dispatch cache)
+        with pytest.raises(ct.LaunchTypeError, match="must be None or a stream"):
+            ct.launch(stream, (4,), copy, (x, y, 16))
+        assert np.array_equal(y, y_before)
+    ct.launch(None, (4,), copy, (x, y, 16))
+    assert np.array_equal(y, x)
+
+
+def test_streams_are_accepted_on_the_cpu():
+    x = vec()
+    for stream in (0, ct.Stream("cpu")):
+        y = np.full_like(x, np.nan)
+        ct.launch(stream, (4,), copy, (x, y, 16))
+        assert np.array_equal(y, x)
 
 
 @pytest.mark.parametrize("grid,words", [
@@ -576,13 +608,14 @@ def test_wrong_argument_count():
 def test_bad_grid(grid, words):
     x, y = vec(), vec()
     y_before = y.copy()
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(ct.GridError, match=words) as info:
         ct.launch(None, grid, copy, (x, y, 16))
+    assert isinstance(info.value, ValueError)
     assert np.array_equal(y, y_before)
 
 
 def test_constant_parameter_type_is_checked():
-    with pytest.raises(TypeError, match=r"'T' is a ct.Constant\[int\]"):
+    with pytest.raises(ct.LaunchTypeError, match=r"'T' is a ct.Constant\[int\]"):
         ct.launch(None, (1,), copy, (vec(), vec(), 16.0))
 
 

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import TileRuntimeError
+from ...errors import LaunchTypeError, TileRuntimeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
@@ -123,9 +123,11 @@ def stream_handle(stream: Any, device: int) -> int:
         h = getattr(stream, "ptr", None)  # CuPy
     if h is None and hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol
         h = stream.__cuda_stream__()[1]
+    if h is None and getattr(stream, "torch_stream", None) is not None:  # a CUDA ct.Stream
+        h = stream.torch_stream.cuda_stream
     if h is None:
-        raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
-                        "stream, an int handle, or None)")
+        raise LaunchTypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
+                              "stream, a ct.Stream, an int handle, or None)")
     return int(h)
 
 
