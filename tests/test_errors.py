@@ -182,8 +182,41 @@ def runtime_shape(x, y, n):
 
 
 def test_non_constant_shape_argument():
+    """The message names the parameter and the annotation that fixes it."""
     err = compile_error(runtime_shape, vec(), vec(), 16)
-    check(err, TileTypeError, runtime_shape, "compile-time constant", "tile<int32>")
+    check(err, TileTypeError, runtime_shape, "compile-time constant", "tile<int32>",
+          "parameter 'n'", "annotate it as `n: ct.Constant[int]`")
+
+
+@ct.kernel
+def derived_runtime_shape(x, y, n, scale):
+    k = n * 2 + 1
+    t = ct.load(x, index=(0,), shape=(k - 1,))  # ERR
+    ct.store(y, index=(0,), tile=t * scale)
+
+
+@ct.kernel
+def loaded_runtime_shape(x, y):
+    n = ct.load(x, index=(0,), shape=(1,)).astype(ct.int32).item()
+    t = ct.load(x, index=(0,), shape=(n,))  # ERR
+    ct.store(y, index=(0,), tile=t)
+
+
+@ct.entry
+def entry_runtime_shape(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], n: int):
+    z.store(ct.reshape(ct.load(x, index=(0,), shape=(n,)), (8,)))  # ERR
+
+
+def test_non_constant_shape_names_the_parameter_it_comes_from():
+    err = compile_error(derived_runtime_shape, vec(), vec(), 16, 2.0)
+    check(err, TileTypeError, derived_runtime_shape, "parameter 'n'", "`n: ct.Constant[int]`")
+    assert "scale" not in err.message
+    err = compile_error(loaded_runtime_shape, vec(), vec())  # no parameter to blame: no advice
+    check(err, TileTypeError, loaded_runtime_shape, "compile-time constant")
+    assert "ct.Constant" not in err.message
+    with pytest.raises(TileTypeError) as info:
+        entry_runtime_shape(ct.zeros(16).sync().partition(8), ct.zeros(16).sync(), 8)
+    check(info.value, TileTypeError, entry_runtime_shape, "parameter 'n'", "`n: ct.Constant[int]`")
 
 
 @ct.kernel

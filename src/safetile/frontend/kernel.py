@@ -292,6 +292,7 @@ def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dic
         raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
     compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True,
                                 captures=captures)
+    builder.scalar_params = {p.value.id: p.name for p in params if p.kind == "scalar" and p.value is not None}
     try:
         with building(builder), builder.inside(body):
             compiler.run_body(parsed.node.body)
