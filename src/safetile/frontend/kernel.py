@@ -25,7 +25,7 @@ from ..ops.values import Array, Tile
 from .captures import CaptureSet, Captures, closure_scope
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
-from .source import parse_function
+from .source import parse_function, require_source
 
 
 class _ConstantMeta(type):
@@ -115,6 +115,7 @@ class TileFunction:
             fn = fn.fn
         if not inspect.isfunction(fn):
             raise TypeError(f"@ct.function must decorate a function, got {fn!r}")
+        require_source(fn)
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__

@@ -18,7 +18,7 @@ from .. import dtypes as dt
 from ..frontend.captures import Captures, closure_scope
 from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
                                validate_hints)
-from ..frontend.source import parse_function
+from ..frontend.source import parse_function, require_source
 from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
@@ -226,6 +226,7 @@ def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = Fal
     ``@ct.kernel`` (cuTile Python style, launched with ``ct.launch``) with no ownership checks.
     """
     def make(f: Callable):
+        require_source(f)
         if unchecked:
             if preconditions:
                 raise TypeError("preconditions belong to safe entry kernels, not unchecked ones")
