@@ -79,6 +79,19 @@ def test_entry_op_eager_owns_its_outputs_and_leaves_inputs_untouched():
     assert z1.dtype == torch.float32 and z1.shape == (1000,)
 
 
+def test_outputs_are_torchs_after_the_call():
+    """The op's partitions end with the call: safetile holds nothing on the outputs' memory, so
+    they can be inputs again, or be partitioned by a safe launch of the user's."""
+    x, y = rand(512, seed=26), rand(512, seed=27)
+    z = ADD(x, y)
+    z2 = ADD(z, z)
+    torch.testing.assert_close(z2, 2 * (x + y), rtol=0, atol=0)
+    part = ct.from_dlpack(z).partition(128)
+    part, _, _ = add(part, ct.from_dlpack(x), ct.from_dlpack(y)).sync()
+    part.unpartition()
+    torch.testing.assert_close(z, x + y, rtol=0, atol=0)
+
+
 def test_inputs_may_alias_each_other():
     x = rand(300, seed=3)
     torch.testing.assert_close(ADD(x, x), 2 * x, rtol=0, atol=0)

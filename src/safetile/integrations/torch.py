@@ -262,20 +262,31 @@ class _TorchOp:
         outs = self._allocate(values)
         by_name = {o.name: (o, t) for o, t in zip(self.outputs, outs)}
         if self.entry:
-            launch_args = []
+            launch_args, parts = [], []
             for n in self.names:
                 if n in by_name:
                     o, t = by_name[n]
                     p = Tensor(t).partition(o.partition)
-                    launch_args.append(p.map(o.blocks(values)) if o.blocks is not None else p)
+                    parts.append(p.map(o.blocks(values)) if o.blocks is not None else p)
+                    launch_args.append(parts[-1])
                 else:
                     launch_args.append(values[n])
-            run_plan(prepare(self.kernel, tuple(launch_args)), None)  # torch's current stream
+            try:
+                _launch_entry(self.kernel, tuple(launch_args))
+            finally:
+                for p in parts:  # the partitions end with the call; torch owns the outputs
+                    p.unpartition()
         else:
             values.update((o.name, t) for o, t in zip(self.outputs, outs))
             grid = self.grid(values) if callable(self.grid) else self.grid
             launch(None, grid, self.kernel, tuple(values[n] for n in self.names))
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _launch_entry(kernel: EntryKernel, args: tuple) -> None:
+    """A fully checked safe launch, enqueued on torch's current stream (no sync: graph capture
+    and torch's stream order need none)."""
+    run_plan(prepare(kernel, args), None)
 
 
 def _check_ref(kname: str, name: str, decl: TensorParam, t: Any) -> None:
