@@ -14,6 +14,7 @@ from .. import dtypes as dt
 from ..errors import TileTypeError, TileUnsupportedFeatureError
 from ..ops import debug, elementwise as ew
 from ..ops.values import Array, Tile, describe, is_const
+from .common import attribute_refusal
 
 
 def _print(c, args, kwargs):
@@ -125,8 +126,13 @@ def _reversed(c, args, kwargs):
 
 
 def _introspect(py_fn: Callable):
-    """``isinstance``/``getattr``/``hasattr`` work on any front-end value, tiles included."""
+    """``isinstance``/``getattr``/``hasattr`` work on any front-end value, tiles included;
+    ``getattr``/``hasattr`` read what attribute syntax may read (``common.attribute_refusal``)."""
     def handler(c, args, kwargs):
+        if py_fn is not builtins.isinstance and len(args) >= 2 and isinstance(args[1], str):
+            refusal = attribute_refusal(args[0], args[1])
+            if refusal is not None:
+                raise TileTypeError(refusal)
         return py_fn(*args, **kwargs)
     return handler
 

@@ -184,10 +184,39 @@ def same_static(a: Any, b: Any) -> bool:
 
 
 def is_static(v: Any) -> bool:
-    """A compile-time value that may be handed to ordinary Python code."""
+    """A compile-time value that may be handed to ordinary Python code (device objects with a
+    ``__tile_surface__`` never are: tile code reaches them only through that surface)."""
     if isinstance(v, tuple):
         return all(is_static(x) for x in v)
-    return not isinstance(v, (Tile, Array, LocalFunction, Undefined))
+    return not isinstance(v, (Tile, Array, LocalFunction, Undefined)) and not hasattr(type(v), SURFACE)
+
+
+SURFACE = "__tile_surface__"  # a class attribute: the attribute names tile code may read
+
+
+def attribute_refusal(base: Any, name: str) -> str | None:
+    """Why tile code may not read ``base.<name>`` (None: it may). Private names are never
+    readable; a device object (``safe/device.py``) shows only its declared surface."""
+    if name.startswith("_"):
+        return f"{name!r} is private: tile code reads only public attributes"
+    surface = getattr(type(base), SURFACE, None)
+    if surface is not None and name not in surface:
+        return f"{what(base)} has no attribute {name!r} in tile code (it has: {', '.join(sorted(surface))})"
+    return None
+
+
+def static_facts(v: Any) -> Any:
+    """What ``ct.static_eval`` sees of a value: a device object only as its static facts."""
+    surface = getattr(type(v), SURFACE, None)
+    if surface is None:
+        return v
+    import types as _types
+    facts = {}
+    for name in surface:
+        x = getattr(v, name, None)
+        if not callable(x) and is_static(x):
+            facts[name] = x
+    return _types.SimpleNamespace(**facts)
 
 
 BUILTIN_MARK = "__safetile_builtin__"

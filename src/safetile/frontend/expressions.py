@@ -13,7 +13,7 @@ from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, T
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
 from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, LocalFunction, Undefined,
-                     is_library_function, is_safetile_callable, is_static, is_value, same_static, what)
+                     attribute_refusal, is_library_function, is_safetile_callable, is_static, is_value, same_static, static_facts, what)
 from .source import parse_function
 
 
@@ -120,6 +120,9 @@ class Expressions:
         if node.attr.startswith("__"):
             raise self.error(TileUnsupportedFeatureError, f"access to {node.attr} is not supported in tile code",
                              node)
+        refusal = attribute_refusal(base, node.attr)
+        if refusal is not None:
+            raise self.error(TileTypeError, refusal, node)
         try:
             return getattr(base, node.attr)
         except AttributeError:
@@ -438,7 +441,8 @@ class Expressions:
 
     def _static_namespace(self) -> dict[str, Any]:
         ns = dict(self.globals)
-        ns.update({k: v for k, v in self.env.items() if not k.startswith("$") and not isinstance(v, Undefined)})
+        ns.update({k: static_facts(v) for k, v in self.env.items() if not k.startswith("$")
+                   and not isinstance(v, Undefined)})
         return ns
 
     def _static_eval_node(self, node: ast.expr) -> Any:

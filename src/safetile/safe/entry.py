@@ -25,6 +25,7 @@ from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
 from .types import ConstParam, TensorParam, parse_annotation
+from .verify import verify_entry
 
 
 _LaunchOp = None  # safe.launch.LaunchOp, bound on the first launch (circular import)
@@ -173,6 +174,7 @@ class EntryKernel:
                 c = cache.get(cache_key)
                 if c is None:
                     fn = compile_entry(self.fn, self.param_names, keys, generics, self.hints)
+                    verify_entry(fn, keys)  # what runs keeps the ownership rules, whatever the Python did
                     shim = Kernel(self.fn, self.hints)
                     c = cache[cache_key] = Compiled(fn, shim, tuple(k.spec() for k in keys))
         return c
