@@ -39,7 +39,7 @@ from ..errors import LaunchTypeError
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
 from ..safe.entry import EntryKernel
-from ..safe.launch import prepare, run_plan
+from ..safe.launch import prepare, run_plan, runtime_args
 from ..safe.tensor import Tensor, torch_dtype
 from ..safe.types import ConstParam, ScalarParam, TensorParam
 
@@ -286,7 +286,7 @@ class _TorchOp:
 def _launch_entry(kernel: EntryKernel, args: tuple) -> None:
     """A fully checked safe launch, enqueued on torch's current stream (no sync: graph capture
     and torch's stream order need none)."""
-    run_plan(prepare(kernel, args), None)
+    run_plan(prepare(kernel, args), runtime_args(args))
 
 
 def _check_ref(kname: str, name: str, decl: TensorParam, t: Any) -> None:

@@ -53,3 +53,12 @@ class RaceError(RuntimeError):
     def __init__(self, report):
         self.report = report
         super().__init__(report.describe())
+
+
+class LaunchDroppedWarning(RuntimeWarning):
+    """A launch was dropped (or cancelled by leaving a borrow) without being run; its arguments were
+    given back."""
+
+
+class TensorError(ValueError):
+    """A host tensor operation was refused (a view, a reshape, a shape argument)."""
