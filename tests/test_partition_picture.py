@@ -6,7 +6,6 @@ from __future__ import annotations
 import builtins
 import re
 
-import numpy as np
 import pytest
 
 import safetile as ct

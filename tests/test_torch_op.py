@@ -208,6 +208,12 @@ def test_unchecked_registration_errors():
         torch_op(unique("bad"), axpy, outputs={"c": Out("a")}, grid=(1,))
     with pytest.raises(TypeError, match="partition= and blocks= belong to entry kernels"):
         torch_op(unique("bad"), axpy, outputs={"c": Out("a", partition=(64,))}, constants={"TILE": 64}, grid=(1,))
+    with pytest.raises(TypeError, match="scalars= names 'zeta'"):
+        torch_op(unique("bad"), axpy, outputs={"c": Out("a")}, constants={"TILE": 64}, grid=(1,),
+                 scalars={"zeta": float})
+    op = torch_op(unique("axpy_scalars"), axpy, outputs={"c": Out("a")}, constants={"TILE": 64},
+                  grid=lambda a, TILE: (ct.cdiv(a.shape[0], TILE),), scalars={"alpha": int})
+    assert "int alpha" in str(op._opoverload._schema)
     with pytest.raises(TypeError, match="expects an @ct.entry or @ct.kernel"):
         torch_op(unique("bad"), lambda x: x, outputs={})
     with pytest.raises(ValueError, match="namespace::name"):

@@ -112,7 +112,6 @@ def test_cuda_graph_capture_and_replay():
 
 
 def test_torch_compile_reduce_overhead_uses_cuda_graphs():
-    x, y, a, b = _inputs(6)
     compiled = torch.compile(model, fullgraph=True, mode="reduce-overhead")
     for seed in (7, 8, 9):
         nx, ny, na, nb = _inputs(seed)

@@ -134,6 +134,9 @@ class _TorchOp:
         for out in outputs:
             if out not in names or out in consts:
                 raise TypeError(f"{where}: output {out!r} is not an array parameter of {kernel.__name__!r}")
+        for n in scalars:
+            if self.entry or n not in names or n in consts or n in outputs:
+                raise TypeError(f"{where}: scalars= names {n!r}, not an input parameter of an unchecked kernel")
         self.inputs: list[tuple[str, str]] = []  # (name, schema type)
         for n, d in zip(names, decls):
             if n in consts or n in outputs:
@@ -142,7 +145,7 @@ class _TorchOp:
                 continue
             if self.entry and isinstance(d, TensorParam) and d.mutable:
                 raise TypeError(f"{where}: {n!r} is mutable ({d!r}): declare it in outputs= (the op allocates it)")
-            self.inputs.append((n, self._schema_type(n, d, scalars.get(n))))
+            self.inputs.append((n, self._schema_type(d, scalars.get(n))))
         self.tensor_inputs = [n for n, t in self.inputs if t == "Tensor"]
         if not self.tensor_inputs:
             raise TypeError(f"{where}: needs at least one tensor input (its device places the outputs)")
@@ -154,7 +157,7 @@ class _TorchOp:
         self.op = torch.library.custom_op(name, self._run, mutates_args=(), schema=f"({ins}) -> {rets}")
         self.op.register_fake(self._fake)
 
-    def _schema_type(self, name: str, decl: Any, declared: type | None) -> str:
+    def _schema_type(self, decl: Any, declared: type | None) -> str:
         if self.entry:
             if isinstance(decl, ScalarParam):
                 return _scalar_schema(decl.dtype)

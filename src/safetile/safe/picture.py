@@ -10,6 +10,7 @@ its second sub-tensor (counting from 0).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
 from dataclasses import dataclass
@@ -233,7 +234,7 @@ def _draw(ax, lay: Layout, z: int | None) -> None:
             centre = [((xs[i[-1] if k == 1 else i[1]] + xs[(i[-1] if k == 1 else i[1]) + 1]) / 2,
                        0.5 if k == 1 else (ys[i[0]] + ys[i[0] + 1]) / 2) for i in pts]
             shade = tuple(0.55 * v for v in colors(b % palette.N)[:3])
-            for a, e in zip(centre, centre[1:]):
+            for a, e in itertools.pairwise(centre):
                 ax.annotate("", xy=e, xytext=a, arrowprops={"arrowstyle": "->", "color": shade, "lw": 1.1,
                                                             "shrinkA": 9, "shrinkB": 9})
     ax.set_xlim(0, max(full_w, cols_n))

@@ -573,15 +573,19 @@ def kernel_source(kernel, args, target: int | None = None) -> str:
     specs = arg_specs(kernel, args)
     fn = kernel.specialize(specs)
     spec = specialization(kernel, fn, specs)
+    return function_source(fn, [args[i] for i, kind, _ in spec.slots if kind == "array"], target)
+
+
+def function_source(fn: Function, arrays: list, target: int | None = None) -> str:
+    """The generated Triton source for the compiled ``fn`` launched with ``arrays`` (its array
+    arguments in parameter order: their alignment and strides are specialisation facts)."""
     parts = []
-    for i, kind, _ in spec.slots:
-        if kind == "array":
-            a = args[i]
-            if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
-                ptr = a.__array_interface__["data"][0]
-                parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
-            else:
-                parts.append(array_parts(a)[:3])
+    for a in arrays:
+        if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
+            ptr = a.__array_interface__["data"][0]
+            parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
+        else:
+            parts.append(array_parts(a)[:3])
     if target is None:
         target = 0
         if not interpreting():
