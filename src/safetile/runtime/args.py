@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import LaunchTypeError
 from ..frontend.annotations import ANY, ArrayAnnotation, Kind, param_kind
 from ..frontend.kernel import ArgSpec, ArraySpec, ConstSpec, DataclassSpec, ScalarSpec, TileKernel, TupleSpec
 
@@ -108,18 +109,18 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         return ConstSpec.of(_freeze(a))
     if isinstance(a, SCALAR_TYPES):
         if kind.kind in ("array", "tuple", "list"):
-            raise TypeError(f"argument {name!r}: expected {'an array' if kind.kind == 'array' else 'a tuple'}, "
+            raise LaunchTypeError(f"argument {name!r}: expected {'an array' if kind.kind == 'array' else 'a tuple'}, "
                             f"got {type(a).__name__}")
         d = scalar_spec(a)
         if kind.scalar is not None and d.is_int:  # ct.ScalarInt64
             d = kind.scalar.dtype
             if isinstance(a, (int, np.integer)) and not np.iinfo(d.np_dtype).min <= int(a) <= np.iinfo(d.np_dtype).max:
-                raise TypeError(f"argument {name!r}: {a} does not fit {d.name}")
+                raise LaunchTypeError(f"argument {name!r}: {a} does not fit {d.name}")
         return ScalarSpec(d)
     if isinstance(a, (tuple, list)) and kind.kind in ("any", "tuple", "list"):
         items = kind.items if kind.items is not None and len(kind.items) == len(a) else (ANY,) * len(a)
         if kind.items is not None and len(kind.items) != len(a):
-            raise TypeError(f"argument {name!r}: the annotation has {len(kind.items)} elements, got {len(a)}")
+            raise LaunchTypeError(f"argument {name!r}: the annotation has {len(kind.items)} elements, got {len(a)}")
         elem = Kind("array", array=kind.array) if kind.kind == "list" and kind.array is not None else None
         return TupleSpec(tuple(_spec(f"{name}[{i}]", elem or k, x) for i, (k, x) in enumerate(zip(items, a))))
     if dataclasses.is_dataclass(a) and not isinstance(a, type) and kind.kind == "any":
@@ -130,12 +131,12 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         try:
             d = array_dtype(a)
         except TypeError as e:
-            raise TypeError(f"argument {name!r}: {e}") from None
+            raise LaunchTypeError(f"argument {name!r}: {e}") from None
         # a read-only NumPy array compiles as a read-only parameter: storing to it is a
         # compile-time error at the store, not a NumPy error halfway through the launch
         readonly = isinstance(a, np.ndarray) and not a.flags.writeable
         return _array_spec(name, a, d, readonly, kind.array)
-    raise TypeError(f"argument {name!r}: expected an array, a number, a tuple or a Constant, got {type(a).__name__}")
+    raise LaunchTypeError(f"argument {name!r}: expected an array, a number, a tuple or a Constant, got {type(a).__name__}")
 
 
 def _array_spec(name: str, a: Any, d: dt.DType, readonly: bool, ann: ArrayAnnotation | None) -> ArraySpec:
@@ -148,7 +149,7 @@ def _array_spec(name: str, a: Any, d: dt.DType, readonly: bool, ann: ArrayAnnota
         out = [None] * ndim
         for i in listed:
             if not -ndim <= i < ndim:
-                raise TypeError(f"argument {name!r}: {what} dimension {i} is out of range for an array of rank {ndim}")
+                raise LaunchTypeError(f"argument {name!r}: {what} dimension {i} is out of range for an array of rank {ndim}")
             out[i % ndim] = int(values[i % ndim])
         return tuple(out) if listed else None
 
@@ -217,8 +218,8 @@ def _check_constant(p, ann: Any, value: Any) -> None:
     else:
         ok = isinstance(value, expected)
     if not ok:
-        raise TypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
-                        f"{type(value).__name__} {value!r}")
+        raise LaunchTypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
+                              f"{type(value).__name__} {value!r}")
 
 
 # ----------------------------------------------------------------------------- dispatch signature
@@ -310,5 +311,5 @@ def _freeze(v: Any) -> Any:
     try:
         hash(v)
     except TypeError:
-        raise TypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
+        raise LaunchTypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
     return v
