@@ -151,7 +151,7 @@ def test_check_compiles_every_kernel_of_a_file(kernels, tmp_path, capsys):
     assert f"{kernels}: add(f32[64]/64, f32[64], f32[64]): ok" in lines
     assert f"{kernels}: walk(f32[100,96]/(32,32)@5, f32[100,96], f32(0.5)): ok" in lines
     i = lines.index(f"{kernels}: broken(f32[16], f32[16]): error")
-    assert lines[i + 1] == "TileValueError: tile dimensions must be powers of two, got shape (3,)"
+    assert lines[i + 1] == "TileTypeError: tile dimensions must be powers of two, got shape (3,)"
     assert lines[i + 2] == f'  File "{kernels}", line {BROKEN_LINE}, column 34, in broken'
     assert lines[-1] == f"{kernels}: 4 compiled, 1 error"
     assert "not_a_kernel" not in out

@@ -607,7 +607,7 @@ def test_wrong_argument_count():
 def test_wrong_argument_kind():
     y = vec()
     y_before = y.copy()
-    with pytest.raises(ct.LaunchTypeError, match=r"argument 'x': expected an array, a number or a Constant, got str"):
+    with pytest.raises(ct.LaunchTypeError, match=r"argument 'x': expected an array, a number, a tuple or a Constant, got str"):
         ct.launch(None, (1,), copy, ("x", y, 16))
     with pytest.raises(ct.LaunchTypeError, match="expects a @ct.kernel"):
         ct.launch(None, (1,), copy.fn, (vec(), y, 16))

@@ -106,7 +106,7 @@ def test_sources_registered_in_linecache_compile():
         y = np.full_like(x, np.nan)
         ct.launch(None, (2,), ns["double"], (x, y, 4))
         assert np.array_equal(y, x * 2)
-        with pytest.raises(ct.TileValueError) as info:
+        with pytest.raises(ct.TileTypeError) as info:
             ct.launch(None, (1,), ns["odd_tile"], (x, y))
         assert info.value.filename == name and info.value.line == ODD_LINE
         assert "shape=(3,)" in str(info.value).splitlines()[2]
