@@ -433,10 +433,15 @@ def store_to_attribute(x, y):
     t.dtype = ct.float16  # ERR
 
 
+def test_item_assignment_is_a_type_error():
+    err = compile_error(store_to_subscript, vec(), vec())
+    check(err, TileTypeError, store_to_subscript, "immutable")
+
+
 @pytest.mark.parametrize("kernel,words", [
     (uses_try, ["'try'"]), (uses_with, ["'with'"]), (uses_raise, ["'raise'"]), (uses_import, ["import"]),
     (uses_global, ["'global'"]), (uses_del, ["'del'"]), (uses_class, ["class"]), (uses_yield, ["yield"]),
-    (uses_lambda_nonlocal, ["'nonlocal'"]), (store_to_subscript, ["immutable"]),
+    (uses_lambda_nonlocal, ["'nonlocal'"]), 
     (store_to_attribute, ["'dtype'"]), (uses_async_def, ["async"]), (uses_match, ["'match'"]),
     (async_kernel, ["async"]), (runtime_generator, ["comprehension", "tile<4xfloat32>"]),
 ], ids=lambda v: getattr(v, "__name__", ""))

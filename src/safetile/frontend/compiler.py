@@ -129,8 +129,8 @@ class FunctionCompiler(ControlFlow, Expressions):
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
-            raise self.error(TileUnsupportedFeatureError,
-                             "cannot assign to an element: tiles and arrays are immutable in tile code; "
+            raise self.error(TileTypeError,
+                             "Tiles are immutable: item assignment is not supported (nor on arrays) in tile code; "
                              "write to arrays with ct.store/ct.scatter and build new tiles with ct.where "
                              "or ct.insert", target)
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \

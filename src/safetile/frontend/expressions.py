@@ -145,6 +145,8 @@ class Expressions:
                 return self.inline(member.fget, [base], {}, node)
             self.captures.attribute(base.cls, attr, member)
             return member
+        if base is object and attr == "__setattr__":  # frozen dataclasses' __post_init__ sets fields with it
+            return object.__setattr__
         refused = check_kernel_attribute(base, attr)
         if refused is not None:
             cls = TileUnsupportedFeatureError if attr.startswith("__") else TileTypeError

@@ -213,6 +213,9 @@ class TileKernel:
         self.annotations = [self._annotation(p) for p in self.params]
         self.kinds = [param_kind(a) for a in self.annotations]
         self.constant_params = [k.kind == "constant" for k in self.kinds]
+        # sizes or strides of some array are part of the specialisation: launches take the checked path
+        self.static_arrays = any(k.array is not None and (k.array.static_shape_dims or k.array.static_stride_dims)
+                                 for k in self.kinds)
         self._cache: dict[tuple, Function] = {}
         self._lock = threading.RLock()
         self.captured = CaptureSet()  # what every cached specialisation read from Python

@@ -260,6 +260,8 @@ def _const_key(a: Any) -> Any:
 
 def signature(kernel: TileKernel, args: tuple) -> tuple | None:
     """The dispatch signature of ``args`` for ``kernel`` (see above), or None."""
+    if kernel.static_arrays:  # array sizes/strides in the key: every launch is checked
+        return None
     out = []
     for is_const, a in zip(kernel.constant_params, args):
         t = type(a)

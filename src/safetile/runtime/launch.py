@@ -143,12 +143,18 @@ class FlatKernel:
         return self.kernel.specialize(specs)
 
 
-def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
+def launch(stream: Any, grid: Any, kernel: Kernel, args: Any, /, *,
+           programmatic_dependent_launch: bool = False) -> None:
     """Launch ``kernel`` over ``grid`` with ``args`` on ``stream`` (``None`` on the CPU).
 
     Everything is checked (grid, argument count and kinds, compilation) before any
-    argument is touched, so a rejected launch writes nothing.
+    argument is touched, so a rejected launch writes nothing. ``programmatic_dependent_launch``
+    (cuTile Python's flag: the kernel may start before its predecessor ends) is what safetile's
+    GPU launches always do on sm_90+, each kernel waiting for its predecessor before it touches
+    memory (docs/architecture.md), so the flag changes nothing.
     """
+    if programmatic_dependent_launch not in (False, True):
+        raise LaunchTypeError(f"programmatic_dependent_launch must be True or False, got {programmatic_dependent_launch!r}")
     if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
         read = kernel.captured.entries  # Python state the compiled code folded in: unchanged?
         if read and not captures_current(read):
@@ -185,7 +191,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
 
 
 def _learn(kernel: Kernel, variant, grid3, args) -> None:
-    BACKENDS.get("triton").learn_fast(kernel, variant, grid3, args)
+    if not kernel.static_arrays:  # array sizes in the specialisation: the checked path every time
+        BACKENDS.get("triton").learn_fast(kernel, variant, grid3, args)
 
 
 def prepare(kernel: Kernel, args: tuple) -> Prepared:
