@@ -168,7 +168,10 @@ def load(g: Gen, op):
     if desc is not None:
         return f"{desc}.load({_desc_offsets(g, index, shape)})"
     ptrs, mask, sq_shape = _tile_access(g, info, index, shape, order)
-    expr = f"tl.load({ptrs})" if mask is None else f"tl.load({ptrs}, mask={mask}, other={_PAD[padding]})"
+    pad = _PAD[padding]
+    if pad == "0" and info.dtype.is_float and info.dtype.bits == 8:
+        pad = "0.0"  # Triton casts no integer to float8
+    expr = f"tl.load({ptrs})" if mask is None else f"tl.load({ptrs}, mask={mask}, other={pad})"
     if sq_shape == tuple(shape):
         return expr
     sq = g.tmp(expr, "q")
