@@ -6,8 +6,8 @@ without changing the key:
 
 * a tensor-like argument's ``ArgFacts``: its kind (partition, mapped partition, shared
   handle, tensor, raw NumPy array, raw torch tensor), element type, shape, memory extent
-  (device, data pointer, strides, item size), partition shape, prefix flag and mapped
-  block count. A safetile ``Tensor`` owns a private view of its memory (``tensor.py``),
+  (device, data pointer, strides, item size), whether it may be written (read-only NumPy
+  memory may not), partition shape, prefix flag and mapped block count. A safetile ``Tensor`` owns a private view of its memory (``tensor.py``),
   so its layout cannot change under it and its facts are computed once; a torch-backed
   one re-reads its data pointer on every launch (a foreign ``resize_`` of the storage
   moves the memory). Raw arrays are read in full on every launch;
@@ -36,7 +36,7 @@ class ArgFacts:
     """The facts of one tensor-like argument (immutable). Interned: equal facts are one object
     (``intern``), so a launch key hashes and compares them by identity, at C speed."""
 
-    __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "pshape", "prefix", "n",
+    __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "writeable", "pshape", "prefix", "n",
                  "type_key", "key", "__weakref__")
 
     def __init__(self, kind: str, data: Any, extent: Extent, pshape: tuple | None = None, prefix: bool = False,
@@ -49,10 +49,12 @@ class ArgFacts:
         self.shape = tuple(int(d) for d in data.shape)
         self.extent = extent
         self.device = extent.device
+        self.writeable = bool(data.flags.writeable) if isinstance(data, np.ndarray) else True
         self.pshape = pshape
         self.prefix = prefix
         self.n = n
-        self.type_key = (kind, self.dtype or self.dtype_error, self.shape, pshape, prefix, n, self.device)
+        self.type_key = (kind, self.dtype or self.dtype_error, self.shape, pshape, prefix, n, self.device,
+                         self.writeable)
         self.key = (self.type_key, extent)
 
     @property
@@ -130,8 +132,8 @@ def wrapper_facts(kind: str, tf: ArgFacts, pshape=None, prefix=False, n=None) ->
     f = object.__new__(ArgFacts)
     f.kind, f.dtype, f.dtype_error, f.shape, f.extent, f.device = kind, tf.dtype, tf.dtype_error, tf.shape, \
         tf.extent, tf.device
-    f.pshape, f.prefix, f.n = pshape, prefix, n
-    f.type_key = (kind, tf.dtype or tf.dtype_error, tf.shape, pshape, prefix, n, tf.device)
+    f.writeable, f.pshape, f.prefix, f.n = tf.writeable, pshape, prefix, n
+    f.type_key = (kind, tf.dtype or tf.dtype_error, tf.shape, pshape, prefix, n, tf.device, tf.writeable)
     f.key = (f.type_key, tf.extent)
     return intern(f)
 
