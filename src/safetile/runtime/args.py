@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from ..frontend.kernel import ArraySpec, ConstSpec, Kernel, ScalarSpec
+from ..errors import LaunchTypeError
+from ..frontend.kernel import ArraySpec, ConstSpec, ScalarSpec, TileKernel
 
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -83,7 +84,7 @@ def scalar_spec(x: Any) -> dt.DType:
     return dt.float32
 
 
-def arg_specs(kernel: Kernel, args: tuple) -> tuple:
+def arg_specs(kernel: TileKernel, args: tuple) -> tuple:
     """The specialisation key of a launch: one spec per kernel parameter (full checks)."""
     specs = []
     for p, ann, is_const, a in zip(kernel.params, kernel.annotations, kernel.constant_params, args):
@@ -96,14 +97,14 @@ def arg_specs(kernel: Kernel, args: tuple) -> tuple:
             try:
                 d = array_dtype(a)
             except TypeError as e:
-                raise TypeError(f"argument {p.name!r}: {e}") from None
+                raise LaunchTypeError(f"argument {p.name!r}: {e}") from None
             # a read-only NumPy array compiles as a read-only parameter: storing to it is a
             # compile-time error at the store, not a NumPy error halfway through the launch
             readonly = isinstance(a, np.ndarray) and not a.flags.writeable
             specs.append(ArraySpec(d, len(a.shape), readonly))
         else:
-            raise TypeError(f"argument {p.name!r}: expected an array, a number or a Constant, "
-                            f"got {type(a).__name__}")
+            raise LaunchTypeError(f"argument {p.name!r}: expected an array, a number or a Constant, "
+                                  f"got {type(a).__name__}")
     return tuple(specs)
 
 
@@ -125,8 +126,8 @@ def _check_constant(p, ann: Any, value: Any) -> None:
     else:
         ok = isinstance(value, expected)
     if not ok:
-        raise TypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
-                        f"{type(value).__name__} {value!r}")
+        raise LaunchTypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
+                              f"{type(value).__name__} {value!r}")
 
 
 # ----------------------------------------------------------------------------- dispatch signature
@@ -165,7 +166,7 @@ def _const_key(a: Any) -> Any:
     return (t, a)
 
 
-def signature(kernel: Kernel, args: tuple) -> tuple | None:
+def signature(kernel: TileKernel, args: tuple) -> tuple | None:
     """The dispatch signature of ``args`` for ``kernel`` (see above), or None."""
     out = []
     for is_const, a in zip(kernel.constant_params, args):
@@ -187,7 +188,7 @@ def signature(kernel: Kernel, args: tuple) -> tuple | None:
     return tuple(out)
 
 
-def _register(kernel: Kernel, args: tuple) -> tuple | None:
+def _register(kernel: TileKernel, args: tuple) -> tuple | None:
     """Teach ``signature`` the types of NumPy scalars and torch tensor subclasses, then retry."""
     learned = False
     for a in args:
@@ -218,5 +219,5 @@ def _freeze(v: Any) -> Any:
     try:
         hash(v)
     except TypeError:
-        raise TypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
+        raise LaunchTypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
     return v

@@ -17,6 +17,7 @@ See docs/safe.md. Modules, one job each:
 - ``preconditions`` declared launch preconditions
 - ``deviceop``     lazy operations and combinators; ``streams``, ``graph``, ``factories``
 - ``race``         the CPU race detector for unchecked kernels
+- ``picture``      ``p.show()``: pictures of partitions (text, or images with matplotlib)
 """
 from .device import load_tile_like, load_tile_like_1d, load_tile_like_2d, load_tile_like_3d, num_tiles
 from .deviceop import DeviceOp, empty, value, zip

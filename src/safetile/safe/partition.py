@@ -161,6 +161,14 @@ class Partition(Owned):
         state = f", moved into {self._moved}" if self._moved else ""
         return f"<safetile {self.label} grid={self._grid()}{state}>"
 
+    def show(self, path=None):
+        """A picture: which tile block owns which sub-tensor, edge sub-tensors, the launch grid.
+        Without ``path`` a text picture (printed and returned); with one an image (``.png``,
+        ``.svg``: needs matplotlib) or text (``.txt``). See ``safe/picture.py``."""
+        from .picture import show
+        self._check("shown")
+        return show(self, path)
+
     # ------------------------------------------------------------------ host access
 
     def to_numpy(self) -> np.ndarray:
@@ -256,6 +264,12 @@ class MappedPartition(Owned):
     def to_numpy(self) -> np.ndarray:
         self._check("read")
         return self._partition._tensor._host_copy()
+
+    def show(self, path=None):
+        """Like ``Partition.show``, with each block's sequence of sub-tensors."""
+        from .picture import show
+        self._check("shown")
+        return show(self, path)
 
     def unmap(self) -> Partition:
         site = caller_site()
