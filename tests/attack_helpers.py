@@ -19,7 +19,10 @@ def rnd(shape, seed=0, dtype=ct.f32):
 
 
 def poisoned(shape, dtype=np.float32):
-    return ct.from_dlpack(np.full(shape, np.nan, dtype=dtype))
+    """A tensor of NaN (integers: 0x5A bytes), so that a write that should not happen shows."""
+    if np.issubdtype(dtype, np.floating):
+        return ct.from_dlpack(np.full(shape, np.nan, dtype=dtype))
+    return ct.from_dlpack(np.full(shape, 0x5A, dtype=dtype))
 
 
 def raw(o):
