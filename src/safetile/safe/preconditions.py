@@ -88,8 +88,9 @@ class Precondition:
 
     def _detail(self, values) -> str:
         parts = []
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)]
+        for node in sorted(calls, key=lambda n: n.col_offset):  # in source order
+            if isinstance(node.func, ast.Name):
                 try:
                     parts.append(f"{ast.unparse(node)} = {self._eval(node, values)}")
                 except Exception:  # noqa: BLE001
