@@ -417,6 +417,17 @@ def _k(body: str):
     ("ct.argmax(ct.load(x, (0,), (4,)), axis=(0,))", ct.TileTypeError, "tuple of axes"),
     ("ct.load(y, (0,), (4,)) + 2**40", ct.TileValueError, "out of range"),
     ("ct.reshape(ct.load(x, (0,), (4,)), (-1, -1))", ct.TileTypeError, "Only one dimension can be -1"),
+    ("ct.atomic_max(x, ct.arange(4, dtype=ct.int32), 1.0)", ct.TileTypeError, "Unsupported array dtype: float32"),
+    ("ct.atomic_xor(y, ct.arange(4, dtype=ct.int32), ct.full((4,), 1, ct.int32))", ct.TileTypeError,
+     "Bitwise atomic read-modify-write operations require the update dtype"),
+    ("ct.load(x, (0,), (4,), memory_order=ct.MemoryOrder.RELEASE, memory_scope=ct.MemoryScope.DEVICE)",
+     ct.TileTypeError, "Invalid memory order for tile_load"),
+    ("ct.store(x, (0,), ct.zeros((4,), ct.float32), memory_order=ct.MemoryOrder.WEAK, "
+     "memory_scope=ct.MemoryScope.BLOCK)", ct.TileTypeError, "WEAK memory ordering cannot specify a memory scope"),
+    ("ct.atomic_add(x, ct.arange(4, dtype=ct.int32), 1.0, memory_scope=ct.MemoryScope.NONE)", ct.TileTypeError,
+     "requires a memory scope"),
+    ("ct.atomic_cas(x, ct.arange(4, dtype=ct.int32), 0.0, 1.0, memory_order=ct.MemoryOrder.WEAK)", ct.TileTypeError,
+     "Invalid memory order for tile_atomic_cas"),
 ])
 def test_mistakes_raise_cutiles_error_class(body, cls, match):
     err = compile_error(_k(body), np.zeros(8, F32), np.zeros(8, np.uint32), cls=cls, match=match)

@@ -1418,6 +1418,11 @@ def view_atomic(a, vals, KIND: ct.Constant[str], T: ct.Constant[int], K: ct.Cons
         view.atomic_xor(idx, v)
 
 
+# cuTile's element types per atomic: 32/64-bit integers everywhere; floats for exchange and
+# compare-and-swap (32/64-bit) and add (16/32/64-bit)
+_I3264 = ("int32", "int64", "uint32", "uint64")
+ATOMIC_DTYPES = {"xchg": _I3264 + ("float32", "float64"), "add": _I3264 + ("float16", "bfloat16", "float32", "float64"),
+                 "max": _I3264, "min": _I3264, "and": _I3264, "or": _I3264, "xor": _I3264}
 NP_RMW = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
           "xor": np.bitwise_xor}
 
@@ -1426,7 +1431,7 @@ NP_RMW = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise
 @given(kind=st.sampled_from(VIEW_ATOMICS), d=st.sampled_from(INTS + [np.dtype(np.float32), np.dtype(np.float64)]),
        n=st.integers(1, 40), t=small_pow2, blocks=st.integers(1, 12), seed=seeds)
 def test_tiled_view_atomics(kind, d, n, t, blocks, seed):
-    if kind in ("and", "or", "xor") and is_float(d):
+    if d.name not in ATOMIC_DTYPES[kind]:
         d = np.dtype(np.int32)
     rng = np.random.default_rng(seed)
     k = cdiv(n, t)
@@ -1593,7 +1598,7 @@ def rmw(kind, cur, v):
        use_old=st.booleans(), seed=seeds)
 @few
 def test_atomics_sequential_block_order(kind, d, n, t, blocks, use_old, seed):
-    if kind in ("and", "or", "xor") and is_float(d):
+    if str(d) not in ATOMIC_DTYPES[kind]:
         d = np.dtype(np.uint32)
     rng = np.random.default_rng(seed)
     a = gen(rng, n, d) if not is_float(d) else gen(rng, n, d, lo=-50, hi=50)
@@ -1617,6 +1622,8 @@ def test_atomics_sequential_block_order(kind, d, n, t, blocks, use_old, seed):
 @given(d=st.sampled_from(INTS + FLOATS), n=st.integers(1, 8), t=pow2, blocks=st.integers(1, 6), seed=seeds)
 @prop
 def test_atomic_cas_sequential_block_order(d, n, t, blocks, seed):
+    if str(d) not in ATOMIC_DTYPES["xchg"]:
+        d = np.dtype(np.int64)
     rng = np.random.default_rng(seed)
     a = gen(rng, n, d, lo=0, hi=3)
     idx = rng.integers(-1, n + 1, size=blocks * t).astype(np.int32)
@@ -1662,9 +1669,19 @@ def test_atomic_2d_block_uniform_update(r, c, blocks, seed):
 
 
 def test_atomic_errors():
-    a = np.zeros(8, np.float32)
-    with pytest.raises(ct.TileTypeError, match="integer"):
-        ct.launch(None, (1,), atomic_1d, (a, np.zeros(8, np.int32), a.copy(), a.copy(), "xor", 8, True))
+    """cuTile's element types per atomic; anything else is a TileTypeError naming the dtype."""
+    idx = np.zeros(8, np.int32)
+    for kind in sorted(ATOMIC_FNS):
+        for d in INTS + FLOATS + [np.dtype(bool)]:
+            if str(d) in ATOMIC_DTYPES[kind]:
+                continue
+            a = np.zeros(8, d)
+            with pytest.raises(ct.TileTypeError, match="Unsupported array dtype"):
+                ct.launch(None, (1,), atomic_1d, (a, idx, a.copy(), a.copy(), kind, 8, True))
+    for d in (np.int8, np.float16, np.uint16):
+        a = np.zeros(8, d)
+        with pytest.raises(ct.TileTypeError, match="Unsupported array dtype"):
+            ct.launch(None, (1,), atomic_cas_1d, (a, idx, a.copy(), a.copy(), a.copy(), 8))
 
 
 # ============================================================================ mma / matmul
@@ -2218,7 +2235,7 @@ def test_invalid_input_raises_clear_errors():
     out = np.zeros(8, np.int32)
     ct.launch(None, (1,), gather_pad, (a, out, 7))  # a representable padding value is fine
     check(np.where(np.arange(8) * 2 < 8, np.arange(8) * 2, 7).astype(np.int32), out)
-    with pytest.raises(ct.TileTypeError, match="integer or float array"):
+    with pytest.raises(ct.TileTypeError, match="Unsupported array dtype: bool"):
         ct.launch(None, (1,), atomic_1d, (np.zeros(8, bool), np.zeros(8, np.int32), np.zeros(8, bool),
                                           np.zeros(8, bool), "add", 8, True))
     for insert in (False, True):

@@ -283,9 +283,20 @@ def static_facts(v: Any) -> Any:
     facts = {}
     for name in surface:
         x = getattr(v, name, None)
-        if not callable(x) and is_static(x):
+        if callable(x):
+            facts[name] = _compile_time_method(type(v).__name__, name)  # hasattr() sees it
+        elif is_static(x):
             facts[name] = x
     return types.SimpleNamespace(**facts)
+
+
+def _compile_time_method(owner: str, name: str):
+    def method(*args, **kwargs):
+        from ..errors import TileStaticEvalError
+        raise TileStaticEvalError(f"{owner}.{name}() is a run-time operation; it cannot be called in a "
+                                  "compile-time expression")
+    method.__name__ = name
+    return method
 
 
 BUILTIN_MARK = "__safetile_builtin__"

@@ -238,13 +238,36 @@ def _hints(latency, allow_tma) -> dict[str, Any]:
     return out
 
 
-def _mem(memory_order, memory_scope, default_order, default_scope) -> dict[str, Any]:
+_ORDERS = {
+    "tile_load": (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.WEAK),
+    "tile_store": (MemoryOrder.RELAXED, MemoryOrder.RELEASE, MemoryOrder.WEAK),
+    "tile_atomic_rmw": (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL),
+    "tile_atomic_cas": (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL),
+}
+_SCOPES = (MemoryScope.NONE, MemoryScope.BLOCK, MemoryScope.DEVICE, MemoryScope.SYS)
+
+
+def _mem(memory_order, memory_scope, default_order, default_scope, opcode: str | None = None) -> dict[str, Any]:
+    """Memory order and scope attributes, checked as cuTile checks them for ``opcode``: the
+    op's valid orders, a scope only with a non-WEAK order and always with one."""
     mo = default_order if memory_order is None else memory_order
     ms = default_scope if memory_scope is None else memory_scope
     if not isinstance(mo, MemoryOrder):
         raise TileTypeError(f"memory_order must be a ct.MemoryOrder, got {describe(mo)}")
     if not isinstance(ms, MemoryScope):
         raise TileTypeError(f"memory_scope must be a ct.MemoryScope, got {describe(ms)}")
+    if opcode is not None:
+        valid = _ORDERS[opcode]
+        if mo not in valid:
+            raise TileTypeError(f"Invalid memory order for {opcode}. Got {mo}, expected one of "
+                                f"{', '.join(str(o) for o in valid)}")
+        if ms not in _SCOPES:
+            raise TileTypeError(f"Invalid memory scope for {opcode}. Got {ms}, expected one of "
+                                f"{', '.join(str(o) for o in _SCOPES)}")
+        if mo is MemoryOrder.WEAK and ms is not MemoryScope.NONE:
+            raise TileTypeError(f"{opcode} with WEAK memory ordering cannot specify a memory scope")
+        if mo is not MemoryOrder.WEAK and ms is MemoryScope.NONE:
+            raise TileTypeError(f"{opcode} with {mo.name} memory ordering requires a memory scope")
     return {"memory_order": mo, "memory_scope": ms}
 
 
@@ -389,7 +412,7 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
     idx = _index_tuple(index, array.ndim, "load")
     attrs = {"shape": shp, "order": _order(order, array.ndim),
              "padding": _padding(padding_mode, array.dtype), **_hints(latency, allow_tma),
-             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE)}
+             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_load")}
     if isinstance(array, ArraySlice):
         t = _load_box(array, [mul(i, s) for i, s in zip(idx, shp)], shp, attrs["order"], attrs["padding"],
                       latency)
@@ -417,7 +440,7 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
     elif tile.ndim != array.ndim:
         raise TileTypeError(f"store: tile of rank {tile.ndim} cannot be stored to an array of rank {array.ndim}")
     attrs = {"order": _order(order, array.ndim), **_hints(latency, allow_tma),
-             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE)}
+             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_store")}
     if isinstance(array, ArraySlice):
         _store_box(array, [mul(i, s) for i, s in zip(idx, tile.shape)], tile, attrs["order"], latency)
     else:
@@ -480,13 +503,18 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     emit("scatter", [array.value] + [t.value for t in ops], attrs)
 
 
+_INT_32_64 = ("int32", "int64", "uint32", "uint64")
+# cuTile's element types per atomic (compare-and-swap as exchange)
+_ATOMIC_DTYPES = {"xchg": _INT_32_64 + ("float32", "float64"),
+                  "add": _INT_32_64 + ("float32", "float64", "float16", "bfloat16"),
+                  "max": _INT_32_64, "min": _INT_32_64, "and": _INT_32_64, "or": _INT_32_64, "xor": _INT_32_64}
+
+
 def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memory_scope, fn):
     array = _check_array(array, fn)
     idx = _element_indices(array, indices, fn)
-    if kind in ("and", "or", "xor") and array.dtype.is_float:
-        raise TileTypeError(f"{fn} needs an integer array, got {array.dtype.name}")
-    if kind in ("add", "max", "min") and (array.dtype.is_bool or array.dtype.storage_only):
-        raise TileTypeError(f"{fn} needs an integer or float array, got {array.dtype.name}")
+    if array.dtype.name not in _ATOMIC_DTYPES[kind]:
+        raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
     if not isinstance(update, Tile) and not is_const(update):
         raise TileTypeError(f"{fn}: update must be a tile or number, got {describe(update)}")
     if kind in ("and", "or", "xor") and isinstance(update, Tile) and update.dtype is not array.dtype:
@@ -495,7 +523,7 @@ def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memor
     val = implicit_cast(update, array.dtype, "Update is incompatible with the target dtype")
     ops = _aligned(idx + [val])
     attrs = {"kind": kind, "check_bounds": bool(check_bounds),
-             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}
+             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_rmw")}
     return Tile(emit("atomic_rmw", [array.value] + [t.value for t in ops], attrs).result)
 
 
@@ -524,6 +552,8 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
     """Atomically replace array[indices] by ``desired`` where it equals ``expected``; returns old values."""
     array = _check_array(array, "atomic_cas")
     idx = _element_indices(array, indices, "atomic_cas")
+    if array.dtype.name not in _ATOMIC_DTYPES["xchg"]:
+        raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
     vals = []
     for what, v in (("expected", expected), ("desired", desired)):
         if not isinstance(v, Tile) and not is_const(v):
@@ -531,7 +561,7 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
         vals.append(implicit_cast(v, array.dtype, f"{what.capitalize()} is incompatible with the array's dtype"))
     ops = _aligned(idx + vals)
     attrs = {"check_bounds": bool(check_bounds),
-             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}
+             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_cas")}
     return Tile(emit("atomic_cas", [array.value] + [t.value for t in ops], attrs).result)
 
 
