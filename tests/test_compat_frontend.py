@@ -195,7 +195,7 @@ class Pair:
         return self.a if i == 0 else self.b
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Args:
     x: object
     y: object
@@ -263,6 +263,33 @@ def test_python_feature_errors():
         for _ in ct.static_iter(itertools.count()):
             pass
 
+    @dataclasses.dataclass
+    class Mutable:
+        a: object
+
+    @dataclasses.dataclass(frozen=True)
+    class Factory:
+        a: list = dataclasses.field(default_factory=list)
+
+    @ct.kernel
+    def make_mutable(x):
+        Mutable(ct.load(x, (0,), (1,)))
+
+    @ct.kernel
+    def make_factory(x):
+        Factory()
+
+    @ct.kernel
+    def assign_field(x):
+        p = Pair(ct.load(x, (0,), (1,)), 1.0)
+        p.a = 2.0
+
+    compile_error(make_mutable, np.zeros(1), cls=ct.TileTypeError, match="Only frozen dataclasses are supported")
+    compile_error(make_factory, np.zeros(1), cls=ct.TileTypeError, match="default_factory fields are not supported")
+    compile_error(assign_field, np.zeros(1), cls=ct.TileTypeError, match="frozen dataclass Pair")
+    with pytest.raises(ct.TileTypeError, match="Only frozen dataclasses are supported"):
+        ct.launch(None, (1,), python_features, (Mutable(np.zeros(8)), poison(8, F32), np.zeros(8, I32),
+                                                 poison(4, F32)))
     compile_error(bad_with, np.zeros(1), cls=ct.TileTypeError, match="one `yield`")
     compile_error(with_open, np.zeros(1), cls=ct.TileUnsupportedFeatureError, match="contextmanager")
     compile_error(endless, np.zeros(1), cls=ct.TileStaticEvalError, match=r"Maximum number of iterations \(1000\)")

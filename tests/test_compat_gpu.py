@@ -149,7 +149,7 @@ def test_nan_policies_and_packing_on_the_gpu():
     np.testing.assert_array_equal(outs[3].cpu().numpy(), bits)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Inputs:
     x: object
     y: object

@@ -136,9 +136,8 @@ class FunctionCompiler(ControlFlow, Expressions):
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
                 isinstance(self.env.get(target.value.id), DataclassValue):
             holder = self.env[target.value.id]
-            if target.attr not in holder.values:
-                raise self.error(TileTypeError, f"{holder.cls.__name__} has no field {target.attr!r}", target)
-            self.env[target.value.id] = holder.replace(target.attr, value)
+            raise self.error(TileTypeError, f"cannot assign to field {target.attr!r} of frozen dataclass "
+                             f"{holder.cls.__name__}", target)
         elif isinstance(target, ast.Attribute):
             raise self.error(TileUnsupportedFeatureError,
                              f"cannot assign to attribute {target.attr!r}: objects are immutable in tile code",

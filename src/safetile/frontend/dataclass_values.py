@@ -4,9 +4,9 @@ A dataclass built inside a kernel from tiles (``Pair(a, b)``), or passed to a ke
 array and scalar fields, is a ``DataclassValue``: its class and one front-end value per field.
 Its fields read like attributes, its methods (``__post_init__``, ``__call__``,
 ``__getitem__`` and any other) are inlined with ``self`` bound to it, and control flow merges
-it field by field like a tuple. It is immutable as a value: assigning ``p.x = ...`` rebinds
-the variable ``p`` to a copy with the new field (other variables holding the old value do not
-change).
+it field by field like a tuple. As in cuTile, only frozen dataclasses are accepted (see
+``dataclass_problem``); ``object.__setattr__(self, ...)`` in ``__post_init__`` rebinds ``self``
+to a copy with the new field.
 """
 from __future__ import annotations
 
@@ -53,3 +53,23 @@ class BoundMethod:
 
 def is_dataclass_type(x: Any) -> bool:
     return isinstance(x, type) and dataclasses.is_dataclass(x)
+
+
+def dataclass_problem(cls: type) -> str | None:
+    """Why tile code cannot use dataclass ``cls`` (cuTile's rules: frozen, a dataclass itself,
+    no custom ``__new__``, no ``default_factory`` or ``init=False`` fields), or None."""
+    if not cls.__dataclass_params__.frozen:
+        return "Only frozen dataclasses are supported"
+    if "__dataclass_params__" not in cls.__dict__:
+        return "Non-dataclass subclasses of a dataclass are not supported"
+    for klass in cls.__mro__:
+        if "__new__" in klass.__dict__:
+            if klass is not object:
+                return "Dataclasses with custom __new__ are not supported"
+            break
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            return "Dataclasses with default_factory fields are not supported"
+        if not f.init:
+            return "Dataclasses with init=False fields are not supported"
+    return None

@@ -16,7 +16,7 @@ from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_E
                      LocalFunction, Undefined, check_kernel_attribute, context_manager_function, is_library_function,
                      is_safetile_callable, is_static, is_value, same_static, static_facts, user_boundary, what)
 from .captures import ABSENT, closure_scope
-from .dataclass_values import BoundMethod, DataclassValue, is_dataclass_type
+from .dataclass_values import BoundMethod, DataclassValue, dataclass_problem, is_dataclass_type
 from .source import parse_function
 
 
@@ -372,6 +372,8 @@ class Expressions:
             return self._set_field(args, kwargs, node)
         if isinstance(fn, DataclassValue):
             return self._dataclass_method(fn, "__call__", node)(args, kwargs)
+        if is_dataclass_type(fn) and dataclass_problem(fn):
+            raise self.error(TileTypeError, dataclass_problem(fn), node)
         if is_dataclass_type(fn) and not (all(is_static(a) for a in args) and
                                           all(is_static(v) for v in kwargs.values())):
             return self._construct_dataclass(fn, args, kwargs, node)

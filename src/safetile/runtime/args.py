@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import LaunchTypeError
+from ..errors import LaunchTypeError, TileTypeError
 from ..frontend.annotations import ANY, ArrayAnnotation, Kind, param_kind
+from ..frontend.dataclass_values import dataclass_problem
 from ..frontend.kernel import ArgSpec, ArraySpec, ConstSpec, DataclassSpec, ScalarSpec, TileKernel, TupleSpec
 
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -124,6 +125,9 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         elem = Kind("array", array=kind.array) if kind.kind == "list" and kind.array is not None else None
         return TupleSpec(tuple(_spec(f"{name}[{i}]", elem or k, x) for i, (k, x) in enumerate(zip(items, a))))
     if dataclasses.is_dataclass(a) and not isinstance(a, type) and kind.kind == "any":
+        problem = dataclass_problem(type(a))
+        if problem:
+            raise TileTypeError(f"argument {name!r}: {problem}")
         hints = _field_kinds(type(a))
         return DataclassSpec(type(a), tuple(_spec(f"{name}.{f.name}", hints.get(f.name, ANY), getattr(a, f.name))
                                             for f in dataclasses.fields(a)))
