@@ -444,6 +444,23 @@ def _k(body: str):
     ("ct.argmax(ct.load(x, (0,), (4,)), axis=(0,))", ct.TileTypeError, "tuple of axes"),
     ("ct.load(y, (0,), (4,)) + 2**40", ct.TileValueError, "out of range"),
     ("ct.reshape(ct.load(x, (0,), (4,)), (-1, -1))", ct.TileTypeError, "Only one dimension can be -1"),
+    ("a = ~True", ct.TileTypeError, "`~` on boolean constant is not supported"),
+    ("ct.PaddingMode(ct.bid(0))", ct.TileTypeError, "Enum constructor argument must be a constant"),
+    ("ct.reduce(ct.load(x, (0,), (4,)), 0, lambda a, b: ct.sum(ct.full((2,), a, ct.float32)) + b, 0.0)",
+     ct.TileSyntaxError, "Nested scan/reduction is not supported"),
+    ("ct.reduce(ct.load(x, (0,), (4,)), 0, lambda a, b: a + ct.load(x, (0,), ()), 0.0)", ct.TileSyntaxError,
+     "Operations with memory effects are not supported inside reduction body"),
+    ("def f(a, b):\n    if a > b:\n        return a\n    return b\nct.scan(ct.load(x, (0,), (4,)), 0, f, 0.0)",
+     ct.TileSyntaxError,
+     "Branching inside scan body is not supported"),
+    ("ct.scatter(x, ct.arange(4, dtype=ct.int32), ct.full((8,), 1.0, ct.float32))", ct.TileTypeError,
+     r"Value shape \(8,\) is not broadcastable to the index shape \(4,\)"),
+    ("ct.gather(x, ct.arange(4, dtype=ct.int32), mask=ct.full((8,), True, ct.bool_))", ct.TileTypeError,
+     "Custom mask shape"),
+    ("ct.atomic_add(y, ct.arange(4, dtype=ct.int32), ct.full((8,), 1, ct.uint32))", ct.TileTypeError,
+     "Update shape"),
+    ("ct.astile(((1, 2), (3,)), dtype=ct.int32)", ct.TileTypeError, "Tuple has non-uniform inner shapes"),
+    ("ct.astile((1, 2, 3), dtype=ct.int32)", ct.TileTypeError, "Tuple length 3 at value is not a power of 2"),
     ("ct.atomic_max(x, ct.arange(4, dtype=ct.int32), 1.0)", ct.TileTypeError, "Unsupported array dtype: float32"),
     ("ct.atomic_xor(y, ct.arange(4, dtype=ct.int32), ct.full((4,), 1, ct.int32))", ct.TileTypeError,
      "Bitwise atomic read-modify-write operations require the update dtype"),
@@ -459,3 +476,20 @@ def _k(body: str):
 def test_mistakes_raise_cutiles_error_class(body, cls, match):
     err = compile_error(_k(body), np.zeros(8, F32), np.zeros(8, np.uint32), cls=cls, match=match)
     assert type(err) is cls and err.loc is not None  # located
+
+
+@ct.kernel
+def astile_nested(x, out, out2):
+    t = ct.load(x, (0,), (4,))
+    ct.store(out, (0, 0), ct.astile(((1, 2), (3, -4)), dtype=ct.int32))
+    ct.store(out2, (0,), ct.astile((ct.sum(t), 2.5, ct.max(t), 1), dtype=ct.float32))
+
+
+@pytest.mark.parametrize("be", BACKENDS)
+def test_astile_of_nested_tuples(be):
+    x = rng().standard_normal(4).astype(F32)
+    out, out2 = poison((2, 2), I32), poison(4, F32)
+    with backend(be):
+        launch(astile_nested, x, out, out2)
+    np.testing.assert_array_equal(out, [[1, 2], [3, -4]])
+    np.testing.assert_allclose(out2, [x.sum(), 2.5, x.max(), 1], rtol=1e-6)

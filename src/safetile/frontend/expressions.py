@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import types
 from typing import Any
 
@@ -209,6 +210,9 @@ class Expressions:
             return -v
         if isinstance(node.op, ast.UAdd):
             return +v
+        if isinstance(v, bool):
+            raise self.error(TileTypeError, "`~` on boolean constant is not supported, please use ct.bitwise_not "
+                             "or `not`", node)
         return ~v
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
@@ -372,6 +376,11 @@ class Expressions:
             return self._set_field(args, kwargs, node)
         if isinstance(fn, DataclassValue):
             return self._dataclass_method(fn, "__call__", node)(args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, enum.Enum):
+            if len(args) != 1 or kwargs:
+                raise self.error(TileTypeError, "Enum constructor takes exactly one positional argument", node)
+            if not is_static(args[0]):
+                raise self.error(TileTypeError, "Enum constructor argument must be a constant", node)
         if is_dataclass_type(fn) and dataclass_problem(fn):
             raise self.error(TileTypeError, dataclass_problem(fn), node)
         if is_dataclass_type(fn) and not (all(is_static(a) for a in args) and

@@ -13,6 +13,7 @@ backends already lower (so they do not use the tile-load fast path or TMA).
 """
 from __future__ import annotations
 
+import builtins
 import enum
 from typing import Any
 
@@ -464,6 +465,22 @@ def _element_indices(array: Array, indices, fn: str) -> list[Tile]:
     return tiles
 
 
+def _index_shape(idx: list[Tile]) -> tuple:
+    """The common shape of element index tiles (cuTile: indices broadcast together; values,
+    updates and masks must broadcast *to* this shape)."""
+    try:
+        return dt.broadcast_shapes(*(t.shape for t in idx))
+    except ValueError:
+        shapes = ", ".join(str(t.shape) for t in idx)
+        raise TileTypeError(f"Index shapes {shapes} are not broadcastable to a common shape") from None
+
+
+def _fits(value, shape: tuple, what: str) -> None:
+    s = value.shape if isinstance(value, Tile) else ()
+    if not (len(s) <= len(shape) and builtins.all(x in (y, 1) for x, y in zip(reversed(s), reversed(shape)))):
+        raise TileTypeError(f"{what} shape {s} is not broadcastable to the index shape {shape}")
+
+
 def _aligned(tiles: list[Tile]) -> list[Tile]:
     ndim = max((t.ndim for t in tiles), default=0)
     return [align_rank(t, ndim) for t in tiles]
@@ -479,9 +496,12 @@ def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, 
     if not is_const(padding_value):
         raise TileTypeError(f"gather: padding_value must be a number, got {describe(padding_value)}")
     _constant_for(array.dtype, padding_value, "gather", "padding_value")
+    shape = _index_shape(idx)
     ops = idx + ([as_tile(mask, dt.bool_) if is_const(mask) else mask] if mask is not None else [])
     if mask is not None and (not isinstance(ops[-1], Tile) or not ops[-1].dtype.is_bool):
-        raise TileTypeError(f"gather: mask must be a bool tile, got {describe(mask)}")
+        raise TileTypeError(f"Custom mask must have boolean dtype, but got {describe(mask)}")
+    if mask is not None:
+        _fits(ops[-1], shape, "Custom mask")
     ops = _aligned(ops)
     attrs = {"padding_value": padding_value, "check_bounds": bool(check_bounds),
              "has_mask": mask is not None, **_hints(latency, None)}
@@ -494,10 +514,14 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     idx = _element_indices(array, indices, "scatter")
     if not isinstance(value, Tile) and not is_const(value):
         raise TileTypeError(f"scatter: value must be a tile, got {describe(value)}")
+    shape = _index_shape(idx)
+    _fits(value, shape, "Value")
     val = implicit_cast(value, array.dtype, "Stored value is incompatible with array's dtype")
     ops = idx + [val] + ([mask] if mask is not None else [])
     if mask is not None and (not isinstance(mask, Tile) or not mask.dtype.is_bool):
-        raise TileTypeError(f"scatter: mask must be a bool tile, got {describe(mask)}")
+        raise TileTypeError(f"Custom mask must have boolean dtype, but got {describe(mask)}")
+    if mask is not None:
+        _fits(mask, shape, "Custom mask")
     ops = _aligned(ops)
     attrs = {"check_bounds": bool(check_bounds), "has_mask": mask is not None, **_hints(latency, None)}
     emit("scatter", [array.value] + [t.value for t in ops], attrs)
@@ -517,6 +541,7 @@ def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memor
         raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
     if not isinstance(update, Tile) and not is_const(update):
         raise TileTypeError(f"{fn}: update must be a tile or number, got {describe(update)}")
+    _fits(update, _index_shape(idx), "Update")
     if kind in ("and", "or", "xor") and isinstance(update, Tile) and update.dtype is not array.dtype:
         raise TileTypeError(f"Bitwise atomic read-modify-write operations require the update dtype "
                             f"({update.dtype.name}) to exactly match the target dtype ({array.dtype.name})")
@@ -558,6 +583,7 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
     for what, v in (("expected", expected), ("desired", desired)):
         if not isinstance(v, Tile) and not is_const(v):
             raise TileTypeError(f"atomic_cas: {what} must be a tile or number, got {describe(v)}")
+        _fits(v, _index_shape(idx), f"{what.capitalize()} value")
         vals.append(implicit_cast(v, array.dtype, f"{what.capitalize()} is incompatible with the array's dtype"))
     ops = _aligned(idx + vals)
     attrs = {"check_bounds": bool(check_bounds),

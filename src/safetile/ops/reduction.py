@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes as dt
-from ..errors import TileTypeError
+from ..errors import TileSyntaxError, TileTypeError
 from ..ir.builder import current, emit
 from ..ir.catalogue import declare
 from ..ir.core import Block, Value
@@ -201,7 +201,26 @@ def _combine_region(func, elem_types: list[TileType], what: str) -> Block:
                 raise TileTypeError(f"{what} function returned a value of non-tile type {describe(o)}{where}")
             ys.append(implicit_cast(o, t.dtype, f"{what} function returned a tile of unexpected dtype{where}"))
         builder.emit("yield", [y.value for y in ys])
+    _check_body(block, what.lower())
     return block
+
+
+def _check_body(block: Block, kind: str) -> None:
+    """cuTile's restrictions on a reduce/scan body: no memory effects, loops, branches or
+    nested reductions/scans (an ``if`` on a compile-time condition leaves no branch)."""
+    from ..ir.catalogue import OPS
+    from ..ir.core import walk
+    for op in walk(block):
+        spec = OPS.get(op.name)
+        if spec is not None and spec.family == FAMILY:
+            raise TileSyntaxError("Nested scan/reduction is not supported")
+        if op.name in ("for", "while"):
+            raise TileSyntaxError(f"Loops inside {kind} body are not supported")
+        if op.name == "if":
+            raise TileSyntaxError(f"Branching inside {kind} body is not supported. Consider ct.where() as a "
+                                  "workaround.")
+        if spec is not None and spec.effect in ("read", "write", "io"):
+            raise TileSyntaxError(f"Operations with memory effects are not supported inside {kind} body")
 
 
 def _inputs(x, fn: str) -> tuple[list[Tile], bool]:
