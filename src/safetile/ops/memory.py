@@ -363,6 +363,13 @@ def slice_array(array: Array, axis, start, stop) -> ArraySlice:
     if not -array.ndim <= ax < array.ndim:
         raise TileTypeError(f"Array.slice: axis {ax} is out of range for an array of rank {array.ndim}")
     ax %= array.ndim
+    cs, ce = (int(start) if is_const(start) else None), (int(stop) if is_const(stop) else None)
+    if cs is not None and cs < 0:
+        raise TileTypeError("Slice start must be non-negative")
+    if ce is not None and ce < 0:
+        raise TileTypeError("Slice stop must be non-negative")
+    if cs is not None and ce is not None and ce < cs:
+        raise TileTypeError("Slice stop must be greater than or equal to start")
     n = array_dim(array, ax)
     lo = minimum(maximum(_int_scalar(start, "Array.slice start"), 0), n)
     hi = minimum(maximum(_int_scalar(stop, "Array.slice stop"), lo), n)

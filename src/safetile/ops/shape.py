@@ -258,7 +258,9 @@ def extract(x, index, shape) -> Tile:
 def insert(x, index, value) -> Tile:
     """A copy of ``x`` with the sub-tile at block index ``index`` replaced by ``value``."""
     x = _tile(x, "insert")
-    value = _tile(value, "insert")
+    value = as_tile(value, x.dtype) if is_const(value) else _tile(value, "insert")
+    if value.dtype is not x.dtype:
+        raise TileTypeError(f"Cannot insert a tile of dtype {value.dtype.name} into a tile of dtype {x.dtype.name}")
     idx = _block_index(index, x.ndim, "insert", _counts(x.shape, value.shape, "insert"))
     from .elementwise import cast
     value = cast(value, x.dtype)
