@@ -366,7 +366,17 @@ def test_pack_errors():
         ct.unpack_from_bytes(ct.full((4,), 1, ct.int32), ct.int16)
 
     compile_error(odd_bits, np.zeros(1), cls=ct.TileTypeError, match="divisible by 8")
-    compile_error(not_bytes, np.zeros(1), cls=ct.TileTypeError, match="1-d uint8")
+    @ct.kernel
+    def bools(x):
+        ct.pack_to_bytes(ct.full((8,), True, ct.bool_))
+
+    @ct.kernel
+    def to_bools(x):
+        ct.unpack_from_bytes(ct.full((8,), 1, ct.uint8), ct.bool_)
+
+    compile_error(not_bytes, np.zeros(1), cls=ct.TileTypeError, match="unpack_from_bytes requires uint8 tile")
+    compile_error(bools, np.zeros(1), cls=ct.TileTypeError, match="pack_to_bytes from a bool_ tile is not supported")
+    compile_error(to_bools, np.zeros(1), cls=ct.TileTypeError, match="to a bool_ tile is not supported")
 
 
 @ct.kernel

@@ -457,7 +457,7 @@ def kernel_returns_value(x, y):
 
 def test_kernel_cannot_return_a_value():
     err = compile_error(kernel_returns_value, vec(), vec())
-    check(err, TileSyntaxError, kernel_returns_value, "cannot return a value")
+    check(err, TileTypeError, kernel_returns_value, "Tile kernels cannot return values")
 
 
 @ct.kernel

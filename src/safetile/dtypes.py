@@ -37,6 +37,11 @@ class DType:
         return (as_dtype, (self.name,))
 
     @property
+    def bitwidth(self) -> int:
+        """Bits per element (cuTile's ``DType.bitwidth``: a bool is 8 bits)."""
+        return 8 if self.kind == "b" else self.bits
+
+    @property
     def itemsize(self) -> int:
         return max(self.bits // 8, 1)
 

@@ -82,16 +82,11 @@ def _convert(pytype: type, dtype_name: str):
         if not args:
             return pytype()
         (x,) = args
-        if not isinstance(x, Tile):
+        if not isinstance(x, (Tile, Array)):
             return pytype(x)
-        if x.shape != ():
-            raise TileTypeError(f"{pytype.__name__}() needs a scalar, got a {x.type}; use .astype(...) to "
-                                "convert a whole tile")
-        if pytype is bool:
-            return c._truth(x)
-        if pytype is int and x.dtype.is_int or pytype is float and x.dtype.is_float:
-            return x
-        return ew.astype(x, dt.as_dtype(dtype_name))
+        # cuTile Python: the builtin numeric constructors are compile-time only
+        raise TileTypeError(f"{pytype.__name__}() expects a constant argument, got a run-time {x.type}; use "
+                            f"ct.{dtype_name}(x) or .astype(ct.{dtype_name}) to convert a tile")
     return handler
 
 

@@ -353,7 +353,7 @@ class FunctionCompiler(ControlFlow, Expressions):
                              "code; set a variable and 'break', then return after the loop", s)
         value = self.expr(s.value) if s.value is not None else None
         if self.is_kernel and value is not None:
-            raise self.error(TileSyntaxError, "a kernel cannot return a value; store results to an array",
+            raise self.error(TileTypeError, "Tile kernels cannot return values; store results to an array",
                              s.value)
         self.env[RETVAL] = value
         self.env[RET] = True

@@ -328,6 +328,11 @@ class Expressions:
     def expr_Call(self, node: ast.Call) -> Any:
         fn = self.expr(node.func)
         from ..ops import meta
+        if fn in (meta.static_eval, meta.static_assert, meta.static_iter) and isinstance(node.func, ast.Name) \
+                and node.func.id in self.env:  # passed around as a value (a local variable)
+            name = fn.__name__
+            raise self.error(TileSyntaxError, f"{name}() must be used directly by name, e.g. cuda.tile.{name}() or "
+                             f"ct.{name}().", node)
         if fn is meta.static_eval:
             if len(node.args) != 1 or node.keywords:
                 raise self.error(TileTypeError, "ct.static_eval() takes exactly one expression", node)

@@ -279,6 +279,8 @@ def pack_to_bytes(x, /) -> Tile:
     """Flatten ``x`` and reinterpret its raw bytes as a 1-d uint8 tile (little-endian; 4-bit
     elements two per byte, the first in the low nibble; a bool is one byte)."""
     x = _tile(x, "pack_to_bytes")
+    if x.dtype.is_bool:
+        raise TileTypeError(f"pack_to_bytes from a {x.dtype.name} tile is not supported")
     bits = dt.numel(x.shape) * _storage_bits(x.dtype)
     if bits % 8:
         raise TileTypeError(f"pack_to_bytes: the total number of bits ({bits}) must be divisible by 8")
@@ -290,8 +292,12 @@ def unpack_from_bytes(x, /, dtype) -> Tile:
     from .values import static_dtype
     x = _tile(x, "unpack_from_bytes")
     d = static_dtype(dtype)
-    if x.ndim != 1 or x.dtype is not dt.uint8:
-        raise TileTypeError(f"unpack_from_bytes expects a 1-d uint8 tile, got {x.type}")
+    if x.ndim != 1:
+        raise TileTypeError(f"unpack_from_bytes requires a 1D tile, got {x.ndim}D tile with shape {x.shape}")
+    if x.dtype is not dt.uint8:
+        raise TileTypeError(f"unpack_from_bytes requires uint8 tile, got {x.dtype.name} tile")
+    if d.is_bool:
+        raise TileTypeError(f"unpack_from_bytes to a {d.name} tile is not supported")
     if (x.shape[0] * 8) % _storage_bits(d):
         raise TileTypeError(f"unpack_from_bytes: the total number of bits ({x.shape[0] * 8}) must be divisible by "
                             f"the bit width of {d.name} ({_storage_bits(d)})")
