@@ -451,6 +451,8 @@ def _k(body: str):
     ("a = int(ct.bid(0))", ct.TileTypeError, r"int\(\) expects a constant argument"),
     ("return 1", ct.TileTypeError, "Tile kernels cannot return values"),
     ("f = ct.static_eval\na = f(1)", ct.TileSyntaxError, r"static_eval\(\) must be used directly by name"),
+    ("ct.full((4,), -1.0, ct.float8_e8m0fnu)", ct.TileValueError, "negative values cannot be represented"),
+    ("ct.full((4,), float('nan'), ct.float4_e2m1fn)", ct.TileValueError, "NaN cannot be represented"),
     ("a = ~True", ct.TileTypeError, "`~` on boolean constant is not supported"),
     ("ct.PaddingMode(ct.bid(0))", ct.TileTypeError, "Enum constructor argument must be a constant"),
     ("ct.reduce(ct.load(x, (0,), (4,)), 0, lambda a, b: ct.sum(ct.full((2,), a, ct.float32)) + b, 0.0)",

@@ -6,6 +6,8 @@ plain Python objects until an op needs them as tiles, so constant folding is fre
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -213,6 +215,10 @@ def const_tile(value: Any, dtype: dt.DType) -> Tile:
             raise TileValueError(f"constant {value} does not fit in {dtype.name}")
     else:
         value = float(value)
+        if dtype.name in ("float8_e8m0fnu", "float8_e5m3fnu") and math.copysign(1.0, value) < 0:
+            raise TileValueError(f"negative values cannot be represented in {dtype.name}")
+        if dtype.name == "float4_e2m1fn" and math.isnan(value):
+            raise TileValueError(f"NaN cannot be represented in {dtype.name}")
     return Tile(emit("constant", [], {"value": value, "dtype": dtype, "shape": ()}).result)
 
 
