@@ -290,20 +290,20 @@ def return_in_loop(x, y, n):
 
 def test_return_inside_loop():
     err = compile_error(return_in_loop, vec(), vec(), 4)
-    check(err, TileUnsupportedFeatureError, return_in_loop, "'return' inside a loop")
+    check(err, TileSyntaxError, return_in_loop, "Returning from a loop is not supported")
 
 
 @ct.kernel
 def for_else(x, y, n):
-    for i in range(n):  # ERR
+    for i in range(n):
         pass
     else:
-        pass
+        pass  # ERR
 
 
 def test_for_else():
     err = compile_error(for_else, vec(), vec(), 4)
-    check(err, TileUnsupportedFeatureError, for_else, "for ... else")
+    check(err, TileSyntaxError, for_else, "'for-else' is not supported")
 
 
 @ct.kernel
@@ -439,13 +439,22 @@ def test_item_assignment_is_a_type_error():
 
 
 @pytest.mark.parametrize("kernel,words", [
-    (uses_try, ["'try'"]), (uses_with, ["'with'"]), (uses_raise, ["'raise'"]), (uses_import, ["import"]),
+    (uses_try, ["'try'"]), (uses_raise, ["'raise'"]), (uses_import, ["import"]),
     (uses_global, ["'global'"]), (uses_del, ["'del'"]), (uses_class, ["class"]), (uses_yield, ["yield"]),
-    (uses_lambda_nonlocal, ["'nonlocal'"]), 
-    (store_to_attribute, ["'dtype'"]), (uses_async_def, ["async"]), (uses_match, ["'match'"]),
-    (async_kernel, ["async"]), (runtime_generator, ["comprehension", "tile<4xfloat32>"]),
+    (uses_lambda_nonlocal, ["'nonlocal'"]), (uses_async_def, ["async"]), (uses_match, ["'match'"]),
+    (async_kernel, ["async"]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unsupported_syntax(kernel, words):
+    """Python syntax tile code has no use for is a TileSyntaxError, as in cuTile ("Unsupported syntax")."""
+    err = compile_error(kernel, vec(), vec())
+    check(err, TileSyntaxError, kernel, "Unsupported syntax", *words)
+
+
+@pytest.mark.parametrize("kernel,words", [
+    (uses_with, ["'with'"]), (store_to_attribute, ["'dtype'"]),
+    (runtime_generator, ["comprehension", "tile<4xfloat32>"]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_unsupported_features(kernel, words):
     err = compile_error(kernel, vec(), vec())
     check(err, TileUnsupportedFeatureError, kernel, *words)
 

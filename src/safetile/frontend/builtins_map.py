@@ -11,7 +11,6 @@ import math
 import operator
 from typing import Any, Callable
 
-from .. import dtypes as dt
 from ..errors import TileTypeError, TileUnsupportedFeatureError
 from ..ops import debug, elementwise as ew
 from ..ops.values import Array, Tile, describe, is_const

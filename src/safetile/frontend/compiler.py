@@ -263,7 +263,7 @@ class FunctionCompiler(ControlFlow, Expressions):
         method = getattr(self, "stmt_" + kind, None)
         if method is None:
             message = UNSUPPORTED_STMTS.get(kind, f"{kind} statements are not supported in tile code")
-            raise self.error(TileUnsupportedFeatureError, message, s)
+            raise self.error(TileSyntaxError, f"Unsupported syntax: {message}", s)
         saved, self.statement = self.statement, s
         budget.check(self.builder.deadline, self.loc(s))
         try:
@@ -301,7 +301,7 @@ class FunctionCompiler(ControlFlow, Expressions):
         for d in s.decorator_list:
             deco = self.expr(d)
             if deco is not function and not isinstance(deco, TileFunction):
-                raise self.error(TileUnsupportedFeatureError, "nested tile functions cannot have decorators "
+                raise self.error(TileSyntaxError, "Decorators on nested functions are not supported "
                                  "(other than @ct.function)", d)
         self.env[s.name] = self._local_function(s)
         self.last_assignment[s.name] = s
@@ -349,7 +349,7 @@ class FunctionCompiler(ControlFlow, Expressions):
 
     def stmt_Return(self, s: ast.Return) -> None:
         if self.loop_depth:
-            raise self.error(TileUnsupportedFeatureError, "'return' inside a loop is not supported in tile "
+            raise self.error(TileSyntaxError, "Returning from a loop is not supported in tile "
                              "code; set a variable and 'break', then return after the loop", s)
         value = self.expr(s.value) if s.value is not None else None
         if self.is_kernel and value is not None:

@@ -15,15 +15,15 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import TileStaticEvalError, TileTypeError, TileUnsupportedFeatureError
+from ..errors import TileStaticEvalError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
 from . import budget
 from .dataclass_values import DataclassValue
-from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, Undefined, StopBody, assigned_names, carriable,
-                     contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
+from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, SCOPES, Undefined, StopBody, assigned_names,
+                     carriable, contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
 
 
 STATIC_ITER_LIMIT = 1000  # items of one ct.static_iter (as in cuTile Python)
@@ -173,7 +173,7 @@ class ControlFlow:
 
     def stmt_For(self, s: ast.For) -> None:
         if s.orelse:
-            raise self.error(TileUnsupportedFeatureError, "'for ... else' is not supported in tile code", s)
+            raise self.error(TileSyntaxError, "'for-else' is not supported", s.orelse[0])
         it = s.iter
         if isinstance(it, ast.Call) and not it.keywords and len(it.args) >= 1:
             from ..ops.meta import static_iter
@@ -181,6 +181,11 @@ class ControlFlow:
             if fn is static_iter:
                 if len(it.args) != 1:
                     raise self.error(TileTypeError, "ct.static_iter() takes exactly one iterable", it)
+                for kind, word in ((ast.Continue, "Continue"), (ast.Break, "Break")):
+                    node = _first(s.body, kind)
+                    if node is not None:
+                        raise self.error(TileSyntaxError, f"{word} in a for loop with static_iter() is not supported",
+                                         node)
                 return self._unroll(s, self._static_iterable(it.args[0]))
             if fn is builtins.range:
                 return self._range_loop(s, it)
@@ -312,7 +317,7 @@ class ControlFlow:
 
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
-            raise self.error(TileUnsupportedFeatureError, "'while ... else' is not supported in tile code", s)
+            raise self.error(TileSyntaxError, "'while-else' is not supported", s.orelse[0])
         walrus = next((n for n in ast.walk(s.test) if isinstance(n, ast.NamedExpr)), None)
         if walrus is not None:
             raise self.error(TileUnsupportedFeatureError, "an assignment expression (:=) in a while condition "
@@ -510,3 +515,22 @@ class Slot:
     """A leaf of a merged-value template: the index of an ``if`` result."""
 
     index: int
+
+
+def _first(stmts: list, kind: type):
+    """The first ``kind`` node in ``stmts`` that belongs to this loop (not to a nested loop or scope)."""
+    def visit(node):
+        if isinstance(node, kind):
+            return node
+        if isinstance(node, SCOPES + (ast.For, ast.While, ast.AsyncFor)):
+            return None
+        for c in ast.iter_child_nodes(node):
+            found = visit(c)
+            if found is not None:
+                return found
+        return None
+    for st in stmts:
+        found = visit(st)
+        if found is not None:
+            return found
+    return None

@@ -31,7 +31,7 @@ class Expressions:
         method = getattr(self, "expr_" + kind, None)
         if method is None:
             message = UNSUPPORTED_EXPRS.get(kind, f"{kind} expressions are not supported in tile code")
-            raise self.error(TileUnsupportedFeatureError, message, node)
+            raise self.error(TileSyntaxError, f"Unsupported syntax: {message}", node)
         with self.at(node):
             return method(node)
 
@@ -476,8 +476,8 @@ class Expressions:
             parsed = parse_function(fn)
             fnode, globals_, name, key = parsed.node, fn.__globals__, fn.__name__, fn.__code__
             if isinstance(fnode, ast.AsyncFunctionDef):
-                raise self.error(TileUnsupportedFeatureError, f"{name}() is async; tile functions cannot be "
-                                 "async", node)
+                raise self.error(TileSyntaxError, f"Unsupported syntax: {name}() is async; tile functions "
+                                 "cannot be async", node)
             scope = closure_scope(fn, self.captures)
             bound = self._bind_python(fn, args, kwargs, node)
         if key in self.call_stack:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..errors import TileError, TileInternalError, TileRecursionError, TileUnsupportedFeatureError
+from ..errors import TileError, TileInternalError, TileRecursionError, TileSyntaxError
 from ..ir.builder import Builder, building
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
@@ -317,7 +317,7 @@ def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dic
     shared by both kernel styles so errors and verification are the same. ``captures``
     already holds the closure reads; the compiled Function keeps every Python read."""
     if isinstance(parsed.node, ast.AsyncFunctionDef):
-        raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
+        raise TileSyntaxError("Unsupported syntax: a kernel cannot be an async function", parsed.loc(parsed.node))
     compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True,
                                 captures=captures)
     builder.scalar_params = {p.value.id: p.name for p in params if p.kind == "scalar" and p.value is not None}

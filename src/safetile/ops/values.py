@@ -7,7 +7,6 @@ plain Python objects until an op needs them as tiles, so constant folding is fre
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 import numpy as np
