@@ -22,7 +22,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...errors import TileInternalError, TileUnsupportedFeatureError
-from ...ir.core import Block, Function, Op, Value
+from ...ir.core import Block, Function, Op, Value, walk
 from ...ir.types import ArrayType, TileType
 
 CODEGEN_VERSION = "2"
@@ -148,6 +148,17 @@ class Module:
         self.uses_descriptors = False
         self.iv_start: dict[int, Value] = {}  # for-loop iv id -> start operand
         self.lower_bounds: dict[int, int | None] = {}
+        self._users: dict[int, list[Op]] | None = None
+
+    def users(self, v: Value) -> list[Op]:
+        """The ops (in any region) that take ``v`` as an operand."""
+        if self._users is None:
+            users: dict[int, list[Op]] = {}
+            for op in walk(self.fn.body):
+                for x in op.operands:
+                    users.setdefault(x.id, []).append(op)
+            self._users = users
+        return self._users.get(v.id, [])
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -205,6 +216,11 @@ class Gen:
         if c is not None and c[2] == ():
             return c[0]
         return None
+
+    def splat(self, v: Value) -> Any:
+        """The Python value of a constant of any shape (every element equal), else None."""
+        c = self.m.consts.get(v.id)
+        return None if c is None else c[0]
 
     def is_const(self, v: Value) -> bool:
         return v.id in self.m.consts

@@ -195,10 +195,14 @@ class Variant:
         # a binary compiled by an earlier process: straight from Triton's cache (see cache.py)
         self.compiled = cache.load_binary(key, src, target, options) if key else None
         if self.compiled is None:
+            cache.memoize_triton_key()
+            building = cache.prebuild_launcher(gen.signature)  # a C compiler run, beside the kernel's
             self.compiled = triton.compile(src, target=target, options=options)
             if key:
                 cache.remember_binary(key, src, target, options, self.compiled)
-        launcher = self.compiled.run  # loads the binary and builds Triton's C launcher
+            if building is not None:
+                building.join()
+        launcher = self.compiled.run  # loads the binary and builds (or finds) Triton's C launcher
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
         scratch = getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0)
