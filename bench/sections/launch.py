@@ -113,7 +113,7 @@ def _host_patterns() -> dict:
     for k, a in ((add4, (x, x, z, 1024)), (axpy, (x, z, 0.5, x.numel(), 1024)), (tiny, (x, 128))):
         ct.launch(None, grid, k, a)
     torch.cuda.synchronize()
-    from safetile.backends.triton.launcher import FastPath
+    from safetile.backends.triton.fastpath import FastPath
     fast = add4.gpu_fast
     hit = fast.table[fast.parts((x, x, z, 1024))[0]] if isinstance(fast, FastPath) else None
     out = {

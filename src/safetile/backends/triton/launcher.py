@@ -426,82 +426,6 @@ def _capability(device: int) -> int:
 
 # ---------------------------------------------------------------------------- interpreter
 
-class FastPath:
-    """``ct.launch`` for torch CUDA tensors and plain scalars in one pass over the arguments.
-
-    The key holds everything the checked path's decisions depend on: per tensor its exact
-    type, dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
-    specialisation, and the variant's facts); per scalar its type (and int32 range); per
-    Constant its type and value. A key seen after a checked launch maps to the compiled
-    variant, so the launch reads each tensor's attributes once and calls Triton's launcher.
-    Anything else (other array types, NumPy scalars, huge grids, another current device)
-    returns False and takes the checked path."""
-
-    __slots__ = ("consts", "table")
-
-    def __init__(self, kernel):
-        self.consts = tuple(kernel.constant_params)
-        self.table: dict[tuple, tuple] = {}
-
-    def parts(self, args):
-        key: list = []
-        flat: list = []
-        for is_const, a in zip(self.consts, args):
-            t = type(a)
-            if t is _Tensor:
-                if is_const:
-                    return None
-                ptr = a.data_ptr()
-                shape = a.shape
-                strides = a.stride()
-                key.append((a.dtype, a.get_device(), ptr & 15, shape, strides))
-                flat.append(ptr)
-                flat += shape
-                flat += strides
-            elif t is int:
-                if is_const:
-                    key.append((t, a))
-                else:
-                    key.append(-2147483648 <= a < 2147483648)
-                    flat.append(a)
-            elif t is float or t is bool:
-                key.append((t, a) if is_const else t)
-                if not is_const:
-                    flat.append(a)
-            elif is_const and (t is str or t is type(None)):
-                key.append((t, a))
-            else:
-                return None
-        return tuple(key), flat
-
-    def learn(self, v: Variant, grid3, args) -> None:
-        """Remember the variant a checked launch with these arguments ran."""
-        p = self.parts(args)
-        if p is None or grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT:
-            return
-        if len(self.table) >= 1024:
-            self.table.clear()
-        self.table[p[0]] = (v.call, v.prefix, _current_device())
-
-    def __call__(self, stream, grid, args) -> bool:
-        p = self.parts(args)
-        if p is None:
-            return False
-        hit = self.table.get(p[0])
-        if hit is None:
-            return False
-        call, prefix, device = hit
-        gx, gy, gz = normalize_grid(grid)
-        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != _current_device():
-            return False
-        if stream is None:
-            stream = _get_stream(device)
-        elif type(stream) is not int:
-            stream = stream_handle(stream, device)
-        call(gx, gy, gz, stream, *prefix, *p[1])
-        return True
-
-
 class Bound:
     """A resolved launch: calling it with a raw stream handle submits the kernel."""
 
@@ -556,6 +480,7 @@ def learn_fast(kernel, v: Variant, grid3, args) -> None:
     """After a checked ``ct.launch`` ran ``v`` on CUDA: teach the kernel's fast path."""
     fast = kernel.gpu_fast
     if fast is None:
+        from .fastpath import FastPath
         fast = kernel.gpu_fast = FastPath(kernel)
     fast.learn(v, grid3, args)
 
