@@ -168,9 +168,13 @@ def write_plots(res, json_path: Path) -> list[Path]:
         return []
     written = []
     for sec, xlabel, groups in _series(res):
+        groups = [(label, sorted(p for p in pts if p[0] > 0 and math.isfinite(p[0]) and math.isfinite(p[1])))
+                  for label, pts in groups]
+        groups = [(label, pts) for label, pts in groups if pts]
+        if not groups:
+            continue
         fig, ax = plt.subplots(figsize=(6, 4))
         for label, pts in groups:
-            pts = sorted(pts)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_xscale("log", base=2)

@@ -195,6 +195,7 @@ def parse_args(argv=None):
     p.add_argument("--others-embedding-shapes", type=shapes, default=None, help="VOCABxDIMxTOKENS")
     p.add_argument("--others-transpose", default="8192:float16,8192:float32", help="N:dtype list")
     p.add_argument("--others-bmm", type=shapes, default=None, help="BATCHxM (square)")
+    p.add_argument("--others-kernels", default="", help="only the others/samples cases whose names start so")
     p.add_argument("--cutile-samples", default=None, help="a copy of NVIDIA cuTile Python's samples/ folder")
     p.add_argument("--launch-counts", type=ints, default=[1, 100, 1000])
     p.add_argument("--compile-kernels", default=None)
@@ -221,6 +222,7 @@ def parse_args(argv=None):
     args.others_embedding_shapes = args.others_embedding_shapes or [(32000, 4096, 8192)]
     args.others_bmm = args.others_bmm or [(8, 2048)]
     args.others_transpose = [(int(a), b) for a, b in (x.split(":") for x in args.others_transpose.split(",") if x)]
+    args.others_kernels = [k for k in args.others_kernels.split(",") if k]
     args.add_dtypes = args.add_dtypes.split(",")
     args.attn_kernels = [int(x) for x in args.attn_kernels.split(",")]
     args.gemm_dtypes = args.gemm_dtypes.split(",")
@@ -272,7 +274,10 @@ def save(res, args, dev, plots=False) -> Path:
             targets.append(copy)
     if plots:
         for t in targets:
-            write_plots(res, t)
+            try:
+                write_plots(res, t)
+            except Exception:  # noqa: BLE001 - a plot is never worth the numbers
+                traceback.print_exc()
     return out
 
 

@@ -232,12 +232,15 @@ def _bwd_row(args, d, seq, causal, tensors, cfg, res):
         except RuntimeError:
             continue
     flop = 2.5 * 4.0 * b * args.attn_heads * seq * seq * d * (0.5 if causal else 1.0)
+    out = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+    backend = sdpa_backend_name(lambda: torch.autograd.grad(out, (qr, kr, vr), do, retain_graph=True))
     row = {"pass": "bwd", "batch": b, "heads": args.attn_heads, "seq": seq, "d": d, "causal": causal, "config": cfg,
            "ok": ok, "safetile_ms": t_st, "safetile_TFLOPs": flop / t_st / 1e9, "torch_ms": times["default"],
+           "torch_backend": backend,
            "torch_TFLOPs": flop / times["default"] / 1e9, "ratio": times["default"] / t_st,
            **{f"torch_{n}_ms": t for n, t in times.items() if n != "default"},
            **{f"ratio_vs_{n}": t / t_st for n, t in times.items() if n != "default"}}
     print(f"  attention bwd d={d:3d} seq={seq:5d} causal={causal!s:5s}: safetile {row['safetile_TFLOPs']:6.1f} TFLOP/s "
-          f" SDPA default {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}  "
+          f" SDPA default ({backend}) {row['torch_TFLOPs']:6.1f}  ratio {row['ratio']:.2f}  "
           + "  ".join(f"vs {n} {row[f'ratio_vs_{n}']:.2f}" for n in BACKENDS if f"ratio_vs_{n}" in row), flush=True)
     return row
