@@ -199,6 +199,7 @@ def parse_args(argv=None):
     p.add_argument("--cutile-samples", default=None, help="a copy of NVIDIA cuTile Python's samples/ folder")
     p.add_argument("--launch-counts", type=ints, default=[1, 100, 1000])
     p.add_argument("--compile-kernels", default=None)
+    p.add_argument("--compile-profile", type=int, default=0, help="also profile a warm first launch")
     p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
     p.add_argument("--safe-add-n", type=ints, default=[1 << 28])
     p.add_argument("--safe-gemm-sizes", type=ints, default=[8192])

@@ -145,3 +145,62 @@ def test_triton_key_is_recorded_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "_key_memo_done", False)
     cache.memoize_triton_key()
     assert tcache.triton_key() == "triton-key-value" and calls == [1, 1]  # files changed: computed again
+
+
+@ct.kernel
+def transpose_tile(X, Y, T: ct.Constant[int]):
+    ct.store(Y, (ct.bid(1), ct.bid(0)), ct.transpose(ct.load(X, (ct.bid(0), ct.bid(1)), (T, T))))
+
+
+@ct.kernel
+def transpose_tile_tma(X, Y, T: ct.Constant[int]):
+    t = ct.load(X, (ct.bid(0), ct.bid(1)), (T, T), allow_tma=True)
+    ct.store(Y, (ct.bid(1), ct.bid(0)), ct.transpose(t), allow_tma=True)
+
+
+@ct.kernel
+def bmm_tiles(A, B, C, T: ct.Constant[int]):
+    acc = ct.zeros((T, T), ct.float32)
+    for k in range(ct.num_tiles(A, axis=2, shape=(1, T, T))):
+        a = ct.reshape(ct.load(A, (ct.bid(0), ct.bid(1), k), (1, T, T)), (T, T))
+        b = ct.reshape(ct.load(B, (ct.bid(0), k, ct.bid(2)), (1, T, T)), (T, T))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (ct.bid(0), ct.bid(1), ct.bid(2)), ct.reshape(acc.astype(C.dtype), (1, T, T)))
+
+
+def test_descriptors_where_tiles_pass_through_shared_memory():
+    """By default TMA is used for matrix-product operands and results (3-D tiles with unit axes
+    too), not for tiles that go straight between registers and memory; allow_tma decides when given."""
+    x = torch.randn(256, 256, dtype=torch.float16)
+    assert "make_tensor_descriptor" not in _source(transpose_tile, (x, torch.empty_like(x), 64))
+    assert _source(transpose_tile_tma, (x, torch.empty_like(x), 64)).count("make_tensor_descriptor") == 2
+    a = torch.randn(2, 128, 128, dtype=torch.float16)
+    src = _source(bmm_tiles, (a, a, torch.empty_like(a), 64))
+    assert src.count("make_tensor_descriptor") == 3  # A and B operands, C the product's tile
+    assert re.search(r"tl\.reshape\(desc\d+\.load\(\[.*\]\), \[64, 64\]\)", src), src
+    assert re.search(r"desc\d+\.store\(\[.*\], tl\.reshape\(\w+, \[1, 64, 64\]\)\)", src), src
+    assert "make_tensor_descriptor" not in _source(bmm_tiles, (a, a, torch.empty_like(a), 64), target=80)
+
+
+def test_bmm_tiles_with_descriptors_match_the_cpu_backend():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 64, 48)).astype(np.float32)
+    b = rng.standard_normal((2, 48, 80)).astype(np.float32)
+    c = np.full((2, 64, 80), np.nan, np.float32)
+    ct.launch(None, (2, 4, 5), bmm_tiles, (a, b, c, 16))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    ct_, ta, tb = torch.full((2, 64, 80), float("nan")), torch.from_numpy(a), torch.from_numpy(b)
+    with triton_interpreter():
+        ct.launch(None, (2, 4, 5), bmm_tiles, (ta, tb, ct_, 16))
+    np.testing.assert_allclose(ct_.numpy(), c, rtol=1e-5, atol=1e-5)
+
+
+def test_tile_streaming_loops_are_software_pipelined(monkeypatch):
+    x = torch.randn(4, 3000)
+    src = _source(row_chunks, (x, torch.empty_like(x), 1024))
+    assert src.count("in tl.range(") == 2 and src.count(", num_stages=3):") == 2
+    assert "tl.range" not in _source(row_chunks, (x, torch.empty_like(x), 1024), target=0)  # interpreter
+    a = torch.randn(2, 128, 128, dtype=torch.float16)
+    assert "tl.range" not in _source(bmm_tiles, (a, a, torch.empty_like(a), 64))  # Triton pipelines products itself
+    monkeypatch.setenv("SAFETILE_PIPELINE_LOOPS", "0")
+    assert "tl.range" not in _source(row_chunks, (x, torch.empty_like(x), 1024))

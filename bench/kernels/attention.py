@@ -147,8 +147,9 @@ def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: 
 @ct.kernel
 def attention_bwd_dq(Q, K, V, dO, Lse, Delta, dQ, S, scale, sm_scale, BM: ct.Constant[int],
                      BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
-    """dQ of one query block: loop over the key blocks it sees."""
-    bh, qb = ct.bid(1), ct.bid(0)
+    """dQ of one query block: loop over the key blocks it sees (causal: the longest first)."""
+    bh = ct.bid(1)
+    qb = ct.num_blocks(0) - 1 - ct.bid(0) if CAUSAL else ct.bid(0)
     row = bh * (S // BM) + qb
     q = ct.load(Q, (row, 0), (BM, D), allow_tma=True)
     do = ct.load(dO, (row, 0), (BM, D), allow_tma=True)

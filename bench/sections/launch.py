@@ -134,6 +134,9 @@ def _host_patterns() -> dict:
         call, prefix, _ = hit
         flat = fast.parts((x, x, z, 1024))[1]
         out["Triton C launcher alone (add4)"] = _host_us(lambda: call(grid[0], 1, 1, raw, *prefix, *flat))
+        if len(prefix) == 9:  # the raw C launcher: (function, cooperative, pdl, ...) -- without the PDL attribute
+            no_pdl = (prefix[0], prefix[1], False, *prefix[3:])
+            out["Triton C launcher alone, no PDL attribute"] = _host_us(lambda: call(grid[0], 1, 1, raw, *no_pdl, *flat))
         out["FastPath argument read (add4)"] = _host_us(lambda: fast.parts((x, x, z, 1024)))
     return out
 
@@ -147,16 +150,22 @@ _SNIPPETS = {
 }
 
 
-def _first_launch(name: str, env: dict) -> dict:
+def _first_launch(name: str, env: dict, profile: bool = False) -> dict:
     code = ("import sys, time; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
             "import torch, safetile as ct\n"
             "from kernels import basic as Ba, gemm as G, attention as A\n"
             "torch.zeros(1, device='cuda'); torch.cuda.synchronize()\n"
             "%s\n"
+            "if %r:\n"
+            "    import cProfile, pstats, io; pr = cProfile.Profile(); pr.enable()\n"
             "t0 = time.perf_counter(); ct.launch(None, *args); torch.cuda.synchronize()\n"
             "t1 = time.perf_counter(); ct.launch(None, *args); torch.cuda.synchronize()\n"
             "t2 = time.perf_counter()\n"
-            "print('TIMES', t1 - t0, t2 - t1)\n") % (str(ROOT / "src"), str(ROOT / "bench"), _SNIPPETS[name])
+            "if %r:\n"
+            "    pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats('cumtime').print_stats(30)\n"
+            "    print('PROFILE', repr(s.getvalue()[-5000:]))\n"
+            "print('TIMES', t1 - t0, t2 - t1)\n") % (str(ROOT / "src"), str(ROOT / "bench"), _SNIPPETS[name],
+                                                   profile, profile)
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     total = time.perf_counter() - t0
@@ -164,7 +173,12 @@ def _first_launch(name: str, env: dict) -> dict:
     if p.returncode or not line:
         return {"error": (p.stderr or p.stdout)[-2000:]}
     first, second = map(float, line[0].split()[1:])
-    return {"first_launch_s": first, "second_launch_s": second, "process_s": total}
+    out = {"first_launch_s": first, "second_launch_s": second, "process_s": total}
+    prof = [ln for ln in p.stdout.splitlines() if ln.startswith("PROFILE")]
+    if prof:
+        import ast
+        out["profile"] = ast.literal_eval(prof[0][len("PROFILE "):])
+    return out
 
 
 def bench_compile(args, res):
@@ -195,5 +209,7 @@ def bench_compile(args, res):
                 else:
                     print(f"  compile {name:9s} {phase:12s}: first launch {r['first_launch_s']:6.3f} s "
                           f"(then {r['second_launch_s'] * 1e6:6.1f} us); process {r['process_s']:5.1f} s", flush=True)
+            if args.compile_profile:  # where a warm first launch spends its time
+                row["warm_profile"] = _first_launch(name, used, profile=True)
             rows.append(row)
     res["compile"] = rows

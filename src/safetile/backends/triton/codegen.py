@@ -105,6 +105,10 @@ class Facts:
     # waits for its predecessor to complete (memory visible) before touching memory. Same
     # ordering as plain stream order, with the launch latency overlapped.
     pdl: bool = False
+    # software-pipelining depth for innermost loops that load tiles and multiply none (Triton
+    # pipelines loops with matrix products itself): the next iterations' loads are issued
+    # (cp.async) while this one computes, as a row loop over chunks wants. 0: off.
+    loop_stages: int = 0
 
 
 def default_facts(fn: Function) -> Facts:
@@ -465,7 +469,12 @@ class Gen:
         iv = self.m.fresh("i")
         self.m.iv_start[body.args[0].id] = lo
         interp = self.m.facts.target == 0  # Triton's interpreter: the induction variable is a Python int
-        self.line(f"for {iv}{'_py' if interp else ''} in range({self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}):")
+        bounds = f"{self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}"
+        stages = self.m.facts.loop_stages
+        if stages and not interp and _streams_tiles(body):
+            self.line(f"for {iv} in tl.range({bounds}, num_stages={stages}):")
+        else:
+            self.line(f"for {iv}{'_py' if interp else ''} in range({bounds}):")
         self.depth += 1
         start = len(self.lines)
         if interp:  # give it the IR's integer type, as compiled Triton does, so `.to(...)` works on it
@@ -510,6 +519,14 @@ class Gen:
         src = ["@triton.jit", f"def {name}({', '.join(args)}):"] + body + [f"    return {', '.join(ys)}"]
         self.m.helpers.append("\n".join(src))
         return name
+
+
+def _streams_tiles(body: Block) -> bool:
+    """An innermost loop that loads tiles at its top level and has no matrix product."""
+    ops = list(walk(body))
+    if any(o.name in ("for", "while", "mma") for o in ops):
+        return False
+    return any(o.name == "load" for o in body.ops)
 
 
 # ------------------------------------------------------------------------------ whole kernel

@@ -38,6 +38,14 @@ def tma_enabled() -> bool:
     return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
 
 
+def loop_stages(target: int) -> int:
+    """Pipelining depth of tile-streaming loops (``Facts.loop_stages``); ``SAFETILE_PIPELINE_LOOPS=0`` turns it off."""
+    if target < 80:
+        return 0
+    v = os.environ.get("SAFETILE_PIPELINE_LOOPS", "3")
+    return int(v) if v.isdigit() else 0
+
+
 def pdl_enabled(target: int) -> bool:
     """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
     return target >= 90 and os.environ.get("SAFETILE_PDL", "1") not in ("0", "off", "false")
@@ -254,7 +262,8 @@ class Specialization:
     # -------------------------------------------------------------- facts
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
-        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp)
+        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
+                     0 if interp else loop_stages(target))
 
     def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
@@ -519,5 +528,5 @@ def kernel_source(kernel, args, target: int | None = None) -> str:
             except ImportError:
                 pass
     facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
-                  pdl_enabled(target))
+                  pdl_enabled(target), loop_stages(target))
     return generate(fn, facts).source
