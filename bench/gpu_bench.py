@@ -172,6 +172,7 @@ def parse_args(argv=None):
     p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,128x128x64x8x4,64x128x64x4x4",
                    help="BMxBNxBKxWARPSxSTAGES list")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent and stream-K GEMMs")
+    p.add_argument("--gemm-streamk-configs", default="", help="more tile configs for stream-K (ragged shapes)")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)
     p.add_argument("--norm-hidden", type=ints, default=[4096, 8192])

@@ -76,14 +76,17 @@ def bench_gemm(args, res):
             if True in args.gemm_tma:
                 entries.append(run(tiles, "tile", True))
             if args.gemm_persistent:  # these keep more in shared memory: one stage fewer if needed
-                for kind in ("persistent", "streamk"):
-                    if kind == "streamk" and not plan_streamk(m, n, tiles["BM"], tiles["BN"], sms)[1]:
-                        continue
-                    for stages in (tiles["stages"], tiles["stages"] - 1):
-                        e = run({**tiles, "stages": stages}, kind)
-                        if e is not None:
-                            entries.append(e)
-                            break
+                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *parse_configs(args.gemm_streamk_configs)])):
+                    for cfg in cands:
+                        if cfg != tiles and cfg in cands[:cands.index(cfg)]:
+                            continue
+                        if kind == "streamk" and not plan_streamk(m, n, cfg["BM"], cfg["BN"], sms)[1]:
+                            continue
+                        for stages in (cfg["stages"], cfg["stages"] - 1):
+                            e = run({**cfg, "stages": stages}, kind)
+                            if e is not None:
+                                entries.append(e)
+                                break
             best = best_of(entries)
             row.update(best={k2: v for k2, v in best.items() if k2 != "launch"}, safetile_TFLOPs=best["TFLOPs"],
                        safetile_ms=best["ms"], ratio=t_torch / best["ms"], ok=all(e["ok"] for e in entries if e))
