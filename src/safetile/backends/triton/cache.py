@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -114,10 +116,18 @@ def backend_hash() -> str:
     return _backend_hash
 
 
+@functools.cache
+def triton_version() -> str:
+    """Triton's version from its installed metadata, without importing it ('' when absent)."""
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 def digest(ir_text: str, facts: Any) -> str:
-    import triton
     h = hashlib.sha256()
-    for part in (backend_hash(), triton.__version__, ir_text, repr(facts)):
+    for part in (backend_hash(), triton_version(), ir_text, repr(facts)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -220,6 +230,21 @@ def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple
             print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
         _loaded[(key, interp)] = (fn, gen)
         return fn, gen
+
+
+def load_meta(key: str) -> Generated | None:
+    """The metadata and source of a disk entry without importing it (nor Triton), or None."""
+    root = cache_dir()
+    if root is None:
+        return None
+    path = root / key[:2] / f"st_{key}.py"
+    try:
+        gen = _decode(key, path.read_text())
+    except (OSError, UnicodeDecodeError):
+        return None
+    if gen is not None and os.environ.get("SAFETILE_DUMP_SOURCE", "") not in ("", "0"):
+        print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
+    return gen
 
 
 # ---------------------------------------------------------------------------- compiled binaries

@@ -22,7 +22,7 @@ from ...errors import LaunchTypeError, TileRuntimeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
-from . import cache
+from . import cache, direct
 from ...runtime.launch import normalize_grid
 from .codegen import ArrayFacts, Facts, Generated, generate
 
@@ -190,11 +190,15 @@ class Variant:
     ``call(gx, gy, gz, stream, *prefix, *kernel_args)`` (Triton's C launcher, or its Python
     wrapper where the kernel needs per-launch scratch memory)."""
 
-    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = ""):
+    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = "",
+                 loaded: tuple | None = None):
         self.gen = gen
         self.interp = interp
         self.jitfn = jitfn
         if interp:
+            return
+        if loaded is not None:  # found through direct.load: no Triton objects
+            self.call, self.prefix = loaded
             return
         import triton
         from triton.compiler import ASTSource
@@ -213,6 +217,8 @@ class Variant:
             if building is not None:
                 building.join()
         launcher = self.compiled.run  # loads the binary and builds (or finds) Triton's C launcher
+        if key:
+            direct.remember(key, options, facts.target, self.compiled, gen.signature)
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
         scratch = getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0)
@@ -267,7 +273,7 @@ class Specialization:
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
                      0 if interp else loop_stages(target))
 
-    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool) -> Variant:
+    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
         derived once per key; keys with the same facts share one compiled variant."""
         with self.lock:
@@ -280,12 +286,23 @@ class Specialization:
                 if self.ir_text is None:
                     self.ir_text = format_function(self.fn)
                 k = cache.digest(self.ir_text, facts)
-                jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                v = self.by_facts[(facts, interp)] = Variant(jitfn, gen, facts, self.fn, interp, k)
+                v = None if interp else self._warm(k, facts, device)
+                if v is None:
+                    jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+                    v = Variant(jitfn, gen, facts, self.fn, interp, k)
+                self.by_facts[(facts, interp)] = v
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
             return v
+
+    def _warm(self, k: str, facts: Facts, device: int) -> "Variant | None":
+        """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
+        gen = cache.load_meta(k)
+        if gen is None:
+            return None
+        loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device)
+        return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
     def __call__(self, stream, grid3, args) -> "Variant | None":
@@ -346,7 +363,7 @@ class Specialization:
         key = tuple(key)
         v = self.variants.get(key)
         if v is None:
-            v = self.variant(key, self.parts(args), big, _capability(device), False)
+            v = self.variant(key, self.parts(args), big, _capability(device), False, device)
         if big:
             flat += self.flat_grid(grid3)
             grid3 = (gx * gy * gz, 1, 1)
