@@ -169,10 +169,10 @@ def parse_args(argv=None):
     p.add_argument("--gemm-tma", default="1,0", help="include 1 to also time the best config with tensor descriptors")
     p.add_argument("--gemm-graph-limit", type=int, default=4096,
                    help="also time GEMMs up to this cube root of MNK inside CUDA graphs (kernel time only)")
-    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,128x128x64x8x4,64x128x64x4x4",
+    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,128x128x64x8x4",
                    help="BMxBNxBKxWARPSxSTAGES list")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent and stream-K GEMMs")
-    p.add_argument("--gemm-streamk-configs", default="", help="more tile configs for stream-K (ragged shapes)")
+    p.add_argument("--gemm-streamk-configs", default="256x128x64x8x3", help="more tile configs for stream-K (ragged shapes)")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)
     p.add_argument("--norm-hidden", type=ints, default=[4096, 8192])
@@ -183,14 +183,14 @@ def parse_args(argv=None):
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x4x3,128x64x4x3,128x128x8x3")
-    p.add_argument("--attn-configs-128", default="128x64x8x3,128x128x8x3,64x64x4x3")
+    p.add_argument("--attn-configs-64", default="128x128x4x3,128x64x4x3")
+    p.add_argument("--attn-configs-128", default="128x128x8x3,128x64x8x3")
     p.add_argument("--attn-kernels", default="0,1", help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA)")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
-    p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3,64x64x4x3", help="BM(queries)xBN(keys)xWxS")
-    p.add_argument("--attn-bwd-dkdv-128", default="32x128x8x3,64x64x4x3,32x64x4x3")
-    p.add_argument("--attn-bwd-dq-64", default="128x64x8x3,128x32x8x3,64x64x4x3")
-    p.add_argument("--attn-bwd-dq-128", default="128x64x8x3,128x32x8x3,64x64x4x3")
+    p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3", help="BM(queries)xBN(keys)xWxS")
+    p.add_argument("--attn-bwd-dkdv-128", default="32x128x8x3,64x64x4x3")
+    p.add_argument("--attn-bwd-dq-64", default="128x64x8x3,128x32x8x3")
+    p.add_argument("--attn-bwd-dq-128", default="128x64x8x3,128x32x8x3")
     p.add_argument("--others-norm-shapes", type=shapes, default=None, help="RxN rows for the chunked row kernels")
     p.add_argument("--others-rms3d-shapes", type=shapes, default=None, help="BxSxH")
     p.add_argument("--others-embedding-shapes", type=shapes, default=None, help="VOCABxDIMxTOKENS")
@@ -206,7 +206,7 @@ def parse_args(argv=None):
     p.add_argument("--safe-gemm-sizes", type=ints, default=[8192])
     p.add_argument("--safe-gemm-tile", default="128x256x64", help="BMxBNxBK of the safe/unchecked GEMM pair")
     p.add_argument("--safe-batch-ms", type=float, default=40.0, help="length of one timed chain of launches")
-    p.add_argument("--safe-reps", type=int, default=11, help="timed chains per style (alternating)")
+    p.add_argument("--safe-reps", type=int, default=7, help="timed chains per style (alternating)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     q = args.quick
@@ -218,7 +218,7 @@ def parse_args(argv=None):
         [4096, 8192] if q else [1024, 2048, 4096, 8192, 16384])
     args.gemm_shapes = args.gemm_shapes if args.gemm_shapes is not None else \
         ([(3000, 5000, 4096)] if q else [(8192, 8192, 1000), (3000, 5000, 4096)])
-    args.attn_seqs = args.attn_seqs or ([1024, 4096] if q else [1024, 2048, 4096, 8192, 16384])
+    args.attn_seqs = args.attn_seqs or ([4096] if q else [2048, 4096, 8192, 16384])
     args.others_norm_shapes = args.others_norm_shapes or [(1024, 2048), (16384, 4096)]
     args.others_rms3d_shapes = args.others_rms3d_shapes or [(4, 4096, 4096)]
     args.others_embedding_shapes = args.others_embedding_shapes or [(32000, 4096, 8192)]

@@ -44,7 +44,8 @@ def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
 def test_streamk_plan():
     assert G.plan_streamk(1024, 1024, 128, 128, 64) == (64, 0)  # whole waves: no split
     dp, sk = G.plan_streamk(3000, 5000, 128, 256, 132)
-    assert dp + sk == 24 * 20 and dp % 132 == 0 and 132 <= sk < 264
+    assert dp + sk == 24 * 20 and dp == 3 * 132 and sk == 84
+    assert G.plan_streamk(100, 100, 128, 128, 4) == (0, 1)  # fewer tiles than blocks: all split
 
 
 def _attention_ref(q, k, v, causal):

@@ -14,6 +14,17 @@ ZERO = ct.PaddingMode.ZERO
 LN2 = 0.6931471805599453
 
 
+def _longest_first(CAUSAL, reverse):
+    """(block index along the sequence, batch*head) of this block. Causal blocks differ in work:
+    every head's longest blocks are dispatched first (blocks start in grid order, x fastest), so
+    no long block is left for the end. ``reverse``: the longest are the last sequence blocks."""
+    if not CAUSAL:
+        return ct.bid(0), ct.bid(1)
+    lin = ct.bid(1) * ct.num_blocks(0) + ct.bid(0)
+    step = lin // ct.num_blocks(1)
+    return (ct.num_blocks(0) - 1 - step if reverse else step), lin % ct.num_blocks(1)
+
+
 def _attn_block(q, K, V, bh, j, m_i, l_i, acc, qpos, S, scale, BN, D, MASK, CAUSAL):
     k = ct.reshape(ct.load(K, (bh, j, 0), (1, BN, D), padding_mode=ZERO), (BN, D))
     s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32)) * scale
@@ -35,10 +46,8 @@ def _attn_block(q, K, V, bh, j, m_i, l_i, acc, qpos, S, scale, BN, D, MASK, CAUS
 @ct.kernel
 def attention(Q, K, V, O, scale, BM: ct.Constant[int], BN: ct.Constant[int], D: ct.Constant[int],
               CAUSAL: ct.Constant[bool]):
-    """Forward over (batch*heads, seq, D) arrays, any seq. Causal: the longest rows (last query
-    blocks) are scheduled first."""
-    bh = ct.bid(1)
-    qb = ct.num_blocks(0) - 1 - ct.bid(0) if CAUSAL else ct.bid(0)
+    """Forward over (batch*heads, seq, D) arrays, any seq; grid (query blocks, batch*heads)."""
+    qb, bh = _longest_first(CAUSAL, True)
     S = Q.shape[1]
     q = ct.reshape(ct.load(Q, (bh, qb, 0), (1, BM, D), padding_mode=ZERO), (BM, D))
     qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
@@ -79,8 +88,7 @@ def attention_2d(Q, K, V, O, Lse, S, scale, BM: ct.Constant[int], BN: ct.Constan
                  D: ct.Constant[int], CAUSAL: ct.Constant[bool], LSE: ct.Constant[bool]):
     """Forward over (batch*heads*seq, D) arrays (seq S a multiple of BM and BN). With LSE, also
     writes each row's log2-sum-exp2 of the scaled scores to Lse (batch*heads*seq,) float32."""
-    bh = ct.bid(1)
-    qb = ct.num_blocks(0) - 1 - ct.bid(0) if CAUSAL else ct.bid(0)
+    qb, bh = _longest_first(CAUSAL, True)
     q = ct.load(Q, (bh * (S // BM) + qb, 0), (BM, D), allow_tma=True)
     qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
     kbase = bh * (S // BN)
@@ -117,7 +125,7 @@ def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: 
                        BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
     """dK and dV of one key block: loop over the query blocks that see it (all, or from the
     diagonal on when causal). Arrays are (batch*heads*seq, D); Lse and Delta (batch*heads*seq,)."""
-    bh, kb = ct.bid(1), ct.bid(0)
+    kb, bh = _longest_first(CAUSAL, False)
     k = ct.load(K, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
     v = ct.load(V, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
     kpos = kb * BN + ct.arange(BN, dtype=ct.int32)
@@ -148,8 +156,7 @@ def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: 
 def attention_bwd_dq(Q, K, V, dO, Lse, Delta, dQ, S, scale, sm_scale, BM: ct.Constant[int],
                      BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
     """dQ of one query block: loop over the key blocks it sees (causal: the longest first)."""
-    bh = ct.bid(1)
-    qb = ct.num_blocks(0) - 1 - ct.bid(0) if CAUSAL else ct.bid(0)
+    qb, bh = _longest_first(CAUSAL, True)
     row = bh * (S // BM) + qb
     q = ct.load(Q, (row, 0), (BM, D), allow_tma=True)
     do = ct.load(dO, (row, 0), (BM, D), allow_tma=True)

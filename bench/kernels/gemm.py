@@ -114,11 +114,10 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
 
 
 def plan_streamk(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
-    """(data-parallel tiles, stream-K tiles): every full wave but the last runs one tile per block;
-    the last full wave and the partial one are split by K iterations (no split when the tiles
-    fill whole waves)."""
+    """(data-parallel tiles, stream-K tiles): whole waves run one tile per block; the tiles of the
+    partial last wave are split by K iterations over every block (no split when the tiles fill
+    whole waves). Splitting a full wave too balanced no better on an H100 and doubled the
+    partial sums written and read (3000×5000×4096: 15 % slower than one tile per block)."""
     tiles = -(-m // bm) * -(-n // bn)
-    if tiles % sms == 0:
-        return tiles, 0
-    dp = max(0, tiles // sms - 1) * sms
+    dp = tiles // sms * sms
     return dp, tiles - dp

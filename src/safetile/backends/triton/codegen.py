@@ -521,12 +521,28 @@ class Gen:
         return name
 
 
+_HEAVY = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "sinh", "cosh", "tanh", "pow", "atan2",
+                    "sqrt", "rsqrt", "truediv"})
+
+
 def _streams_tiles(body: Block) -> bool:
-    """An innermost loop that loads tiles at its top level and has no matrix product."""
+    """An innermost loop that loads tiles at its top level and only does light arithmetic on
+    them: its time is memory latency, which prefetching the next chunks hides. Loops with matrix
+    products are pipelined by Triton itself; with transcendental functions or divisions the
+    staging through shared memory cost more than it hid (H100: a chunked softmax 8 % slower,
+    a chunked LayerNorm 27 % faster)."""
     ops = list(walk(body))
-    if any(o.name in ("for", "while", "mma") for o in ops):
+    if any(o.name in ("for", "while", "mma") or (o.name in _HEAVY and not _is_square(o)) for o in ops):
         return False
     return any(o.name == "load" for o in body.ops)
+
+
+def _is_square(op: Op) -> bool:
+    """``x ** 2``, which the element-wise lowering writes as ``x * x``."""
+    e = op.operands[1].owner if op.name == "pow" else None
+    while e is not None and e.name in ("broadcast", "broadcast_to", "reshape", "astype"):
+        e = e.operands[0].owner
+    return e is not None and e.name == "constant" and e.attrs["value"] == 2
 
 
 # ------------------------------------------------------------------------------ whole kernel
