@@ -125,8 +125,8 @@ def table(res) -> str:
     if res.get("compile"):
         line("== first-launch compile time (s)")
         for r in res["compile"]:
-            line(f"{r['kernel']:10s}", *(f"{p} {r[p]['first_launch_s']:.3f}" if "first_launch_s" in r.get(p, {})
-                                         else f"{p} FAILED" for p in ("cold_install", "cold", "warm", "warm_no_pyc")))
+            line(f"{r['kernel']:10s}", *(f"{p} {r[p]['first_launch_s']:.3f}" if "first_launch_s" in r[p] else f"{p} FAILED"
+                                         for p in ("cold_install", "cold", "warm", "warm_no_pyc") if p in r))
     bad = [c["name"] for c in res.get("checks", []) if not c["ok"]]
     line(f"== correctness: {len(res.get('checks', [])) - len(bad)}/{len(res.get('checks', []))} checks passed"
          + (f"; FAILED: {', '.join(bad)}" if bad else ""))

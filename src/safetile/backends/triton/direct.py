@@ -1,18 +1,21 @@
 """A warm start that does not import Triton.
 
-A process that launches a kernel compiled by an earlier process needs only the binary and
-Triton's C launcher for its signature, both already in Triton's cache. Importing Triton to
-reach them (its package import alone is ~0.1 s) was most of such a first launch. So when a
-kernel is first loaded the usual way, a small record notes the cubin, the launcher module and
-the launch metadata; a later process with the same source, compile options, target, Triton
-build and Triton environment loads the cubin with the CUDA driver (``cuModuleLoadData``, as
-Triton does, shared-memory opt-in included) and imports the launcher module directly.
+A process that launches a kernel compiled by an earlier process needs only the binary and a C
+launcher for its signature. Importing Triton to reach them (its package import alone is ~0.1 s)
+was most of such a first launch. So when a kernel is first compiled, safetile also builds its
+own copy of Triton's C launcher for the signature (Triton's generated source, minus the one
+lookup in Triton's driver module its initialisation does, which only launches taking tensor
+descriptors from the host need; no safetile kernel takes one), in the background, into
+safetile's cache, and records the cubin, that launcher and the launch metadata. A later process
+with the same source, compile options, target, Triton build and Triton environment loads the
+cubin with the CUDA driver (``cuModuleLoadData``, shared-memory opt-in as Triton does) and
+imports the launcher, without Triton.
 
-Records are keyed without importing Triton: its installed version and the size and time of
-its native library, every ``TRITON_*``/``LLVM_*``/``MLIR_*`` variable and the cache folder.
+Records are keyed without importing Triton: its installed version and the size and time of its
+native library, every ``TRITON_*``/``LLVM_*``/``MLIR_*`` variable and the cache folders.
 Anything unexpected (a file gone or of another size, no current CUDA context, a driver error,
-tensor descriptors made on the host, profiling scratch) returns None and the kernel loads
-through Triton as before.
+tensor descriptors made on the host, profiling scratch, Triton's launcher source not as
+expected) returns None and the kernel loads through Triton as before.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sysconfig
 import threading
 from pathlib import Path
@@ -64,32 +68,76 @@ def _size(path: str) -> int:
     return os.stat(path).st_size
 
 
-def remember(key: str, options: dict, target: int, compiled: Any, signature: dict) -> None:
-    """After Triton loaded ``compiled`` (and built its launcher): record where both live."""
+_DRIVER_LOOKUP = re.compile(
+    r"\n[ \t]*PyObject\s*\*\s*driver_mod\s*=\s*PyImport_ImportModule\(\"triton\.backends\.nvidia\.driver\"\);"
+    r".*?py_tensor_map_type\s*=\s*PyObject_GetAttrString\(driver_mod,\s*\"PyCUtensorMap\"\);"
+    r"\s*if\s*\(py_tensor_map_type\s*==\s*NULL\)\s*\{\s*return NULL;\s*\}", re.S)
+
+
+def _launcher_source(signature: dict) -> str | None:
+    """Triton's launcher source for ``signature`` without its initialisation's import of Triton."""
+    from triton.backends.nvidia import driver as nv
+    source, n = _DRIVER_LOOKUP.subn("\n", nv.make_launcher({}, dict(signature), None))
+    return source if n == 1 and "PyImport_ImportModule" not in source and "nvTmaDesc" not in source else None
+
+
+def _own_launcher(signature: dict) -> str | None:
+    """Path of safetile's launcher module for ``signature`` (built with Triton's build helper
+    into safetile's cache when missing)."""
+    root = cache.cache_dir()
+    source = _launcher_source(signature)
+    if root is None or source is None:
+        return None
+    import tempfile
+    from triton.backends.nvidia import driver as nv
+    from triton.runtime.build import _build, platform_key
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    digest = hashlib.sha256((source + platform_key() + cache.triton_version()).encode()).hexdigest()
+    path = root / "launchers" / f"{digest[:40]}{suffix}"
+    if not path.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, _LAUNCHER + ".c")
+            with open(src, "w") as f:
+                f.write(source)
+            so = _build(_LAUNCHER, src, tmp, nv.library_dirs(), nv.include_dirs, nv.libraries, [])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
+            with open(so, "rb") as src_f, open(part, "wb") as dst:
+                dst.write(src_f.read())
+            os.replace(part, path)
+    return str(path)
+
+
+def remember(key: str, options: dict, target: int, compiled: Any, signature: dict) -> threading.Thread | None:
+    """After Triton loaded ``compiled``: build safetile's launcher for its signature and record
+    where everything lives, in a thread (a C compiler run the first time a signature is seen;
+    not a daemon, so a short process still finishes the record before it exits)."""
     try:
         md = compiled.metadata
         if getattr(md, "tensordesc_meta", None) or getattr(md, "profile_scratch_size", 0):
-            return
+            return None
         path = record_path(key, options, target)
-        if path is None or path.exists():
-            return
-        from triton.backends.nvidia import driver as nv
-        from triton.runtime.build import platform_key
-        from triton.runtime.cache import get_cache_manager
-        source = nv.make_launcher({}, dict(signature), None)
-        digest = hashlib.sha256((source + platform_key()).encode("utf-8")).hexdigest()
-        launcher = get_cache_manager(digest).get_file(_LAUNCHER + sysconfig.get_config_var("EXT_SUFFIX"))
         cubin = compiled.metadata_group.get(f"{compiled.name}.cubin")
-        if not launcher or not cubin:
-            return
-        record = {"name": compiled.name, "cubin": cubin, "cubin_size": _size(cubin), "launcher": launcher,
-                  "launcher_size": _size(launcher), "num_warps": md.num_warps, "num_ctas": md.num_ctas,
-                  "shared": md.shared, "launch_pdl": bool(md.launch_pdl),
+        if path is None or path.exists() or not cubin:
+            return None
+        record = {"name": compiled.name, "cubin": cubin, "cubin_size": _size(cubin), "num_warps": md.num_warps,
+                  "num_ctas": md.num_ctas, "shared": md.shared, "launch_pdl": bool(md.launch_pdl),
                   "launch_cooperative_grid": bool(md.launch_cooperative_grid),
-                  "global_scratch_size": md.global_scratch_size}
-        cache._write_atomic(path, json.dumps(record))
+                  "global_scratch_size": md.global_scratch_size, "params": len(signature)}
     except Exception:  # noqa: BLE001 - the record only saves time
-        pass
+        return None
+
+    def build() -> None:
+        try:
+            launcher = _own_launcher(signature)
+            if launcher is not None:
+                cache._write_atomic(path, json.dumps({**record, "launcher": launcher,
+                                                      "launcher_size": _size(launcher)}))
+        except Exception:  # noqa: BLE001
+            pass
+    t = threading.Thread(target=build, name="safetile-launcher-record")
+    t.start()
+    return t
 
 
 # ---------------------------------------------------------------------------- the CUDA driver
@@ -138,32 +186,17 @@ def _load_function(cubin: bytes, name: str, shared: int, device: int) -> int:
     return fn.value
 
 
-_DRIVER_MODULE = "triton.backends.nvidia.driver"
-
-
 @functools.cache
 def _launcher_module(path: str):
-    """Triton's compiled launcher module. Its initialisation looks up ``PyCUtensorMap`` in Triton's
-    CUDA driver module, which is only ever used for tensor descriptors passed from the host (no
-    safetile kernel takes one); when Triton is not imported, a stand-in module answers that one
-    lookup, under the import lock, and is removed again."""
-    import _imp
-    import sys
-    import types
-    spec = importlib.util.spec_from_file_location(_LAUNCHER, path)
+    """safetile's launcher module at ``path``, under a name of its own per file (loading a
+    second file under a name already loaded hands back the first module: CPython's cache of
+    single-phase extension modules); the last part keeps the init function's name."""
+    unique = f"_safetile_launcher_{hashlib.sha256(path.encode()).hexdigest()[:16]}.{_LAUNCHER}"
+    spec = importlib.util.spec_from_file_location(unique, path)
     module = importlib.util.module_from_spec(spec)
-    _imp.acquire_lock()
-    stub = None
-    try:
-        if _DRIVER_MODULE not in sys.modules:
-            stub = types.ModuleType(_DRIVER_MODULE)
-            stub.PyCUtensorMap = type("PyCUtensorMapUnused", (), {})
-            sys.modules[_DRIVER_MODULE] = stub
-        spec.loader.exec_module(module)
-    finally:
-        if stub is not None and sys.modules.get(_DRIVER_MODULE) is stub:
-            del sys.modules[_DRIVER_MODULE]
-        _imp.release_lock()
+    spec.loader.exec_module(module)
+    if os.path.realpath(getattr(module, "__file__", "")) != os.path.realpath(path):
+        raise ImportError(f"loading {path} gave another module")
     return module
 
 
@@ -182,15 +215,18 @@ class _WithScratch:
         self.launch(gx, gy, gz, stream, function, coop, pdl, buf.data_ptr(), profile, *rest)
 
 
-def load(key: str, options: dict, target: int, device: int) -> tuple[Any, tuple] | None:
+def load(key: str, options: dict, target: int, device: int, params: int) -> tuple[Any, tuple] | None:
     """(call, prefix) for launching the kernel recorded for these inputs, as ``Variant`` keeps
-    them (``call(gx, gy, gz, stream, *prefix, *kernel_args)``), or None."""
+    them (``call(gx, gy, gz, stream, *prefix, *kernel_args)``), or None. ``params``: the number
+    of kernel parameters (checked against the record)."""
     try:
         path = record_path(key, options, target)
         if path is None or not path.exists():
             return None
         rec = json.loads(path.read_text())
         if _size(rec["cubin"]) != rec["cubin_size"] or _size(rec["launcher"]) != rec["launcher_size"]:
+            return None
+        if rec["params"] != params:
             return None
         with _lock:  # one module load per function even when threads race here
             fn = _load_function(Path(rec["cubin"]).read_bytes(), rec["name"], rec["shared"], device)

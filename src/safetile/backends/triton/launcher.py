@@ -23,7 +23,6 @@ from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
 from . import cache, direct
-from ...runtime.launch import normalize_grid
 from .codegen import ArrayFacts, Facts, Generated, generate
 
 _I32_LIMIT = 2**31 - 1
@@ -301,7 +300,7 @@ class Specialization:
         gen = cache.load_meta(k)
         if gen is None:
             return None
-        loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device)
+        loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device, len(gen.signature))
         return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
