@@ -46,6 +46,9 @@ def gemm_2d(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant
 @ct.kernel
 def matmul_persistent(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int],
                       GROUP: ct.Constant[int], NPROG: ct.Constant[int]):
+    """Persistent blocks store C tiles without a descriptor: a TMA store stages the tile in shared
+    memory, which a persistent loop cannot take from the pipeline's buffers (128×256 tiles then
+    fit 4 stages instead of 3)."""
     num_m = ct.cdiv(A.shape[0], BM)
     num_n = ct.cdiv(B.shape[1], BN)
     for t in range(ct.bid(0), num_m * num_n, NPROG):
@@ -54,7 +57,7 @@ def matmul_persistent(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: c
         for k in range(ct.cdiv(A.shape[1], BK)):
             acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
                          ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
-        ct.store(C, (bm, bn), acc.astype(C.dtype))
+        ct.store(C, (bm, bn), acc.astype(C.dtype), allow_tma=False)
 
 
 def _first_block(i, total, NPROG):
@@ -69,7 +72,8 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
     NPROG equal ranges. A block that computes only part of a tile stores its partial sum in
     Work (tile 2 * block + slot: slot 0 for its first stream-K tile, 1 for its last) and counts itself in
     Locks[tile - DP_TILES]; the block that arrives last adds the others' partial sums, stores
-    the tile and resets the counter for the next launch. ``Work``: (2 * NPROG * BM, BN) float32."""
+    the tile and resets the counter for the next launch. ``Work``: (2 * NPROG * BM, BN) float32.
+    C tiles are stored without descriptors, as in ``matmul_persistent``."""
     pid = ct.bid(0)
     num_m = ct.cdiv(A.shape[0], BM)
     num_n = ct.cdiv(B.shape[1], BN)
@@ -80,7 +84,7 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
         for k in range(kt):
             acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
                          ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
-        ct.store(C, (bm, bn), acc.astype(C.dtype))
+        ct.store(C, (bm, bn), acc.astype(C.dtype), allow_tma=False)
     total = (num_m * num_n - DP_TILES) * kt
     start = pid * total // NPROG
     end = (pid + 1) * total // NPROG
@@ -96,7 +100,7 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
                 acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
                              ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
             if k0 == 0 and k1 == kt:
-                ct.store(C, (bm, bn), acc.astype(C.dtype))
+                ct.store(C, (bm, bn), acc.astype(C.dtype), allow_tma=False)
             else:
                 slot = 0 if u == first_tile else 1
                 ct.store(Work, (2 * pid + slot, 0), acc, allow_tma=False)  # no 128 KB staging buffer
@@ -109,7 +113,7 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
                         for p in range(p0, p1 + 1):  # block p stored the tile in slot 0 if it is its first
                             slot_p = ct.where((p * total // NPROG) // kt == u, 0, 1)
                             part += ct.load(Work, (2 * (2 * p + slot_p) + h, 0), (BM // 2, BN))
-                        ct.store(C, (2 * bm + h, bn), part.astype(C.dtype))
+                        ct.store(C, (2 * bm + h, bn), part.astype(C.dtype), allow_tma=False)
                     ct.atomic_xchg(Locks, (u,), 0)
 
 
