@@ -218,7 +218,7 @@ def parse_args(argv=None):
         [4096, 8192] if q else [1024, 2048, 4096, 8192, 16384])
     args.gemm_shapes = args.gemm_shapes if args.gemm_shapes is not None else \
         ([(3000, 5000, 4096)] if q else [(8192, 8192, 1000), (3000, 5000, 4096)])
-    args.attn_seqs = args.attn_seqs or ([4096] if q else [2048, 4096, 8192, 16384])
+    args.attn_seqs = args.attn_seqs or ([4096] if q else [4096, 8192, 16384])
     args.others_norm_shapes = args.others_norm_shapes or [(1024, 2048), (16384, 4096)]
     args.others_rms3d_shapes = args.others_rms3d_shapes or [(4, 4096, 4096)]
     args.others_embedding_shapes = args.others_embedding_shapes or [(32000, 4096, 8192)]
