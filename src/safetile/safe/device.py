@@ -2,7 +2,8 @@
 
 Inside an entry kernel a ``ct.Mut`` parameter is this block's sub-tensor (``MutTensor``):
 ``z.load()`` reads it (zero padding past the tensor's edge) and ``z.store(tile)`` writes
-a tile of exactly its shape (edge parts are dropped). It is lowered onto the ordinary
+a tile of exactly its shape (edge parts are dropped); ``z.partition(shape)`` tiles it for
+stores at run-time indices that stay inside it. It is lowered onto the ordinary
 tile-space ``load``/``store`` ops at the block's own grid index, so no other block can
 reach it. A ``ct.Ref`` parameter (``RefTensor``) is a read-only array: ``ct.load``,
 ``ct.gather``, ``x.partition(shape).load(index)`` and ``ct.load_tile_like(x, z)`` read it,
@@ -76,12 +77,65 @@ class MutTensor(_OwnedTensor):
         tile = _check_store_tile(self._name, tile, self._shape, self.dtype, f"{self._name}.store")
         mem.store(self._array, self._index(), tile)
 
-    def partition(self, *a, **k):
-        raise TileSafetyError(f"{self._name!r} is already this block's sub-tensor; mutable tensors are "
-                              "partitioned on the host (t.partition(shape)), not in the kernel")
+    def partition(self, shape) -> "OwnedPartition":
+        """This block's sub-tensor seen as a grid of ``shape`` tiles (an in-block partition).
+
+        ``p.store(tile, index)`` writes the tile at any (run-time) tile index *inside this
+        block's sub-tensor*: parts outside it are dropped, so the store can never reach
+        another block's sub-tensor (a KV-cache row at a run-time position, say). ``p.load``
+        reads back (zero outside the sub-tensor).
+        """
+        return OwnedPartition(self, shape)
 
     def __repr__(self) -> str:
         return f"MutTensor({self._name}: {self.dtype.name}{list(self._shape)})"
+
+
+@tile_api_class
+class OwnedPartition:
+    """``z.partition(shape)`` inside the kernel: tiles of this block's own sub-tensor.
+
+    The sub-tensor is a window of the partitioned array (``Array.slice`` on each partitioned
+    axis, at this block's position; trailing axes of a prefix partition are whole), so every
+    access through it is bounded by the sub-tensor, whatever the index.
+    """
+
+    def __init__(self, owner: MutTensor, shape):
+        from ..ops.values import static_shape
+        self._owner = owner
+        self._shape = static_shape(shape, "partition shape")
+        if len(self._shape) != owner.ndim:
+            raise TileTypeError(f"{owner._name}.partition: shape {self._shape} has rank {len(self._shape)} but "
+                                f"{owner._name!r} has rank {owner.ndim}")
+        region = owner._array
+        for axis in range(owner._grid_rank):
+            start = bid(axis) * owner._shape[axis]
+            region = region.slice(axis, start, start + owner._shape[axis])
+        self._region = region
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._owner.dtype
+
+    def num_tiles(self, axis):
+        """Tiles along ``axis`` of this block's sub-tensor (partial edge tiles count)."""
+        return mem.num_tiles(self._region, axis, self._shape)
+
+    def load(self, index) -> Tile:
+        """The tile at ``index`` of this block's sub-tensor (zero outside it)."""
+        return mem.load(self._region, tuple(index) if isinstance(index, tuple) else index, self._shape,
+                        padding_mode=PaddingMode.ZERO)
+
+    def store(self, tile, index) -> None:
+        """Write ``tile`` (exactly the partition shape) at ``index``; parts outside the sub-tensor are dropped."""
+        name = self._owner._name
+        tile = _check_store_tile(f"{name}.partition({self._shape})", tile, self._shape, self.dtype,
+                                 f"{name}.partition(...).store")
+        mem.store(self._region, tuple(index) if isinstance(index, tuple) else index, tile)
 
 
 class PartitionIndex(tuple):

@@ -148,6 +148,8 @@ class RaceDetector:
             return report
         addr = np.concatenate(self._addr)
         ids = np.concatenate(self._ids)
+        if not addr.size:  # stores ran, but every lane was masked off
+            return report
         report.written_elements = int(np.unique(addr).size)
         order = np.lexsort((ids, addr))
         addr, ids = addr[order], ids[order]
