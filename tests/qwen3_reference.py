@@ -32,7 +32,11 @@ def random_tensors(cfg: dict, seed: int) -> dict[str, np.ndarray]:
 
     def norm(n):
         return (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float32)
-    t = {"model.embed_tokens.weight": rng.standard_normal((v, h)).astype(np.float32), "model.norm.weight": norm(h)}
+    # a tied head scores the current token's own row highest unless the table is small against
+    # the residual stream's other contributions; 0.1 keeps greedy runs from repeating one token
+    emb = 0.1 if cfg["tie_word_embeddings"] else 1.0
+    t = {"model.embed_tokens.weight": (emb * rng.standard_normal((v, h))).astype(np.float32),
+         "model.norm.weight": norm(h)}
     if not cfg["tie_word_embeddings"]:
         t["lm_head.weight"] = mat(v, h) * 4
     for n in range(cfg["num_hidden_layers"]):
@@ -78,7 +82,7 @@ def _rms(x, w, eps):
 def forward(cfg: dict, t: dict[str, np.ndarray], ids) -> np.ndarray:
     """Logits (float64) for every position of ``ids``: the whole causal forward pass."""
     w = {k: v.astype(np.float64) for k, v in t.items()}
-    h, d = cfg["hidden_size"], cfg["head_dim"]
+    d = cfg["head_dim"]
     nq, nkv, eps = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["rms_norm_eps"]
     n = len(ids)
     x = w["model.embed_tokens.weight"][np.asarray(ids)]

@@ -25,8 +25,19 @@ from .engine import Qwen3, Stats
 from .sampling import Sampling
 from .tuning import Tuning
 
-__all__ = ["CheckpointError", "Qwen3", "Qwen3Config", "SHAPES", "Sampling", "Stats", "Tuning", "Weights",
-           "from_weights", "load", "shape_config"]
+__all__ = [
+    "SHAPES",
+    "CheckpointError",
+    "Qwen3",
+    "Qwen3Config",
+    "Sampling",
+    "Stats",
+    "Tuning",
+    "Weights",
+    "from_weights",
+    "load",
+    "shape_config",
+]
 
 
 def _device_and_dtype(device: str, dtype: Any, checkpoint_dtype: str) -> tuple[str, ct.DType]:

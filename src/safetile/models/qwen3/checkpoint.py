@@ -12,8 +12,9 @@ from __future__ import annotations
 import glob
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -107,7 +108,7 @@ class CheckpointReader:
                 raise CheckpointError(f"no *.safetensors files in {path!r}")
             for full in files:
                 with safe_open(full, framework="numpy") as f:
-                    for name in f.keys():
+                    for name in f.keys():  # a safetensors handle, not a dict
                         self._file_of[name] = full
         self._framework = "pt" if _torch() is not None else "numpy"
 

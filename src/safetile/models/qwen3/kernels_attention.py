@@ -45,7 +45,7 @@ def rope_kv_append(kc: ct.Mut["C", (1, "T", "D")], vc: ct.Mut["C", (1, "T", "D")
                    pos: ct.Ref[ct.i32, (1,)], row: ct.i32, nq: ct.i32, nkv: ct.i32, eps: ct.f32):
     """Decode: key head g of qkv[row] through k-norm and RoPE at position pos, then key and value
     written to row pos of head g's caches."""
-    D2 = D // 2  # noqa: F821
+    D2 = D // 2
     g = ct.bid(0)
     p = ct.load(pos, (0,), ())
     h = nq + g
@@ -54,12 +54,12 @@ def rope_kv_append(kc: ct.Mut["C", (1, "T", "D")], vc: ct.Mut["C", (1, "T", "D")
     wa, wb = _halves(knorm, D2)
     c = ct.load(cos, (p, 0), (1, D2), padding_mode=ZERO)
     s = ct.load(sin, (p, 0), (1, D2), padding_mode=ZERO)
-    ra, rb = _norm_rope(ka, kb, wa, wb, c, s, eps, D)  # noqa: F821
+    ra, rb = _norm_rope(ka, kb, wa, wb, c, s, eps, D)
     pk = kc.partition((1, 1, D2))
     pk.store(ra.reshape((1, 1, D2)).astype(kc.dtype), (0, p, 0))
     pk.store(rb.reshape((1, 1, D2)).astype(kc.dtype), (0, p, 1))
-    v = ct.load(qkv, (row, nq + nkv + g), (1, D), padding_mode=ZERO)  # noqa: F821
-    vc.partition((1, 1, D)).store(v.reshape((1, 1, D)).astype(vc.dtype), (0, p, 0))  # noqa: F821
+    v = ct.load(qkv, (row, nq + nkv + g), (1, D), padding_mode=ZERO)
+    vc.partition((1, 1, D)).store(v.reshape((1, 1, D)).astype(vc.dtype), (0, p, 0))
 
 
 @ct.entry
@@ -68,22 +68,22 @@ def rope_kv_fill(kc: ct.Mut["C", (1, "T", "D")], vc: ct.Mut["C", (1, "T", "D")],
                  nq: ct.i32, nkv: ct.i32, eps: ct.f32):
     """Prefill: keys and values of every prompt row (positions 0, 1, ...) into head g's caches,
     BT rows at a time."""
-    D2 = D // 2  # noqa: F821
+    D2 = D // 2
     g = ct.bid(0)
     h = nq + g
     wa, wb = _halves(knorm, D2)
-    pk = kc.partition((1, BT, D2))  # noqa: F821
-    pv = vc.partition((1, BT, D))  # noqa: F821
-    for t in range(ct.cdiv(qkv.shape[0], BT)):  # noqa: F821
-        ka = ct.load(qkv, (t, 2 * h), (BT, D2), padding_mode=ZERO)  # noqa: F821
-        kb = ct.load(qkv, (t, 2 * h + 1), (BT, D2), padding_mode=ZERO)  # noqa: F821
-        c = ct.load(cos, (t, 0), (BT, D2), padding_mode=ZERO)  # noqa: F821
-        s = ct.load(sin, (t, 0), (BT, D2), padding_mode=ZERO)  # noqa: F821
-        ra, rb = _norm_rope(ka, kb, wa, wb, c, s, eps, D)  # noqa: F821
-        pk.store(ra.reshape((1, BT, D2)).astype(kc.dtype), (0, t, 0))  # noqa: F821
-        pk.store(rb.reshape((1, BT, D2)).astype(kc.dtype), (0, t, 1))  # noqa: F821
-        v = ct.load(qkv, (t, nq + nkv + g), (BT, D), padding_mode=ZERO)  # noqa: F821
-        pv.store(v.reshape((1, BT, D)).astype(vc.dtype), (0, t, 0))  # noqa: F821
+    pk = kc.partition((1, BT, D2))
+    pv = vc.partition((1, BT, D))
+    for t in range(ct.cdiv(qkv.shape[0], BT)):
+        ka = ct.load(qkv, (t, 2 * h), (BT, D2), padding_mode=ZERO)
+        kb = ct.load(qkv, (t, 2 * h + 1), (BT, D2), padding_mode=ZERO)
+        c = ct.load(cos, (t, 0), (BT, D2), padding_mode=ZERO)
+        s = ct.load(sin, (t, 0), (BT, D2), padding_mode=ZERO)
+        ra, rb = _norm_rope(ka, kb, wa, wb, c, s, eps, D)
+        pk.store(ra.reshape((1, BT, D2)).astype(kc.dtype), (0, t, 0))
+        pk.store(rb.reshape((1, BT, D2)).astype(kc.dtype), (0, t, 1))
+        v = ct.load(qkv, (t, nq + nkv + g), (BT, D), padding_mode=ZERO)
+        pv.store(v.reshape((1, BT, D)).astype(vc.dtype), (0, t, 0))
 
 
 @ct.entry
@@ -95,47 +95,47 @@ def attn_decode(o: ct.Mut[ct.f32, (1, 1, "G", "D")], lse: ct.Mut[ct.f32, (1, 1, 
     and RoPE applied here) to cache positions [s·CH, (s+1)·CH) ∩ [0, pos]; it writes its
     normalised partial output and log-sum-exp. Blocks past the sequence write nothing (the merge
     reads only the splits that hold keys). Query rows are padded to QM (>= 16 for matrix units)."""
-    D2 = D // 2  # noqa: F821
+    D2 = D // 2
     g = ct.bid(0)
     sp = ct.bid(1)
     p = ct.load(pos, (0,), ())
     n = p + 1
-    first = sp * (CH // BN)  # noqa: F821 - the split's first key tile
-    ntiles = ct.maximum(ct.minimum(ct.cdiv(n - sp * CH, BN), CH // BN), 0)  # noqa: F821
-    r = ct.arange(QM, dtype=ct.int32).reshape((QM, 1))  # noqa: F821
+    first = sp * (CH // BN)  # the split's first key tile
+    ntiles = ct.maximum(ct.minimum(ct.cdiv(n - sp * CH, BN), CH // BN), 0)
+    r = ct.arange(QM, dtype=ct.int32).reshape((QM, 1))
     j = ct.arange(D2, dtype=ct.int32).reshape((1, D2))
-    col = (g * G + r) * D + j  # noqa: F821
-    live = r < G  # noqa: F821
+    col = (g * G + r) * D + j
+    live = r < G
     qa = ct.gather(qkv, (row, col), mask=live)
     qb = ct.gather(qkv, (row, col + D2), mask=live)
     wa, wb = _halves(qnorm, D2)
     c = ct.load(cos, (p, 0), (1, D2), padding_mode=ZERO)
     s = ct.load(sin, (p, 0), (1, D2), padding_mode=ZERO)
-    qa, qb = _norm_rope(qa, qb, wa, wb, c, s, eps, D)  # noqa: F821
+    qa, qb = _norm_rope(qa, qb, wa, wb, c, s, eps, D)
     qa = (qa * scale).astype(kc.dtype)
     qb = (qb * scale).astype(kc.dtype)
-    m = ct.full((QM, 1), -np.inf, ct.float32)  # noqa: F821
-    l = ct.zeros((QM, 1), ct.float32)  # noqa: F821, E741
-    acc = ct.zeros((QM, D), ct.float32)  # noqa: F821
+    m = ct.full((QM, 1), -np.inf, ct.float32)
+    l = ct.zeros((QM, 1), ct.float32)
+    acc = ct.zeros((QM, D), ct.float32)
     for jt in range(ntiles):
         kt = first + jt
-        ka = ct.load(kc, (g, kt, 0), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))  # noqa: F821
-        kb = ct.load(kc, (g, kt, 1), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))  # noqa: F821
-        sc = ct.mma(qa, ct.transpose(ka), ct.zeros((QM, BN), ct.float32))  # noqa: F821
+        ka = ct.load(kc, (g, kt, 0), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))
+        kb = ct.load(kc, (g, kt, 1), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))
+        sc = ct.mma(qa, ct.transpose(ka), ct.zeros((QM, BN), ct.float32))
         sc = ct.mma(qb, ct.transpose(kb), sc)
-        keys = kt * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))  # noqa: F821
+        keys = kt * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))
         sc = ct.where(keys < n, sc, -np.inf)
         m_new = ct.maximum(m, ct.max(sc, axis=1, keepdims=True))
         pr = ct.exp(sc - m_new)
         alpha = ct.exp(m - m_new)
-        l = l * alpha + ct.sum(pr, axis=1, keepdims=True)  # noqa: E741
-        vt = ct.load(vc, (g, kt, 0), (1, BN, D), padding_mode=ZERO).reshape((BN, D))  # noqa: F821
+        l = l * alpha + ct.sum(pr, axis=1, keepdims=True)
+        vt = ct.load(vc, (g, kt, 0), (1, BN, D), padding_mode=ZERO).reshape((BN, D))
         acc = ct.mma(pr.astype(vc.dtype), vt, acc * alpha)
         m = m_new
     if ntiles > 0:
         out = acc / l
-        o.store(out.extract((0, 0), (G, D)).reshape((1, 1, G, D)))  # noqa: F821
-        lse.store((m + ct.log(l)).extract((0, 0), (G, 1)).reshape((1, 1, G)))  # noqa: F821
+        o.store(out.extract((0, 0), (G, D)).reshape((1, 1, G, D)))
+        lse.store((m + ct.log(l)).extract((0, 0), (G, 1)).reshape((1, 1, G)))
 
 
 @ct.entry
@@ -144,24 +144,24 @@ def attn_merge(out: ct.Mut[ct.f32, (1, "GD")], o: ct.Ref[ct.f32, (-1, -1, "G", "
     """Combine the splits of key/value head g: out = Σ_s exp(lse_s − max)·o_s / Σ_s exp(lse_s − max),
     over the splits that hold keys (SC splits at a time)."""
     g = ct.bid(1)
-    live = ct.cdiv(ct.load(pos, (0,), ()) + 1, CH)  # noqa: F821
-    chunks = ct.cdiv(live, SC)  # noqa: F821
-    split = ct.arange(SC, dtype=ct.int32).reshape((SC, 1))  # noqa: F821
-    top = ct.full((1, G), -np.inf, ct.float32)  # noqa: F821
+    live = ct.cdiv(ct.load(pos, (0,), ()) + 1, CH)
+    chunks = ct.cdiv(live, SC)
+    split = ct.arange(SC, dtype=ct.int32).reshape((SC, 1))
+    top = ct.full((1, G), -np.inf, ct.float32)
     for c in range(chunks):
-        ls = ct.load(lse, (g, c, 0), (1, SC, G), padding_mode=NEG_INF).reshape((SC, G))  # noqa: F821
-        ls = ct.where(c * SC + split < live, ls, -np.inf)  # noqa: F821
+        ls = ct.load(lse, (g, c, 0), (1, SC, G), padding_mode=NEG_INF).reshape((SC, G))
+        ls = ct.where(c * SC + split < live, ls, -np.inf)
         top = ct.maximum(top, ct.max(ls, axis=0, keepdims=True))
-    num = ct.zeros((G, D), ct.float32)  # noqa: F821
-    den = ct.zeros((1, G), ct.float32)  # noqa: F821
+    num = ct.zeros((G, D), ct.float32)
+    den = ct.zeros((1, G), ct.float32)
     for c in range(chunks):
-        ls = ct.load(lse, (g, c, 0), (1, SC, G), padding_mode=NEG_INF).reshape((SC, G))  # noqa: F821
-        wt = ct.where(c * SC + split < live, ct.exp(ls - top), 0.0)  # noqa: F821
-        ot = ct.load(o, (g, c, 0, 0), (1, SC, G, D), padding_mode=ZERO).reshape((SC, G, D))  # noqa: F821
-        ot = ct.where(wt.reshape((SC, G, 1)) > 0.0, ot, 0.0)  # a stale split may hold anything  # noqa: F821
-        num = num + ct.sum(wt.reshape((SC, G, 1)) * ot, axis=0)  # noqa: F821
+        ls = ct.load(lse, (g, c, 0), (1, SC, G), padding_mode=NEG_INF).reshape((SC, G))
+        wt = ct.where(c * SC + split < live, ct.exp(ls - top), 0.0)
+        ot = ct.load(o, (g, c, 0, 0), (1, SC, G, D), padding_mode=ZERO).reshape((SC, G, D))
+        ot = ct.where(wt.reshape((SC, G, 1)) > 0.0, ot, 0.0)  # a stale split may hold anything
+        num = num + ct.sum(wt.reshape((SC, G, 1)) * ot, axis=0)
         den = den + ct.sum(wt, axis=0, keepdims=True)
-    out.store((num / ct.transpose(den)).reshape((1, GD)))  # noqa: F821
+    out.store((num / ct.transpose(den)).reshape((1, GD)))
 
 
 @ct.entry
@@ -171,35 +171,35 @@ def attn_prefill(o: ct.Mut[ct.f32, ("BM", "D")], qkv: ct.Ref[ct.f32, (-1, -1)], 
     """Causal flash attention over the prompt: block (i, h) owns BM query rows of head h (q-norm
     and RoPE applied on load) and streams BN keys at a time of its key/value head from the
     cache, with an online softmax."""
-    D2 = D // 2  # noqa: F821
+    D2 = D // 2
     i = ct.bid(0)
     h = ct.bid(1)
     g = h // group
     rows_n = qkv.shape[0]
-    qa = ct.load(qkv, (i, 2 * h), (BM, D2), padding_mode=ZERO)  # noqa: F821
-    qb = ct.load(qkv, (i, 2 * h + 1), (BM, D2), padding_mode=ZERO)  # noqa: F821
+    qa = ct.load(qkv, (i, 2 * h), (BM, D2), padding_mode=ZERO)
+    qb = ct.load(qkv, (i, 2 * h + 1), (BM, D2), padding_mode=ZERO)
     wa, wb = _halves(qnorm, D2)
-    c = ct.load(cos, (i, 0), (BM, D2), padding_mode=ZERO)  # noqa: F821
-    s = ct.load(sin, (i, 0), (BM, D2), padding_mode=ZERO)  # noqa: F821
-    qa, qb = _norm_rope(qa, qb, wa, wb, c, s, eps, D)  # noqa: F821
+    c = ct.load(cos, (i, 0), (BM, D2), padding_mode=ZERO)
+    s = ct.load(sin, (i, 0), (BM, D2), padding_mode=ZERO)
+    qa, qb = _norm_rope(qa, qb, wa, wb, c, s, eps, D)
     qa = (qa * scale).astype(kc.dtype)
     qb = (qb * scale).astype(kc.dtype)
-    rows = i * BM + ct.arange(BM, dtype=ct.int32).reshape((BM, 1))  # noqa: F821
-    m = ct.full((BM, 1), -np.inf, ct.float32)  # noqa: F821
-    l = ct.zeros((BM, 1), ct.float32)  # noqa: F821, E741
-    acc = ct.zeros((BM, D), ct.float32)  # noqa: F821
-    for kt in range(ct.cdiv(ct.minimum((i + 1) * BM, rows_n), BN)):  # noqa: F821
-        ka = ct.load(kc, (g, kt, 0), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))  # noqa: F821
-        kb = ct.load(kc, (g, kt, 1), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))  # noqa: F821
-        sc = ct.mma(qa, ct.transpose(ka), ct.zeros((BM, BN), ct.float32))  # noqa: F821
+    rows = i * BM + ct.arange(BM, dtype=ct.int32).reshape((BM, 1))
+    m = ct.full((BM, 1), -np.inf, ct.float32)
+    l = ct.zeros((BM, 1), ct.float32)
+    acc = ct.zeros((BM, D), ct.float32)
+    for kt in range(ct.cdiv(ct.minimum((i + 1) * BM, rows_n), BN)):
+        ka = ct.load(kc, (g, kt, 0), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))
+        kb = ct.load(kc, (g, kt, 1), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))
+        sc = ct.mma(qa, ct.transpose(ka), ct.zeros((BM, BN), ct.float32))
         sc = ct.mma(qb, ct.transpose(kb), sc)
-        keys = kt * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))  # noqa: F821
+        keys = kt * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))
         sc = ct.where((keys <= rows) & (keys < rows_n), sc, -np.inf)
         m_new = ct.maximum(m, ct.max(sc, axis=1, keepdims=True))
         pr = ct.exp(sc - m_new)
         alpha = ct.exp(m - m_new)
-        l = l * alpha + ct.sum(pr, axis=1, keepdims=True)  # noqa: E741
-        vt = ct.load(vc, (g, kt, 0), (1, BN, D), padding_mode=ZERO).reshape((BN, D))  # noqa: F821
+        l = l * alpha + ct.sum(pr, axis=1, keepdims=True)
+        vt = ct.load(vc, (g, kt, 0), (1, BN, D), padding_mode=ZERO).reshape((BN, D))
         acc = ct.mma(pr.astype(vc.dtype), vt, acc * alpha)
         m = m_new
     o.store(acc / ct.where(l > 0.0, l, 1.0))

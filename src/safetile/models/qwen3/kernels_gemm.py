@@ -23,13 +23,13 @@ def rms_gemm(y: ct.Mut[ct.f32, ("BM", "BN")], x: ct.Ref[ct.f32, (-1, -1)], gamma
              w: ct.Ref["W", (-1, -1)], eps: ct.f32):
     """y = RMSNorm(x; gamma) · wᵀ."""
     i, n = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((BM, BN), ct.float32)  # noqa: F821
-    ss = ct.zeros((BM, 1), ct.float32)  # noqa: F821
-    for k in range(ct.num_tiles(w, 1, (BN, BK))):  # noqa: F821
-        xt = ct.load(x, (i, k), (BM, BK), padding_mode=ZERO)  # noqa: F821
+    acc = ct.zeros((BM, BN), ct.float32)
+    ss = ct.zeros((BM, 1), ct.float32)
+    for k in range(ct.num_tiles(w, 1, (BN, BK))):
+        xt = ct.load(x, (i, k), (BM, BK), padding_mode=ZERO)
         ss = ss + ct.sum(xt * xt, axis=1, keepdims=True)
-        a = (xt * _gamma(gamma, k, BK)).astype(w.dtype)  # noqa: F821
-        acc = ct.mma(a, ct.transpose(ct.load(w, (n, k), (BN, BK), padding_mode=ZERO)), acc)  # noqa: F821
+        a = (xt * _gamma(gamma, k, BK)).astype(w.dtype)
+        acc = ct.mma(a, ct.transpose(ct.load(w, (n, k), (BN, BK), padding_mode=ZERO)), acc)
     y.store(acc * ct.rsqrt(ss / x.shape[1] + eps))
 
 
@@ -38,15 +38,15 @@ def rms_gate_up_gemm(act: ct.Mut["A", ("BM", "BN")], x: ct.Ref[ct.f32, (-1, -1)]
                      wg: ct.Ref["W", (-1, -1)], wu: ct.Ref["W", (-1, -1)], eps: ct.f32):
     """act = silu(h · gateᵀ) ⊙ (h · upᵀ), h = RMSNorm(x; gamma)."""
     i, n = ct.bid(0), ct.bid(1)
-    ag = ct.zeros((BM, BN), ct.float32)  # noqa: F821
-    au = ct.zeros((BM, BN), ct.float32)  # noqa: F821
-    ss = ct.zeros((BM, 1), ct.float32)  # noqa: F821
-    for k in range(ct.num_tiles(wg, 1, (BN, BK))):  # noqa: F821
-        xt = ct.load(x, (i, k), (BM, BK), padding_mode=ZERO)  # noqa: F821
+    ag = ct.zeros((BM, BN), ct.float32)
+    au = ct.zeros((BM, BN), ct.float32)
+    ss = ct.zeros((BM, 1), ct.float32)
+    for k in range(ct.num_tiles(wg, 1, (BN, BK))):
+        xt = ct.load(x, (i, k), (BM, BK), padding_mode=ZERO)
         ss = ss + ct.sum(xt * xt, axis=1, keepdims=True)
-        a = (xt * _gamma(gamma, k, BK)).astype(wg.dtype)  # noqa: F821
-        ag = ct.mma(a, ct.transpose(ct.load(wg, (n, k), (BN, BK), padding_mode=ZERO)), ag)  # noqa: F821
-        au = ct.mma(a, ct.transpose(ct.load(wu, (n, k), (BN, BK), padding_mode=ZERO)), au)  # noqa: F821
+        a = (xt * _gamma(gamma, k, BK)).astype(wg.dtype)
+        ag = ct.mma(a, ct.transpose(ct.load(wg, (n, k), (BN, BK), padding_mode=ZERO)), ag)
+        au = ct.mma(a, ct.transpose(ct.load(wu, (n, k), (BN, BK), padding_mode=ZERO)), au)
     r = ct.rsqrt(ss / x.shape[1] + eps)
     g = ag * r
     act.store((g / (1.0 + ct.exp(-g)) * (au * r)).astype(act.dtype))
@@ -57,8 +57,8 @@ def gemm_residual(y: ct.Mut[ct.f32, ("BM", "BN")], res: ct.Ref[ct.f32, (-1, -1)]
                   w: ct.Ref["W", (-1, -1)]):
     """y = res + a · wᵀ."""
     i, n = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((BM, BN), ct.float32)  # noqa: F821
-    for k in range(ct.num_tiles(w, 1, (BN, BK))):  # noqa: F821
-        at = ct.load(a, (i, k), (BM, BK), padding_mode=ZERO).astype(w.dtype)  # noqa: F821
-        acc = ct.mma(at, ct.transpose(ct.load(w, (n, k), (BN, BK), padding_mode=ZERO)), acc)  # noqa: F821
-    y.store(ct.load(res, (i, n), (BM, BN), padding_mode=ZERO) + acc)  # noqa: F821
+    acc = ct.zeros((BM, BN), ct.float32)
+    for k in range(ct.num_tiles(w, 1, (BN, BK))):
+        at = ct.load(a, (i, k), (BM, BK), padding_mode=ZERO).astype(w.dtype)
+        acc = ct.mma(at, ct.transpose(ct.load(w, (n, k), (BN, BK), padding_mode=ZERO)), acc)
+    y.store(ct.load(res, (i, n), (BM, BN), padding_mode=ZERO) + acc)

@@ -36,7 +36,7 @@ def _rms_dots(x, gamma, w, row, n, eps, tma, BN, BK):
 def rms_gemv(y: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, -1)], gamma: ct.Ref["W", (-1,)],
              w: ct.Ref["W", (-1, -1)], row: ct.i32, eps: ct.f32, tma: ct.Constant[bool]):
     """y = RMSNorm(x[row]; gamma) · wᵀ (the stacked q/k/v projection)."""
-    y.store(_rms_dots(x, gamma, w, row, ct.bid(1), eps, tma, BN, BK).reshape((1, BN)))  # noqa: F821
+    y.store(_rms_dots(x, gamma, w, row, ct.bid(1), eps, tma, BN, BK).reshape((1, BN)))
 
 
 @ct.entry
@@ -46,12 +46,12 @@ def rms_gemv_argmax(y: ct.Mut[ct.f32, (1, "BN")], pmax: ct.Mut[ct.f32, (1, 1)], 
     """The LM head: logits = RMSNorm(x[row]) · headᵀ, plus each block's largest logit and its index
     (the first stage of the argmax, so the logits are not read again)."""
     n = ct.bid(1)
-    v = _rms_dots(x, gamma, w, row, n, eps, tma, BN, BK)  # noqa: F821
-    y.store(v.reshape((1, BN)))  # noqa: F821
-    rows = n * BN + ct.arange(BN, dtype=ct.int32)  # noqa: F821
+    v = _rms_dots(x, gamma, w, row, n, eps, tma, BN, BK)
+    y.store(v.reshape((1, BN)))
+    rows = n * BN + ct.arange(BN, dtype=ct.int32)
     v = ct.where(rows < w.shape[0], v, -np.inf)  # padded rows past the vocabulary never win
     pmax.store(ct.max(v).reshape((1, 1)))
-    pidx.store((ct.argmax(v) + n * BN).reshape((1, 1)))  # noqa: F821
+    pidx.store((ct.argmax(v) + n * BN).reshape((1, 1)))
 
 
 @ct.entry
@@ -60,19 +60,19 @@ def rms_gate_up(act: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, -1)], gam
                 tma: ct.Constant[bool]):
     """act = silu(h · gateᵀ) ⊙ (h · upᵀ) with h = RMSNorm(x[row]): both projections in one pass."""
     n = ct.bid(1)
-    ag = ct.zeros((BN, BK), ct.float32)  # noqa: F821
-    au = ct.zeros((BN, BK), ct.float32)  # noqa: F821
-    ss = ct.zeros((1, BK), ct.float32)  # noqa: F821
-    for k in range(ct.num_tiles(wg, 1, (BN, BK))):  # noqa: F821
-        xt = ct.load(x, (row, k), (1, BK), padding_mode=ZERO)  # noqa: F821
+    ag = ct.zeros((BN, BK), ct.float32)
+    au = ct.zeros((BN, BK), ct.float32)
+    ss = ct.zeros((1, BK), ct.float32)
+    for k in range(ct.num_tiles(wg, 1, (BN, BK))):
+        xt = ct.load(x, (row, k), (1, BK), padding_mode=ZERO)
         ss = ss + xt * xt
-        h = xt * ct.load(gamma, (k,), (BK,), padding_mode=ZERO).astype(ct.float32).reshape((1, BK))  # noqa: F821
-        ag = ag + ct.load(wg, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h  # noqa: F821
-        au = au + ct.load(wu, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h  # noqa: F821
+        h = xt * ct.load(gamma, (k,), (BK,), padding_mode=ZERO).astype(ct.float32).reshape((1, BK))
+        ag = ag + ct.load(wg, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
+        au = au + ct.load(wu, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
     rstd = ct.rsqrt(ct.sum(ss) / x.shape[1] + eps)
     g = ct.sum(ag, axis=1) * rstd
     u = ct.sum(au, axis=1) * rstd
-    act.store((g / (1.0 + ct.exp(-g)) * u).reshape((1, BN)))  # noqa: F821
+    act.store((g / (1.0 + ct.exp(-g)) * u).reshape((1, BN)))
 
 
 @ct.entry
@@ -80,12 +80,12 @@ def gemv_residual(y: ct.Mut[ct.f32, (1, "BN")], res: ct.Ref[ct.f32, (-1, -1)], a
                   w: ct.Ref["W", (-1, -1)], row: ct.i32, tma: ct.Constant[bool]):
     """y = res[row] + a[row] · wᵀ (the output and down projections with their residual adds)."""
     n = ct.bid(1)
-    acc = ct.zeros((BN, BK), ct.float32)  # noqa: F821
-    for k in range(ct.num_tiles(w, 1, (BN, BK))):  # noqa: F821
-        at = ct.load(a, (row, k), (1, BK), padding_mode=ZERO)  # noqa: F821
-        acc = acc + ct.load(w, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * at  # noqa: F821
-    r = ct.load(res, (row, n), (1, BN), padding_mode=ZERO)  # noqa: F821
-    y.store(r + ct.sum(acc, axis=1).reshape((1, BN)))  # noqa: F821
+    acc = ct.zeros((BN, BK), ct.float32)
+    for k in range(ct.num_tiles(w, 1, (BN, BK))):
+        at = ct.load(a, (row, k), (1, BK), padding_mode=ZERO)
+        acc = acc + ct.load(w, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * at
+    r = ct.load(res, (row, n), (1, BN), padding_mode=ZERO)
+    y.store(r + ct.sum(acc, axis=1).reshape((1, BN)))
 
 
 @ct.entry
@@ -93,7 +93,7 @@ def embed(x: ct.Mut[ct.f32, (1, "BH")], table: ct.Ref["W", (-1, -1)], ids: ct.Re
     """x[r] = table[ids[r]] (rows of the embedding table, as float32)."""
     r = ct.bid(0)
     t = ct.load(ids, (r,), ())
-    x.store(ct.load(table, (t, ct.bid(1)), (1, BH), padding_mode=ZERO).astype(ct.float32))  # noqa: F821
+    x.store(ct.load(table, (t, ct.bid(1)), (1, BH), padding_mode=ZERO).astype(ct.float32))
 
 
 @ct.entry
@@ -103,10 +103,10 @@ def argmax_final(tok: ct.Mut[ct.i32, (1,)], pos: ct.Mut[ct.i32, (1,)], pmax: ct.
     pos += advance (the decode step moves to the next position)."""
     best = ct.full((1,), -np.inf, ct.float32)
     at = ct.zeros((1,), ct.int32)
-    for c in range(ct.num_tiles(pmax, 1, (1, BC))):  # noqa: F821
-        v = ct.load(pmax, (0, c), (1, BC), padding_mode=NEG_INF).reshape((BC,))  # noqa: F821
+    for c in range(ct.num_tiles(pmax, 1, (1, BC))):
+        v = ct.load(pmax, (0, c), (1, BC), padding_mode=NEG_INF).reshape((BC,))
         m = ct.max(v).reshape((1,))
-        i = (ct.argmax(v) + c * BC).reshape((1,))  # noqa: F821
+        i = (ct.argmax(v) + c * BC).reshape((1,))
         better = m > best
         best = ct.where(better, m, best)
         at = ct.where(better, i, at)
@@ -120,16 +120,16 @@ def top_candidates(vals: ct.Mut[ct.f32, (1, "K")], idxs: ct.Mut[ct.i32, (1, "K")
     """Each block's K largest logits (descending) and their indices, over BV logits: the global
     top-K is among the blocks' candidates, so sampling with top-k <= K needs only these."""
     b = ct.bid(0)
-    v = ct.load(logits, (0, b), (1, BV), padding_mode=NEG_INF).reshape((BV,))  # noqa: F821
-    lane = ct.arange(BV, dtype=ct.int32)  # noqa: F821
-    slot = ct.arange(K, dtype=ct.int32)  # noqa: F821
-    out_v = ct.full((K,), -np.inf, ct.float32)  # noqa: F821
-    out_i = ct.zeros((K,), ct.int32)  # noqa: F821
-    for j in range(K):  # noqa: F821
+    v = ct.load(logits, (0, b), (1, BV), padding_mode=NEG_INF).reshape((BV,))
+    lane = ct.arange(BV, dtype=ct.int32)
+    slot = ct.arange(K, dtype=ct.int32)
+    out_v = ct.full((K,), -np.inf, ct.float32)
+    out_i = ct.zeros((K,), ct.int32)
+    for j in range(K):
         m = ct.max(v)
         a = ct.argmax(v)
         out_v = ct.where(slot == j, m, out_v)
-        out_i = ct.where(slot == j, a + b * BV, out_i)  # noqa: F821
+        out_i = ct.where(slot == j, a + b * BV, out_i)
         v = ct.where(lane == a, -np.inf, v)
-    vals.store(out_v.reshape((1, K)))  # noqa: F821
-    idxs.store(out_i.reshape((1, K)))  # noqa: F821
+    vals.store(out_v.reshape((1, K)))
+    idxs.store(out_i.reshape((1, K)))
