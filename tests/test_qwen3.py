@@ -222,3 +222,15 @@ def test_decode_step_is_one_graph(model):
     g = model.decode_graph()
     assert g.num_ops == 7 * model.config.num_hidden_layers + 3
     assert g.ops[0].startswith("embed") or "embed" in g.ops[0]
+
+
+def test_bench_torch_peer_matches_reference(checkpoint):
+    """The benchmark's plain-PyTorch peer computes the same model (so its timings compare like with like)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    from qwen3_torch import TorchQwen3
+    _, cfg, tensors = checkpoint
+    peer = TorchQwen3(qwen3.Qwen3Config(**cfg), {k: torch.from_numpy(v) for k, v in tensors.items()}, "cpu",
+                      torch.float32, 128)
+    assert rel(peer.prefill(PROMPT).numpy(), R.forward(cfg, tensors, PROMPT)[-1]) < 1e-5
+    assert peer.generate(PROMPT, 16) == R.greedy(cfg, tensors, PROMPT, 16)

@@ -70,7 +70,11 @@ def load(path: str, device: str = "cpu", dtype: Any = None, max_seq_len: int | N
 
 def from_weights(config: Qwen3Config, tensors: dict[str, Any], device: str = "cpu", dtype: Any = None,
                  max_seq_len: int | None = None, tuning: Tuning | None = None) -> Qwen3:
-    """A model from in-memory tensors named as in a checkpoint (NumPy arrays or torch tensors)."""
+    """A model from in-memory tensors named as in a checkpoint (NumPy arrays or torch tensors).
+
+    Tensors already on ``device`` in the model's dtype are used in place, not copied: they
+    become read-only ``ct.Shared`` weights, so do not modify them while the model is in use.
+    """
     device, d = _device_and_dtype(device, dtype, config.torch_dtype)
     return Qwen3(config, build_weights(config, tensors.__getitem__, tensors.__contains__, device, d), device,
                  max_seq_len, tuning)

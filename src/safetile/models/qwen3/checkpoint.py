@@ -52,7 +52,7 @@ class Weights:
                                                       for f in LayerWeights.__dataclass_fields__)):
             if id(s) not in seen:
                 seen.add(id(s))
-                total += s.nbytes
+                total += int(np.prod(s.shape)) * s.dtype.itemsize
         return total
 
 
@@ -129,16 +129,14 @@ class CheckpointReader:
 
 
 def _to_device(x: Any, device: str, dtype: ct.DType) -> ct.Tensor:
-    """A contiguous copy of ``x`` (torch or NumPy) in ``dtype`` on ``device``, as a safetile tensor."""
+    """``x`` (torch or NumPy) as a contiguous safetile tensor in ``dtype`` on ``device``: the same
+    memory when it already is one (a model's weights are never duplicated), else a copy."""
     torch = _torch()
     if torch is not None and isinstance(x, torch.Tensor):
-        t = x.detach().to(device=device, dtype=getattr(torch, dtype.name)).contiguous()
-        if device == "cpu":
-            t = t.clone() if t.data_ptr() == x.data_ptr() else t  # never alias the caller's memory
-        return ct.from_dlpack(t)
+        return ct.from_dlpack(x.detach().to(device=device, dtype=getattr(torch, dtype.name)).contiguous())
     a = np.asarray(x)
     if device == "cpu":
-        return ct.from_dlpack(np.array(a.astype(dtype.np_dtype), copy=True, order="C"))
+        return ct.from_dlpack(np.ascontiguousarray(a.astype(dtype.np_dtype, copy=False)))
     return ct.from_numpy(a, device=device, dtype=dtype).sync()
 
 

@@ -120,8 +120,13 @@ class Qwen3:
         return k.generics(**generics) if generics else k
 
     def _gemv(self, kernel, n: int, k: int):
+        """The kernel and its outputs per block: ``gemv_bn``, halved while fewer than
+        ``gemv_min_blocks`` blocks would share the projection (small N needs more blocks in flight)."""
         t = self.tuning
-        return self._k(kernel, t.gemv_warps, t.gemv_stages, BK=clip(t.gemv_bk, k)), clip(t.gemv_bn, n)
+        bn = clip(t.gemv_bn, n)
+        while bn > 1 and -(-n // bn) < t.gemv_min_blocks:
+            bn //= 2
+        return self._k(kernel, t.gemv_warps, t.gemv_stages, BK=clip(t.gemv_bk, k)), bn
 
     # ------------------------------------------------------------------ the two passes
 

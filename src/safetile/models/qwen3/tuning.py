@@ -25,11 +25,12 @@ class Tuning:
     gemv_warps: int = 4
     gemv_stages: int = 3
     gemv_tma: bool = False
+    gemv_min_blocks: int = 264  # halve BN (down to 1) until a projection has this many blocks
     head_bn: int = 8
     # decode attention: keys per tile, keys per split, query rows (>= 16 feeds the matrix units),
     # splits merged at a time
     attn_bn: int = 64
-    attn_split: int = 256
+    attn_split: int = 128
     attn_qm: int = 16
     attn_warps: int = 4
     merge_sc: int = 8
@@ -57,7 +58,7 @@ class Tuning:
 GPU = Tuning()
 # The CPU backend runs every block of a grid at once with NumPy: a few large blocks beat many
 # small ones, and there are no matrix units to pad for.
-CPU = Tuning(gemv_bn=64, gemv_bk=256, head_bn=256, attn_bn=64, attn_split=256, attn_qm=1, merge_sc=8,
+CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, head_bn=256, attn_bn=64, attn_split=256, attn_qm=1, merge_sc=8,
              gemm_bm=64, gemm_bn=64, gemm_bk=64, fa_bm=64, fa_bn=64, fill_bt=64, embed_bh=1024,
              topk_k=64, topk_bv=1024)
 

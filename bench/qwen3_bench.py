@@ -1,0 +1,411 @@
+"""Qwen3 inference on the GPU: the safetile engine against same-run peers.
+
+Random bfloat16 weights in the real Qwen3-0.6B / 4B / 8B shapes; for each shape and
+context (the cache filled to ``ctx`` positions at the end of the run: a prompt of
+``ctx - new`` tokens, then ``new`` decoded tokens), it reports decode tokens/s, the HBM
+roofline (weight bytes plus the mean KV bytes per token over the copy bandwidth measured in
+this run) and the fraction reached, prefill tokens/s, time to first token and GPU memory,
+for the safetile engine, the plain-PyTorch peer (bench/qwen3_torch.py; eager and
+CUDA-graph-captured) and transformers' ``generate``. Each engine's greedy tokens are
+compared with the PyTorch peer's. ``--sweep`` first times the decode GEMV kernels under
+several tile configurations. Writes JSON (after every shape) to ``--out``.
+
+    python bench/qwen3_bench.py --shapes 4B --contexts 1024,8192 --out bench/results/gpu
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import safetile as ct  # noqa: E402
+from qwen3_torch import TorchQwen3  # noqa: E402
+from safetile.models import qwen3  # noqa: E402
+from safetile.models.qwen3 import kernels_gemv as kv  # noqa: E402
+from safetile.models.qwen3.chain import Chain, In, Out  # noqa: E402
+
+BF16 = torch.bfloat16
+DEV = {"device": "cuda", "dtype": torch.bfloat16}  # --smoke runs a tiny model on the CPU
+
+
+def sync():
+    if DEV["device"] != "cpu":
+        torch.cuda.synchronize()
+
+
+def mem_allocated() -> int:
+    return torch.cuda.memory_allocated() if DEV["device"] != "cpu" else 0
+
+
+def mem_peak() -> int:
+    return torch.cuda.max_memory_allocated() if DEV["device"] != "cpu" else 0
+
+
+def mem_reset() -> None:
+    gc.collect()
+    if DEV["device"] != "cpu":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def copy_bandwidth(nbytes: int = 2 << 30, reps: int = 20) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting bytes read plus bytes written."""
+    a = torch.empty(nbytes // 4, dtype=torch.float32, device=DEV["device"]).uniform_()
+    b = torch.empty_like(a)
+    times = []
+    for _ in range(reps + 3):
+        sync()
+        t0 = time.perf_counter()
+        b.copy_(a)
+        sync()
+        times.append(time.perf_counter() - t0)
+    del a, b
+    return 2 * nbytes / statistics.median(times[3:])
+
+
+def random_weights(cfg: qwen3.Qwen3Config, seed: int) -> dict[str, torch.Tensor]:
+    """Checkpoint-named bfloat16 tensors on the GPU: N(0, 0.02) matrices (Hugging Face's init),
+    norms 1 + N(0, 0.05)."""
+    g = torch.Generator(device=DEV["device"]).manual_seed(seed)
+    h, i, d, v = cfg.hidden_size, cfg.intermediate_size, cfg.head_dim, cfg.vocab_size
+
+    def mat(o, n):
+        return (torch.randn(o, n, device=DEV["device"], generator=g, dtype=torch.float32) * 0.02).to(DEV["dtype"])
+
+    def norm(n):
+        return (1 + 0.05 * torch.randn(n, device=DEV["device"], generator=g)).to(DEV["dtype"])
+    t = {"model.embed_tokens.weight": mat(v, h), "model.norm.weight": norm(h)}
+    if not cfg.tie_word_embeddings:
+        t["lm_head.weight"] = mat(v, h)
+    for n in range(cfg.num_hidden_layers):
+        p = f"model.layers.{n}."
+        t.update({p + "input_layernorm.weight": norm(h), p + "post_attention_layernorm.weight": norm(h),
+                  p + "self_attn.q_proj.weight": mat(cfg.q_size, h), p + "self_attn.k_proj.weight": mat(cfg.kv_size, h),
+                  p + "self_attn.v_proj.weight": mat(cfg.kv_size, h), p + "self_attn.o_proj.weight": mat(h, cfg.q_size),
+                  p + "self_attn.q_norm.weight": norm(d), p + "self_attn.k_norm.weight": norm(d),
+                  p + "mlp.gate_proj.weight": mat(i, h), p + "mlp.up_proj.weight": mat(i, h),
+                  p + "mlp.down_proj.weight": mat(h, i)})
+    return t
+
+
+def roofline(cfg: qwen3.Qwen3Config, ctx: int, new: int, bw: float) -> dict:
+    """Bytes a decode step must read (weights once, the cache up to its position), averaged over
+    the decoded positions, and the tokens/s that bandwidth allows."""
+    kv_mean = cfg.kv_bytes_per_position(2) * (ctx - new / 2)
+    w = cfg.weight_bytes_per_token(2)
+    return {"weight_bytes": w, "kv_bytes_mean": kv_mean, "bytes_per_token": w + kv_mean,
+            "roofline_tokens_per_s": bw / (w + kv_mean)}
+
+
+def prompt_ids(n: int, vocab: int, seed: int) -> list[int]:
+    return np.random.default_rng(seed).integers(0, vocab, n).tolist()
+
+
+def agree(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+# ----------------------------------------------------------------------------- the engine
+
+def _nbytes(tensors, names) -> int:
+    return sum(tensors[n].numel() * tensors[n].element_size() for n in names)
+
+
+def _projections(tensors, which) -> list[str]:
+    return [n for n in tensors if any(n.endswith(w + ".weight") for w in which)]
+
+
+def run_engine(cfg, tensors, contexts, new, tuning, label="safetile") -> list[dict]:
+    """GPU memory: the weights the engine holds (as loaded from a checkpoint) plus the peak it
+    allocated above them (caches, buffers, the prefill's activations), less the stacked q/k/v
+    projection, which is counted in the weights."""
+    out = []
+    mem_reset()
+    base = mem_allocated()
+    t0 = time.perf_counter()
+    eng = qwen3.from_weights(cfg, tensors, device=DEV["device"], dtype=str(DEV["dtype"]).split(".")[-1],
+                             max_seq_len=max(contexts), tuning=tuning)
+    t_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    eng.decode_graph()
+    t_capture = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    eng.generate(prompt_ids(min(256, max(contexts) // 2), cfg.vocab_size, 1), 4)  # compiles the prefill kernels
+    t_warm = time.perf_counter() - t0
+    for ctx in contexts:
+        ids = prompt_ids(ctx - new, cfg.vocab_size, ctx)
+        toks = eng.generate(ids, new)
+        st = eng.stats
+        out.append({"engine": label, "ctx": ctx, "new_tokens": new, "tokens": toks,
+                    "decode_tokens_per_s": st.decode_tokens_per_s, "ttft_s": st.first_token_s,
+                    "prefill_tokens_per_s": len(ids) / st.prefill_s, "launches_per_token": eng.launches_per_token(),
+                    "build_s": t_build, "capture_s": t_capture, "first_generate_s": t_warm})
+    stacked = _nbytes(tensors, _projections(tensors, ("q_proj", "k_proj", "v_proj")))
+    held = eng.weights.nbytes()
+    for r in out:
+        r["weights_bytes"] = held
+        r["cache_bytes"] = cfg.kv_bytes_per_position(2) * eng.capacity
+        r["gpu_memory_bytes"] = held + mem_peak() - base - stacked
+    del eng
+    mem_reset()
+    return out
+
+
+# ----------------------------------------------------------------------------- peers
+
+def run_torch_peer(cfg, tensors, contexts, new) -> list[dict]:
+    out = []
+    mem_reset()
+    base = mem_allocated()
+    peer = TorchQwen3(cfg, tensors, DEV["device"], DEV["dtype"], max(contexts))
+    modes = [("torch-eager", peer.step, min(new, 16))]
+    if DEV["device"] != "cpu":
+        modes.append(("torch-graph", peer.graphed_step(), new))
+    for ctx in contexts:
+        ids = prompt_ids(ctx - new, cfg.vocab_size, ctx)
+        for mode, step, n in modes:
+            sync()
+            t0 = time.perf_counter()
+            peer.prefill(ids)
+            toks = [int(peer.tok)]
+            ttft = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            for _ in range(n - 1):
+                step()
+                toks.append(int(peer.tok))
+            dt = time.perf_counter() - t1
+            out.append({"engine": mode, "ctx": ctx, "new_tokens": n, "tokens": toks,
+                        "decode_tokens_per_s": (n - 1) / dt, "ttft_s": ttft,
+                        "prefill_tokens_per_s": len(ids) / ttft})
+    # the peer stacks q/k/v and gate/up (new memory, in the peak) and reads the rest in place
+    copied = _nbytes(tensors, _projections(tensors, ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")))
+    total = _nbytes(tensors, list(tensors))
+    for r in out:
+        r["gpu_memory_bytes"] = total - copied + mem_peak() - base
+    del peer, modes
+    mem_reset()
+    return out
+
+
+def run_transformers(cfg, tensors, contexts, new) -> list[dict]:
+    import transformers
+    hc = transformers.Qwen3Config(
+        vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
+        num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim, rms_norm_eps=cfg.rms_norm_eps,
+        rope_theta=cfg.rope_theta, max_position_embeddings=max(cfg.max_position_embeddings, max(contexts)),
+        tie_word_embeddings=cfg.tie_word_embeddings)
+    mem_reset()
+    base = mem_allocated()
+    with torch.device(DEV["device"]):
+        torch.set_default_dtype(DEV["dtype"])
+        try:
+            model = transformers.Qwen3ForCausalLM(hc)
+        finally:
+            torch.set_default_dtype(torch.float32)
+    model.load_state_dict(tensors, strict=False, assign=True)  # the same tensors, not copies
+    if cfg.tie_word_embeddings:
+        model.tie_weights()
+    model.eval()
+    mem_reset()
+    base = mem_allocated() - _nbytes(tensors, list(tensors))
+    out = []
+    n = min(new, 32)
+    for ctx in contexts:
+        ids = torch.tensor([prompt_ids(ctx - new, cfg.vocab_size, ctx)], device=DEV["device"])
+        kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
+        with torch.no_grad():
+            model.generate(ids[:, :64], max_new_tokens=2, **kw)  # warm-up
+            sync()
+            t0 = time.perf_counter()
+            model.generate(ids, max_new_tokens=1, min_new_tokens=1, **kw)
+            sync()
+            ttft = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            g = model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+            sync()
+            total = time.perf_counter() - t0
+        out.append({"engine": "transformers", "ctx": ctx, "new_tokens": n, "tokens": g[0, ids.shape[1]:].tolist(),
+                    "decode_tokens_per_s": (n - 1) / (total - ttft) if total > ttft else float("nan"), "ttft_s": ttft,
+                    "prefill_tokens_per_s": ids.shape[1] / ttft})
+    for r in out:
+        r["gpu_memory_bytes"] = mem_peak() - base
+    del model
+    mem_reset()
+    return out
+
+
+# ----------------------------------------------------------------------------- GEMV sweep
+
+SWEEP = [  # (BN, BK, warps, stages, tma)
+    (8, 512, 4, 3, False), (8, 512, 4, 1, False), (4, 512, 4, 3, False), (16, 256, 4, 3, False),
+    (8, 1024, 8, 3, False), (8, 256, 4, 4, False), (8, 512, 4, 3, True), (16, 512, 8, 3, False),
+    (2, 1024, 4, 3, False), (4, 256, 2, 3, False),
+]
+
+
+def sweep_gemv(cfg, bw: float, configs=SWEEP) -> list[dict]:
+    """Each decode GEMV kind under each configuration: a graph of launches cycling over weight sets
+    larger than L2, timed at two lengths so the replay's fixed host cost cancels."""
+    h, i = cfg.hidden_size, cfg.intermediate_size
+    sets = 6
+    kinds = {"gate_up": (kv.rms_gate_up, i, h, 2), "down": (kv.gemv_residual, h, i, 1),
+             "qkv": (kv.rms_gemv, cfg.q_size + 2 * cfg.kv_size, h, 1), "o": (kv.gemv_residual, h, cfg.q_size, 1)}
+    out = []
+    for kind, (fn, n, k, mats) in kinds.items():
+        ws = [[ct.from_dlpack(torch.randn(n, k, device=DEV["device"]).mul_(0.02).to(DEV["dtype"])).shared() for _ in range(mats)]
+              for _ in range(sets)]
+        gamma = ct.from_dlpack(torch.ones(k, device=DEV["device"], dtype=DEV["dtype"])).shared()
+        for bn, bk, warps, stages, tma in configs:
+            kern = ct.entry(num_warps=warps, num_stages=stages)(fn.__wrapped__).generics(BK=bk)
+            pool = {"x": ct.from_dlpack(torch.randn(1, k, device=DEV["device"])), "y": ct.zeros((1, n), device=DEV["device"]).sync(),
+                    "r": ct.from_dlpack(torch.randn(1, n, device=DEV["device"]))}
+            times = {}
+            try:
+                for reps in (12, 36):
+                    c = Chain(pool)
+                    for j in range(reps):
+                        w = ws[j % sets]
+                        if kind == "gate_up":
+                            c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], w[1], 0, 1e-6, tma)
+                        elif kind == "qkv":
+                            c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], 0, 1e-6, tma)
+                        else:
+                            c.launch(kern, Out("y", (1, bn)), In("r"), In("x"), w[0], 0, tma)
+                    g = c.op.graph()
+                    ts = []
+                    for _ in range(7):
+                        t0 = time.perf_counter()
+                        g.launch()
+                        ts.append(time.perf_counter() - t0)
+                    times[reps] = statistics.median(ts[2:])
+                per = (times[36] - times[12]) / 24
+                nbytes = mats * n * k * 2
+                out.append({"kind": kind, "n": n, "k": k, "bn": bn, "bk": bk, "warps": warps, "stages": stages,
+                            "tma": tma, "us": per * 1e6, "bytes": nbytes, "gbps": nbytes / per / 1e9,
+                            "fraction_of_copy": nbytes / per / bw})
+            except Exception as e:  # noqa: BLE001 - a failing configuration is a result too
+                out.append({"kind": kind, "bn": bn, "bk": bk, "warps": warps, "stages": stages, "tma": tma,
+                            "error": f"{type(e).__name__}: {e}"[:500]})
+            print(json.dumps(out[-1]), flush=True)
+        del ws
+        mem_reset()
+    return out
+
+
+# ----------------------------------------------------------------------------- driver
+
+def tuning_from(args) -> qwen3.Tuning:
+    t = qwen3.tuning.GPU
+    if args.tuning:
+        t = t.with_(**json.loads(args.tuning))
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default="0.6B,4B,8B")
+    ap.add_argument("--contexts", default="1024,8192")
+    ap.add_argument("--new", type=int, default=64)
+    ap.add_argument("--peers", default="torch,transformers")
+    ap.add_argument("--tuning", default="", help="JSON of Tuning fields to override")
+    ap.add_argument("--variants", default="", help="JSON list of extra tunings to run on the first shape")
+    ap.add_argument("--sweep", default="", help="shape whose decode GEMVs to sweep first")
+    ap.add_argument("--out", default="bench/results/gpu")
+    ap.add_argument("--smoke", action="store_true", help="a tiny float32 model on the CPU (checks the script)")
+    args = ap.parse_args()
+    if args.smoke:
+        DEV.update(device="cpu", dtype=torch.float32)
+        qwen3.config.SHAPES["tiny"] = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                           num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                           vocab_size=256, tie_word_embeddings=False)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "qwen3_bench.json")
+    contexts = [int(c) for c in args.contexts.split(",")]
+    bw = copy_bandwidth(64 << 20 if args.smoke else 2 << 30)
+    res = {"device": torch.cuda.get_device_name() if DEV["device"] != "cpu" else "cpu", "torch": torch.__version__, "python": platform.python_version(),
+           "copy_bandwidth_Bps": bw, "contexts": contexts, "new_tokens": args.new, "tuning": tuning_from(args).__dict__,
+           "runs": [], "sweep": [], "errors": []}
+    try:
+        import triton
+        import transformers
+        res["triton"], res["transformers"] = triton.__version__, transformers.__version__
+    except ImportError:
+        pass
+    print(f"copy bandwidth {bw / 1e12:.2f} TB/s", flush=True)
+
+    def save():
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+
+    def attempt(what, fn):
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - keep measuring the rest
+            res["errors"].append({"what": what, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]})
+            print(f"ERROR in {what}: {type(e).__name__}: {e}", flush=True)
+            mem_reset()
+            return []
+
+    if args.sweep:
+        res["sweep"] = attempt("sweep", lambda: sweep_gemv(qwen3.shape_config(args.sweep), bw))
+        save()
+    variants = json.loads(args.variants) if args.variants else []
+    for si, shape in enumerate(args.shapes.split(",")):
+        cfg = qwen3.shape_config(shape)
+        tensors = random_weights(cfg, seed=si)
+        runs = []
+        runs += attempt(f"{shape} safetile", lambda: run_engine(cfg, tensors, contexts, args.new, tuning_from(args)))
+        if si == 0:
+            for v in variants:
+                t = tuning_from(args).with_(**v)
+                runs += attempt(f"{shape} variant {v}", lambda t=t, v=v: run_engine(
+                    cfg, tensors, contexts, args.new, t, label="safetile " + json.dumps(v)))
+        if "torch" in args.peers:
+            runs += attempt(f"{shape} torch", lambda: run_torch_peer(cfg, tensors, contexts, args.new))
+        if "transformers" in args.peers:
+            runs += attempt(f"{shape} transformers", lambda: run_transformers(cfg, tensors, contexts, args.new))
+        peer = "torch-graph" if any(r["engine"] == "torch-graph" for r in runs) else "torch-eager"
+        ref = {r["ctx"]: r["tokens"] for r in runs if r["engine"] == peer}
+        graph_tps = {r["ctx"]: r["decode_tokens_per_s"] for r in runs if r["engine"] == peer}
+        for r in runs:
+            r["shape"] = shape
+            r.update(roofline(cfg, r["ctx"], r["new_tokens"], bw))
+            r["roofline_fraction"] = r["decode_tokens_per_s"] / r["roofline_tokens_per_s"]
+            if r["ctx"] in ref:
+                r["tokens_agreeing_with_torch"] = agree(r["tokens"], ref[r["ctx"]])
+                r["speedup_vs_torch_graph"] = r["decode_tokens_per_s"] / graph_tps[r["ctx"]]
+        res["runs"] += runs
+        del tensors
+        mem_reset()
+        save()
+    print(f"\n{'shape':5} {'ctx':>5} {'engine':34} {'tok/s':>8} {'roof':>6} {'frac':>5} {'xgraph':>6} "
+          f"{'TTFT ms':>8} {'pf tok/s':>9} {'GiB':>5} {'agree':>5}")
+    for r in res["runs"]:
+        print(f"{r['shape']:5} {r['ctx']:5} {r['engine'][:34]:34} {r['decode_tokens_per_s']:8.1f} "
+              f"{r['roofline_tokens_per_s']:6.0f} {r['roofline_fraction']:5.2f} {r.get('speedup_vs_torch_graph', 0):6.2f} "
+              f"{r['ttft_s'] * 1e3:8.1f} {r['prefill_tokens_per_s']:9.0f} {r.get('gpu_memory_bytes', 0) / 2**30:5.1f} "
+              f"{r.get('tokens_agreeing_with_torch', -1):5}")
+    for e in res["errors"]:
+        print("ERROR", e["what"], e["error"][:300])
+
+
+if __name__ == "__main__":
+    main()
