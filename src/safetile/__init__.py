@@ -9,7 +9,7 @@ from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16
 from .errors import (LaunchError, TileError, TileInternalError, TileRecursionError, TileRuntimeError,
                      TileSafetyError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError,
                      TileTypeError, TileUnsupportedFeatureError, TileValueError)
-from .frontend.kernel import ByTarget, Constant, Kernel, function, kernel
+from .frontend.kernel import ByTarget, Constant, function
 from .ops.debug import assert_, print, printf
 from .ops.elementwise import (abs, add, astype, atan2, bitcast, bitwise_and, bitwise_lshift, bitwise_not,
                               bitwise_or, bitwise_rshift, bitwise_xor, ceil, cos, cosh, divmod, equal, exp,
@@ -28,6 +28,7 @@ from .ops.reduction import argmax, argmin, cumprod, cumsum, max, min, prod, redu
 from .ops.shape import (broadcast_to, cat, expand_dims, extract, insert, item, permute, reshape,
                         transpose)
 from .ops.values import Array, Tile
+from .runtime.kernel import Kernel, kernel
 from .runtime.launch import launch
 from . import tune  # ct.tune.exhaustive_search: autotuning (docs/autotune.md)
 

@@ -221,3 +221,30 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
 
 def numel(shape: Shape) -> int:
     return math.prod(shape)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to TF32's 10-bit mantissa (nearest, ties to even)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    lsb = (bits >> np.uint32(13)) & np.uint32(1)
+    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
+    finite = np.isfinite(x)
+    return np.where(finite, rounded.view(np.float32), x)
+
+
+def convert(x: np.ndarray, target: DType) -> np.ndarray:
+    """Value conversion with safetile's ``astype`` rules, on NumPy arrays (both backends fold
+    constants with it): float to int truncates toward zero, saturates at the target's range
+    and maps NaN to 0; to bool is ``!= 0``; to tfloat32 rounds the mantissa to 10 bits."""
+    dst = target.np_dtype
+    if target.name == "tfloat32":
+        return round_tf32(x.astype(np.float32))
+    if target.is_bool:
+        return x != 0
+    if target.is_int and x.dtype.kind in "fV":  # NumPy floats, and bfloat16/float8 (ml_dtypes)
+        f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+        info = np.iinfo(dst)
+        hi, lo = float(info.max), float(info.min)
+        inside = np.where((f < hi) & (f > lo), f, 0).astype(dst)
+        return np.where(f >= hi, info.max, np.where(f <= lo, info.min, inside)).astype(dst)
+    return x.astype(dst)

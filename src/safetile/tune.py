@@ -25,7 +25,8 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from .frontend.kernel import HINTS, Kernel, validate_hints
+from .frontend.kernel import HINTS, validate_hints
+from .runtime.kernel import Kernel
 from .frontend.source import parse_function
 from .runtime.args import is_array, is_cuda
 from .runtime.launch import launch

@@ -14,12 +14,15 @@ from .. import dtypes as dt
 from ..errors import TileTypeError, TileUnsupportedFeatureError
 from ..ops import debug, elementwise as ew
 from ..ops.values import Array, Tile, describe, is_const
+from .common import user_boundary
 
 
+@user_boundary
 def _print(c, args, kwargs):
     return debug.print(*args, **kwargs)
 
 
+@user_boundary
 def _len(c, args, kwargs):
     (x,) = args
     if isinstance(x, (tuple, str, range, dict)):
@@ -32,6 +35,7 @@ def _len(c, args, kwargs):
 
 
 def _minmax(fold: Callable, tile_fn: Callable, name: str):
+    @user_boundary
     def handler(c, args, kwargs):
         if kwargs:
             raise TileTypeError(f"{name}() takes no keyword arguments in tile code")
@@ -48,6 +52,7 @@ def _minmax(fold: Callable, tile_fn: Callable, name: str):
     return handler
 
 
+@user_boundary
 def _sum(c, args, kwargs):
     if kwargs or not 1 <= len(args) <= 2:
         raise TileTypeError("sum(values, start=0) in tile code takes a tuple and an optional start")
@@ -62,12 +67,14 @@ def _sum(c, args, kwargs):
     return acc
 
 
+@user_boundary
 def _abs(c, args, kwargs):
     (x,) = args
     return builtins.abs(x) if is_const(x) else ew.abs(x)
 
 
 def _convert(pytype: type, dtype_name: str):
+    @user_boundary
     def handler(c, args, kwargs):
         if kwargs or len(args) > 1:
             raise TileTypeError(f"{pytype.__name__}() takes at most one argument in tile code")
@@ -87,6 +94,7 @@ def _convert(pytype: type, dtype_name: str):
     return handler
 
 
+@user_boundary
 def _tuple(c, args, kwargs):
     if kwargs or len(args) > 1:
         raise TileTypeError("tuple() takes at most one argument")
@@ -98,12 +106,14 @@ def _tuple(c, args, kwargs):
     raise TileTypeError(f"tuple() of {describe(x)} is not supported in tile code")
 
 
+@user_boundary
 def _range(c, args, kwargs):
     if kwargs or not all(is_const(a) for a in args):
         raise TileUnsupportedFeatureError("range() with run-time bounds can only be the iterable of a for loop")
     return range(*args)
 
 
+@user_boundary
 def _enumerate(c, args, kwargs):
     x = args[0]
     if isinstance(x, (tuple, range)):
@@ -111,12 +121,14 @@ def _enumerate(c, args, kwargs):
     raise TileTypeError("enumerate() works on compile-time tuples in tile code")
 
 
+@user_boundary
 def _zip(c, args, kwargs):
     if all(isinstance(a, (tuple, range)) for a in args):
         return tuple(zip(*args, **kwargs))
     raise TileTypeError("zip() works on compile-time tuples in tile code")
 
 
+@user_boundary
 def _reversed(c, args, kwargs):
     (x,) = args
     if isinstance(x, (tuple, range)):
@@ -126,13 +138,39 @@ def _reversed(c, args, kwargs):
 
 def _introspect(py_fn: Callable):
     """``isinstance``/``getattr``/``hasattr`` work on any front-end value, tiles included."""
+    @user_boundary
     def handler(c, args, kwargs):
         return py_fn(*args, **kwargs)
     return handler
 
 
+@user_boundary
+def _getattr(c, args, kwargs):
+    """``getattr`` sees what attribute syntax sees (the documented surface; reads recorded)."""
+    if kwargs or len(args) not in (2, 3) or not isinstance(args[1], str):
+        raise TileTypeError("getattr(obj, name[, default]) needs a constant string name in tile code")
+    try:
+        return c.attribute(args[0], args[1], None)
+    except TileTypeError:
+        if len(args) == 3:
+            return args[2]
+        raise
+
+
+@user_boundary
+def _hasattr(c, args, kwargs):
+    if kwargs or len(args) != 2 or not isinstance(args[1], str):
+        raise TileTypeError("hasattr(obj, name) needs a constant string name in tile code")
+    try:
+        c.attribute(args[0], args[1], None)
+    except (TileTypeError, TileUnsupportedFeatureError):
+        return False
+    return True
+
+
 def _math(tile_fn: Callable, py_fn: Callable):
     """A ``math`` function: folded on constants, the element-wise tile op on tiles."""
+    @user_boundary
     def handler(c, args, kwargs):
         if any(isinstance(a, Tile) for a in args):
             return tile_fn(*args, **kwargs)
@@ -157,8 +195,8 @@ _TABLE: dict[Any, Callable] = {
     builtins.zip: _zip,
     builtins.reversed: _reversed,
     builtins.isinstance: _introspect(builtins.isinstance),
-    builtins.getattr: _introspect(builtins.getattr),
-    builtins.hasattr: _introspect(builtins.hasattr),
+    builtins.getattr: _getattr,
+    builtins.hasattr: _hasattr,
 }
 for _name in ("exp", "exp2", "log", "log2", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor",
               "ceil", "atan2"):

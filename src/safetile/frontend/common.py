@@ -3,11 +3,14 @@ small helpers on front-end values and on the AST."""
 from __future__ import annotations
 
 import ast
+import enum
+import operator
 import os
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import dtypes as dt
 from ..ops.values import Array, Tile, describe, is_const
 
 if TYPE_CHECKING:
@@ -24,12 +27,12 @@ BINOPS = {
 }
 CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
-    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b,
-    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
-    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "@": lambda a, b: a @ b,
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+    "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "<<": operator.lshift, ">>": operator.rshift, "@": operator.matmul,
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
 UNSUPPORTED_STMTS = {
@@ -184,10 +187,51 @@ def same_static(a: Any, b: Any) -> bool:
 
 
 def is_static(v: Any) -> bool:
-    """A compile-time value that may be handed to ordinary Python code."""
+    """A compile-time value that may be handed to ordinary Python code.
+
+    Objects of safetile's own classes are refused unless they are plain compile-time values
+    (dtypes, enums, ...): ordinary Python code must never get hold of a tile, an array or a
+    device object (``vars(z)`` would reach its private state)."""
     if isinstance(v, tuple):
         return all(is_static(x) for x in v)
-    return not isinstance(v, (Tile, Array, LocalFunction, Undefined))
+    if isinstance(v, (Tile, Array, LocalFunction, Undefined)):
+        return False
+    return not _is_safetile_object(v) or isinstance(v, _STATIC_SAFETILE_TYPES)
+
+
+def _is_safetile_object(v: Any) -> bool:
+    if isinstance(v, types.ModuleType):
+        return v.__name__.split(".", 1)[0] == "safetile"
+    return (type(v).__module__ or "").split(".", 1)[0] == "safetile" and not isinstance(v, type)
+
+
+_STATIC_SAFETILE_TYPES = (enum.Enum, dt.DType)
+
+
+def _is_slot(klass: type, attr: str) -> bool:
+    """Whether ``attr`` is slot data of ``klass`` (a tile's IR value, an array's name...)."""
+    for k in klass.__mro__:
+        if attr in k.__dict__:
+            return isinstance(k.__dict__[attr], types.MemberDescriptorType)
+    return False
+
+
+def check_kernel_attribute(obj: Any, attr: str) -> str | None:
+    """Why kernel code may not read ``obj.attr`` (None when it may).
+
+    Safetile's modules, classes and objects show kernel code only their documented surface:
+    public methods and properties. Private names and slot data (the IR behind a tile or an
+    array, the array behind a sub-tensor) are refused, whichever way they are asked for
+    (attribute syntax, ``getattr``, ``hasattr``); user objects are not restricted."""
+    if attr.startswith("__"):
+        return f"access to {attr} is not supported in tile code"
+    is_class = isinstance(obj, type)
+    owner = obj if is_class else type(obj)
+    if not (_is_safetile_object(obj) or (is_class and (obj.__module__ or "").split(".", 1)[0] == "safetile")):
+        return None
+    if attr.startswith("_") or (not isinstance(obj, types.ModuleType) and _is_slot(owner, attr)):
+        return f"{what(obj)} has no attribute {attr!r} in tile code (kernel code sees only the documented API)"
+    return None
 
 
 BUILTIN_MARK = "__safetile_builtin__"
@@ -207,6 +251,32 @@ def is_library_function(fn: Any) -> bool:
     root = mod.split(".")[0]
     return root in ("numpy", "math", "builtins", "operator", "functools", "typing", "enum", "dataclasses",
                     "ml_dtypes", "torch")
+
+
+# Code objects of the front end's functions whose own calls evaluate the user's Python: constant
+# folding, attribute and item access on Python objects, calls of Python and safetile functions
+# (argument binding). An exception raised directly in one of these frames (by a C function or
+# by argument binding) is the user's mistake; one raised deeper inside safetile is a bug.
+_USER_BOUNDARIES: set = set()
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_boundary(fn: Callable) -> Callable:
+    """Mark a front-end function whose direct calls evaluate user values (applied at import)."""
+    _USER_BOUNDARIES.add(fn.__code__)
+    return fn
+
+
+def raised_by_user(e: BaseException) -> bool:
+    """Whether ``e`` comes from the user's code or values rather than from a bug in safetile:
+    its innermost frame is outside the package, or is a marked user boundary."""
+    tb = e.__traceback__
+    if tb is None:
+        return True
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return code in _USER_BOUNDARIES or not code.co_filename.startswith(_PACKAGE_DIR)
 
 
 def debug_cause(e: BaseException) -> BaseException | None:

@@ -25,9 +25,10 @@ from ..ir.builder import Builder
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile
 from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED_STMTS, LocalFunction, StopBody,
-                     Undefined, debug_cause, what)
+                     Undefined, debug_cause, raised_by_user, user_boundary, what)
 from .control import ControlFlow
 from .expressions import Expressions
+from .captures import ABSENT, Captures
 from .source import ParsedFunction
 
 __all__ = ["FunctionCompiler", "LocalFunction"]
@@ -37,8 +38,9 @@ class FunctionCompiler(ControlFlow, Expressions):
     """Compiles one function body (the kernel, or an inlined tile function) into IR."""
 
     def __init__(self, parsed: ParsedFunction, globals_: dict[str, Any], scope: dict[str, Any],
-                 builder: Builder, call_stack: tuple, is_kernel: bool):
+                 builder: Builder, call_stack: tuple, is_kernel: bool, captures: Captures):
         self.parsed = parsed
+        self.captures = captures  # the Python state this compilation read (shared by inlined calls)
         self.globals = globals_
         self.env: dict[str, Any] = dict(scope)
         self.builder = builder
@@ -71,19 +73,29 @@ class FunctionCompiler(ControlFlow, Expressions):
             if not e.locs:
                 e.locs.append(self.loc(node))
             raise
-        except (TypeError, AttributeError) as e:
-            raise TileTypeError(str(e), self.loc(node)) from debug_cause(e)
-        except (ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError, ArithmeticError) as e:
-            msg = f"key {e.args[0]!r} not found" if isinstance(e, KeyError) and e.args else str(e)
-            raise TileValueError(msg, self.loc(node)) from debug_cause(e)
-        except NotImplementedError as e:
-            raise TileUnsupportedFeatureError(str(e) or "not supported in tile code", self.loc(node)) from None
         except RecursionError:
             raise TileRecursionError("tile functions are nested too deeply", self.loc(node)) from None
-        except Exception as e:  # noqa: BLE001 - a bug in safetile: keep the cause for the report
-            raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}", self.loc(node)) from e
+        except Exception as e:  # noqa: BLE001 - classified: the user's mistake, or a bug in safetile
+            raise self.classify(e, node) from (debug_cause(e) if raised_by_user(e) else e)
         finally:
             builder.loc, builder.compiler = saved
+
+    def classify(self, e: Exception, node: ast.AST) -> TileError:
+        """The located error for a Python exception: a user error when the user's code or values
+        raised it, otherwise a ``TileInternalError`` (a bug in safetile) carrying the cause."""
+        loc = self.loc(node)
+        if not raised_by_user(e):
+            return TileInternalError(f"internal compiler error: {type(e).__name__}: {e} (a bug in safetile; "
+                                     "please report it with this kernel)", loc)
+        if isinstance(e, (TypeError, AttributeError)):
+            return TileTypeError(str(e), loc)
+        if isinstance(e, NotImplementedError):
+            return TileUnsupportedFeatureError(str(e) or "not supported in tile code", loc)
+        if isinstance(e, KeyError) and e.args:
+            return TileValueError(f"key {e.args[0]!r} not found", loc)
+        if isinstance(e, (ValueError, ArithmeticError, IndexError, LookupError)):
+            return TileValueError(str(e), loc)
+        return TileTypeError(f"{type(e).__name__}: {e}", loc)
 
     def call_value(self, fn: Any, args: list) -> Any:
         """Call a tile function from an op (e.g. a reduce combiner) at the current location."""
@@ -97,8 +109,10 @@ class FunctionCompiler(ControlFlow, Expressions):
             if isinstance(v, Undefined):
                 raise self.error(TileSyntaxError, f"name {name!r} {v.reason}", node)
             return v
-        if name in self.globals:
-            return self.globals[name]
+        value = self.globals.get(name, ABSENT)
+        self.captures.name(self.globals, name, value)  # a later definition or change recompiles
+        if value is not ABSENT:
+            return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(TileSyntaxError, f"name {name!r} is not defined", node)
@@ -125,6 +139,7 @@ class FunctionCompiler(ControlFlow, Expressions):
         else:
             raise self.error(TileSyntaxError, f"cannot assign to {type(target).__name__}", target)
 
+    @user_boundary
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         if not isinstance(value, tuple):
             raise self.error(TileTypeError, f"cannot unpack {what(value)}: only tuples can be unpacked "
@@ -153,6 +168,7 @@ class FunctionCompiler(ControlFlow, Expressions):
 
     # ------------------------------------------------------------------ truth values
 
+    @user_boundary
     def _truth(self, v: Any, node: ast.AST | None = None) -> Any:
         """A Python bool (compile-time) or a bool scalar tile (run time) for a condition."""
         if isinstance(v, Tile):
@@ -168,6 +184,7 @@ class FunctionCompiler(ControlFlow, Expressions):
             raise self.error(TileSyntaxError, v.reason, node)
         return bool(v)
 
+    @user_boundary
     def _not(self, v: Any) -> Any:
         if isinstance(v, Tile):
             return ew.equal(v, False)

@@ -21,7 +21,7 @@ from ..ir.types import TileType
 from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
 from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, Undefined, StopBody, assigned_names, carriable,
-                     contains, flatten, is_value, rebuild, same_static, same_structure, what)
+                     contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
 
 
 class ControlFlow:
@@ -194,6 +194,7 @@ class ControlFlow:
         raise self.error(TileUnsupportedFeatureError, "tile code loops over range(...), ct.static_iter(...) "
                          f"or a tuple of compile-time values, not {what(iterable)}", it)
 
+    @user_boundary
     def _static_iterable(self, node: ast.expr) -> tuple:
         value = self._static_eval_node(node)
         try:

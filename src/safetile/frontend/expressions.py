@@ -13,7 +13,9 @@ from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, T
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
 from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, LocalFunction, Undefined,
-                     is_library_function, is_safetile_callable, is_static, is_value, same_static, what)
+                     check_kernel_attribute, is_library_function, is_safetile_callable, is_static, is_value, same_static,
+                     user_boundary, what)
+from .captures import ABSENT, closure_scope
 from .source import parse_function
 
 
@@ -68,6 +70,7 @@ class Expressions:
             out[key] = self.expr(v)
         return out
 
+    @user_boundary
     def expr_ListComp(self, node: ast.ListComp | ast.GeneratorExp) -> tuple:
         """A comprehension over compile-time tuples/ranges, unrolled into a tuple."""
         out: list[Any] = []
@@ -115,17 +118,28 @@ class Expressions:
                                  "run-time bounds", node)
         return self.expr(node)
 
+    @user_boundary
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.expr(node.value)
-        if node.attr.startswith("__"):
-            raise self.error(TileUnsupportedFeatureError, f"access to {node.attr} is not supported in tile code",
-                             node)
+        return self.attribute(self.expr(node.value), node.attr, node)
+
+    @user_boundary
+    def attribute(self, base: Any, attr: str, node: ast.AST | None) -> Any:
+        """``base.attr`` as kernel code sees it: only the documented surface of safetile objects;
+        a read of user state is recorded so that a later change recompiles."""
+        refused = check_kernel_attribute(base, attr)
+        if refused is not None:
+            cls = TileUnsupportedFeatureError if attr.startswith("__") else TileTypeError
+            raise self.error(cls, refused, node)
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, attr)
         except AttributeError:
             owner = f"module {base.__name__!r}" if isinstance(base, types.ModuleType) else what(base)
-            raise self.error(TileTypeError, f"{owner} has no attribute {node.attr!r}", node) from None
+            raise self.error(TileTypeError, f"{owner} has no attribute {attr!r}", node) from None
+        if not isinstance(base, (Tile, Array)):
+            self.captures.attribute(base, attr, value)
+        return value
 
+    @user_boundary
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
         key = self._subscript_key(node.slice)
@@ -146,6 +160,7 @@ class Expressions:
             return tuple(self._subscript_key(e) for e in node.elts)
         return self.expr(node)
 
+    @user_boundary
     def _binop(self, op: str | None, a: Any, b: Any, node: ast.AST) -> Any:
         if op is None:
             raise self.error(TileUnsupportedFeatureError, "this operator is not supported in tile code", node)
@@ -160,6 +175,7 @@ class Expressions:
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self._binop(BINOPS.get(type(node.op)), self.expr(node.left), self.expr(node.right), node)
 
+    @user_boundary
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
@@ -205,6 +221,7 @@ class Expressions:
             left = right
         return result
 
+    @user_boundary
     def _compare(self, op: ast.cmpop, left: Any, right: Any, node: ast.AST) -> Any:
         if isinstance(op, (ast.Is, ast.IsNot)):
             return (left is right) if isinstance(op, ast.Is) else (left is not right)
@@ -312,10 +329,11 @@ class Expressions:
                 kwargs[kw.arg] = self.expr(kw.value)
         return self.call(fn, args, kwargs, node)
 
+    @user_boundary
     def call(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None) -> Any:
         from . import builtins_map
-        from .kernel import Kernel, TileFunction
-        if isinstance(fn, Kernel):
+        from .kernel import TileFunction, TileKernel
+        if isinstance(fn, TileKernel):
             raise self.error(TileTypeError, f"kernel {fn.__name__!r} cannot be called from tile code; move the "
                              "shared code into a tile function", node)
         if isinstance(fn, TileFunction):
@@ -361,18 +379,14 @@ class Expressions:
             if isinstance(fnode, ast.AsyncFunctionDef):
                 raise self.error(TileUnsupportedFeatureError, f"{name}() is async; tile functions cannot be "
                                  "async", node)
-            scope = {}
-            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-                try:
-                    scope[var] = cell.cell_contents
-                except ValueError:  # a free variable not assigned yet
-                    scope[var] = Undefined("is a free variable that has no value yet")
+            scope = closure_scope(fn, self.captures)
             bound = self._bind_python(fn, args, kwargs, node)
         if key in self.call_stack:
             raise self.error(TileRecursionError, f"{name}() calls itself: tile functions are inlined at every "
                              "call, so recursion is not supported (use a loop)", node)
         scope.update(bound)
-        sub = type(self)(parsed, globals_, scope, self.builder, self.call_stack + (key,), is_kernel=False)
+        sub = type(self)(parsed, globals_, scope, self.builder, self.call_stack + (key,), is_kernel=False,
+                         captures=self.captures)
         try:
             if isinstance(fnode, ast.Lambda):
                 return sub.expr(fnode.body)
@@ -436,16 +450,21 @@ class Expressions:
 
     # ------------------------------------------------------------------ static evaluation
 
-    def _static_namespace(self) -> dict[str, Any]:
+    def _static_namespace(self, node: ast.expr) -> dict[str, Any]:
+        """Globals and local names for evaluating ``node`` in Python; every global the
+        expression names is recorded as read (a later change recompiles)."""
         ns = dict(self.globals)
         ns.update({k: v for k, v in self.env.items() if not k.startswith("$") and not isinstance(v, Undefined)})
+        for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
+            if name not in self.env:
+                self.captures.name(self.globals, name, self.globals.get(name, ABSENT))
         return ns
 
     def _static_eval_node(self, node: ast.expr) -> Any:
         expr = ast.Expression(body=node)
         try:
             code = compile(expr, self.parsed.filename, "eval")
-            value = eval(code, self._static_namespace())  # noqa: S307 - the user's own kernel code
+            value = eval(code, self._static_namespace(node))  # noqa: S307 - the user's own kernel code
         except TileError:
             raise
         except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,33 +38,79 @@ class ParsedFunction:
         return SourceLoc(self.filename, line, col, end_col, text, self.name)
 
 
-_functions: dict[Any, ParsedFunction] = {}
-# per file: its lines when parsed, its AST, and the function nodes found so far by first line
-_modules: dict[str, tuple[tuple[str, ...], ast.Module, dict[int, list[FunctionNode]]]] = {}
+class SourceIndex:
+    """Parsed kernel sources, shared by every compilation and guarded by one lock: the
+    files parsed (per file version) and the functions found in them (per code object)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._functions: dict[Any, ParsedFunction] = {}
+        # per file: its lines when parsed, its AST, and the function nodes found so far by first line
+        self._modules: dict[str, tuple[tuple[str, ...], ast.Module, dict[int, list[FunctionNode]]]] = {}
+
+    def parse_function(self, fn: Callable) -> ParsedFunction:
+        """Find and parse ``fn``'s definition (cached per code object)."""
+        code = getattr(fn, "__code__", None)
+        key = code if code is not None else fn
+        parsed = self._functions.get(key)
+        if parsed is None:
+            with self._lock:
+                parsed = self._functions.get(key)
+                if parsed is None:
+                    parsed = self._functions[key] = self._parse(fn, code)
+        return parsed
+
+    def _parse(self, fn: Callable, code) -> ParsedFunction:
+        name = getattr(fn, "__name__", "<function>")
+        filename = code.co_filename if code is not None else None
+        lines = _file_lines(fn, filename)
+        if lines is None:
+            raise TileSyntaxError(f"cannot read the source of {getattr(fn, '__qualname__', name)!r}: tile code "
+                                  "must be defined in a file (or notebook cell) whose source Python can find")
+        node = _find_node(self._functions_at(filename, lines, code.co_firstlineno), name, code)
+        if node is None:
+            raise TileSyntaxError(f"cannot find the definition of {name!r} in {filename}")
+        return ParsedFunction(node, filename, name)
+
+    def _functions_at(self, filename: str, lines: tuple[str, ...], line: int) -> list[FunctionNode]:
+        """The function and lambda nodes of the file whose definition starts on ``line``.
+
+        The file is parsed once per version; the search descends only into nodes whose lines
+        contain ``line`` (a first launch should not walk every node of a big file)."""
+        cached = self._modules.get(filename)
+        if cached is None or cached[0] != lines:
+            try:
+                module = ast.parse("".join(lines), filename)
+            except SyntaxError as e:
+                raise TileSyntaxError(f"cannot parse {filename}: {e.msg} (line {e.lineno})") from None
+            cached = self._modules[filename] = (lines, module, {})
+        _, module, found = cached
+        nodes = found.get(line)
+        if nodes is None:
+            nodes = found[line] = _nodes_starting_at(module, line)
+        return nodes
 
 
-def parse_function(fn: Callable) -> ParsedFunction:
-    """Find and parse ``fn``'s definition (cached per code object)."""
-    code = getattr(fn, "__code__", None)
-    key = code if code is not None else fn
-    parsed = _functions.get(key)
-    if parsed is None:
-        parsed = _parse(fn, code)
-        _functions[key] = parsed
-    return parsed
+def _nodes_starting_at(module: ast.Module, line: int) -> list[FunctionNode]:
+    nodes: list[FunctionNode] = []
+    stack: list[ast.AST] = [module]
+    while stack:
+        for child in ast.iter_child_nodes(stack.pop()):
+            start = getattr(child, "lineno", None)
+            if start is None:  # arguments, comprehensions...: no position of their own
+                stack.append(child)
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                start = _first_line(child)
+                if start == line:
+                    nodes.append(child)
+            if start <= line <= (child.end_lineno or start):
+                stack.append(child)
+    return nodes
 
 
-def _parse(fn: Callable, code) -> ParsedFunction:
-    name = getattr(fn, "__name__", "<function>")
-    filename = code.co_filename if code is not None else None
-    lines = _file_lines(fn, filename)
-    if lines is None:
-        raise TileSyntaxError(f"cannot read the source of {getattr(fn, '__qualname__', name)!r}: tile code "
-                              "must be defined in a file (or notebook cell) whose source Python can find")
-    node = _find_node(_functions_at(filename, lines, code.co_firstlineno), name, code)
-    if node is None:
-        raise TileSyntaxError(f"cannot find the definition of {name!r} in {filename}")
-    return ParsedFunction(node, filename, name)
+SOURCES = SourceIndex()
+parse_function = SOURCES.parse_function
 
 
 def _file_lines(fn: Callable, filename: str | None) -> tuple[str, ...] | None:
@@ -79,38 +126,6 @@ def _file_lines(fn: Callable, filename: str | None) -> tuple[str, ...] | None:
         except (OSError, TypeError):
             return None
     return tuple(lines)
-
-
-def _functions_at(filename: str, lines: tuple[str, ...], line: int) -> list[FunctionNode]:
-    """The function and lambda nodes of the file whose definition starts on ``line``.
-
-    The file is parsed once per version; the search descends only into nodes whose lines
-    contain ``line`` (a first launch should not walk every node of a big file)."""
-    cached = _modules.get(filename)
-    if cached is None or cached[0] != lines:
-        try:
-            module = ast.parse("".join(lines), filename)
-        except SyntaxError as e:
-            raise TileSyntaxError(f"cannot parse {filename}: {e.msg} (line {e.lineno})") from None
-        cached = _modules[filename] = (lines, module, {})
-    _, module, found = cached
-    nodes = found.get(line)
-    if nodes is None:
-        nodes = found[line] = []
-        stack: list[ast.AST] = [module]
-        while stack:
-            for child in ast.iter_child_nodes(stack.pop()):
-                start = getattr(child, "lineno", None)
-                if start is None:  # arguments, comprehensions...: no position of their own
-                    stack.append(child)
-                    continue
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    start = _first_line(child)
-                    if start == line:
-                        nodes.append(child)
-                if start <= line <= (child.end_lineno or start):
-                    stack.append(child)
-    return nodes
 
 
 def _first_line(node: FunctionNode) -> int:

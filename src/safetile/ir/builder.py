@@ -1,13 +1,19 @@
-"""Building IR: the active builder, its insertion block and the current source location.
+"""Building IR: one compilation's builder, its insertion block and source location.
 
 The front end walks a kernel's AST and calls the public ``safetile`` functions with
 symbolic values; those functions call ``emit``, which applies the op's type rule from the
 catalogue and appends the op to the current block. A type-rule failure becomes a
 ``TileTypeError`` located at the statement being compiled.
+
+All compile state lives in the ``Builder`` of one compilation. The ``ct.*`` functions find
+it through a context variable, so each thread (and each asyncio task) sees only the
+compilation it runs itself: two threads compiling at once never share a block, and a host
+call such as ``ct.zeros(16)`` made while another thread compiles is a host call.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from typing import Any, Iterator
 
 from ..errors import SourceLoc, TileError, TileTypeError
@@ -50,28 +56,30 @@ class Builder:
         return op
 
 
-_current: Builder | None = None
+_active: contextvars.ContextVar[Builder | None] = contextvars.ContextVar("safetile_builder", default=None)
 
 
 def current() -> Builder:
-    """The active builder; tile functions called outside a kernel raise TypeError."""
-    if _current is None:
+    """This thread's active builder; tile functions called outside a kernel raise TypeError."""
+    builder = _active.get()
+    if builder is None:
         raise TypeError("tile functions can only be called inside a kernel or tile function")
-    return _current
+    return builder
 
 
 def active() -> bool:
-    return _current is not None
+    """Whether this thread is compiling tile code right now."""
+    return _active.get() is not None
 
 
 @contextlib.contextmanager
 def building(builder: Builder) -> Iterator[Builder]:
-    global _current
-    saved, _current = _current, builder
+    """Make ``builder`` the active one in this thread (and task) for the block."""
+    token = _active.set(builder)
     try:
         yield builder
     finally:
-        _current = saved
+        _active.reset(token)
 
 
 def emit(name: str, operands: list[Value], attrs: dict[str, Any] | None = None, **kw) -> Op:

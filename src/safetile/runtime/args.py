@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from ..frontend.kernel import ArraySpec, ConstSpec, Kernel, ScalarSpec
+from ..frontend.kernel import ArraySpec, ConstSpec, ScalarSpec, TileKernel
 
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -83,7 +83,7 @@ def scalar_spec(x: Any) -> dt.DType:
     return dt.float32
 
 
-def arg_specs(kernel: Kernel, args: tuple) -> tuple:
+def arg_specs(kernel: TileKernel, args: tuple) -> tuple:
     """The specialisation key of a launch: one spec per kernel parameter (full checks)."""
     specs = []
     for p, ann, is_const, a in zip(kernel.params, kernel.annotations, kernel.constant_params, args):
@@ -165,7 +165,7 @@ def _const_key(a: Any) -> Any:
     return (t, a)
 
 
-def signature(kernel: Kernel, args: tuple) -> tuple | None:
+def signature(kernel: TileKernel, args: tuple) -> tuple | None:
     """The dispatch signature of ``args`` for ``kernel`` (see above), or None."""
     out = []
     for is_const, a in zip(kernel.constant_params, args):
@@ -187,7 +187,7 @@ def signature(kernel: Kernel, args: tuple) -> tuple | None:
     return tuple(out)
 
 
-def _register(kernel: Kernel, args: tuple) -> tuple | None:
+def _register(kernel: TileKernel, args: tuple) -> tuple | None:
     """Teach ``signature`` the types of NumPy scalars and torch tensor subclasses, then retry."""
     learned = False
     for a in args:

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..frontend.kernel import Kernel
+from ..frontend.captures import current as captures_current
 from .args import SCALAR_TYPES, arg_specs, as_numpy, is_cuda, signature
+from .backends import BACKENDS
 from .env import backend_override
+from .kernel import Kernel
 
 MAX_GRID_DIM = 2**24 - 1
 _DISPATCH_LIMIT = 1024  # distinct signatures kept per kernel (then the cache starts over)
@@ -87,8 +89,7 @@ class Prepared:
         """The Triton backend's launcher for this specialisation: ``(stream, grid3, args) -> None``."""
         g = self._gpu
         if g is None:
-            from ..backends.triton.launcher import specialization
-            g = self._gpu = specialization(self.kernel, self.fn, self.specs)
+            g = self._gpu = BACKENDS.get("triton").specialization(self.kernel, self.fn, self.specs)
         return g
 
     def __call__(self, stream: Any, grid3: tuple, args: tuple):
@@ -106,6 +107,9 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
     argument is touched, so a rejected launch writes nothing.
     """
     if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
+        read = kernel.captured.entries  # Python state the compiled code folded in: unchanged?
+        if read and not captures_current(read):
+            kernel.refresh()
         fast = kernel.gpu_fast
         if fast is not None and fast(stream, grid, args):
             return
@@ -122,6 +126,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
         sig = None
     args = check_args(kernel, args)
     grid3 = normalize_grid(grid)
+    if sig is None:
+        kernel.refresh()
     prepared = prepare(kernel, args)
     if sig is None and type(kernel) is Kernel:
         sig = signature(kernel, args)
@@ -136,8 +142,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any) -> None:
 
 
 def _learn(kernel: Kernel, variant, grid3, args) -> None:
-    from ..backends.triton.launcher import learn_fast
-    learn_fast(kernel, variant, grid3, args)
+    BACKENDS.get("triton").learn_fast(kernel, variant, grid3, args)
 
 
 def prepare(kernel: Kernel, args: tuple) -> Prepared:
@@ -149,7 +154,6 @@ def prepare(kernel: Kernel, args: tuple) -> Prepared:
 
 
 def run_cpu(fn, grid3, kernel: Kernel, args: tuple, race_detector=None) -> None:
-    from ..backends.cpu.executor import execute
     slots = fn.__dict__.get("_cpu_slots")
     if slots is None:  # which argument feeds which parameter: once per Function (kept with it)
         runtime = iter(fn.runtime_params)
@@ -163,4 +167,4 @@ def run_cpu(fn, grid3, kernel: Kernel, args: tuple, race_detector=None) -> None:
             arrays[vid] = a if type(a) is np.ndarray else as_numpy(a)
         else:
             scalars[vid] = np.asarray(a, dtype=np_dtype) if isinstance(a, SCALAR_TYPES) else a
-    execute(fn, grid3, arrays, scalars, race_detector)
+    BACKENDS.get("cpu").execute(fn, grid3, arrays, scalars, race_detector)

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..frontend.kernel import (ArraySpec, ConstSpec, Kernel, ScalarSpec, closure_scope, compile_body,
+from ..frontend.captures import Captures, closure_scope
+from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
                                validate_hints)
 from ..frontend.source import parse_function
 from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
+from ..runtime.kernel import Kernel
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
@@ -190,7 +192,8 @@ def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], ge
     builder = Builder()
     body = Block()
     params: list[Param] = []
-    scope = closure_scope(fn)
+    captures = Captures()
+    scope = closure_scope(fn, captures)
     scope.update(generics)
     for name, k in zip(names, keys):
         if k.kind == "const":
@@ -213,7 +216,7 @@ def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], ge
             else:
                 scope[name] = MappedMutTensor(name, Array(v, name), k.shape, k.grid_rank)
             params.append(Param(name, "array", value=v))
-    return compile_body(fn, parsed, builder, body, scope, params, hints)
+    return compile_body(fn, parsed, builder, body, scope, params, hints, captures)
 
 
 def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = False, **hints):

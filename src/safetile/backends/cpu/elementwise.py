@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as dt
 from .executor import lowers
 
 
@@ -139,35 +140,10 @@ def where(run, op, args):
     return np.where(c, x, y).astype(out_dtype(op), copy=False)
 
 
-def _round_tf32(x: np.ndarray) -> np.ndarray:
-    """Round float32 values to TF32's 10-bit mantissa (nearest, ties to even)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    lsb = (bits >> np.uint32(13)) & np.uint32(1)
-    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
-    finite = np.isfinite(x)
-    return np.where(finite, rounded.view(np.float32), x)
-
-
-def convert(x: np.ndarray, target) -> np.ndarray:
-    """Value conversion with safetile's rules (see the astype op)."""
-    dst = target.np_dtype
-    if target.name == "tfloat32":
-        return _round_tf32(x.astype(np.float32))
-    if target.is_bool:
-        return x != 0
-    if target.is_int and _compute_dtype(x).kind == "f":
-        f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
-        info = np.iinfo(dst)
-        hi, lo = float(info.max), float(info.min)
-        inside = np.where((f < hi) & (f > lo), f, 0).astype(dst)
-        return np.where(f >= hi, info.max, np.where(f <= lo, info.min, inside)).astype(dst)
-    return x.astype(dst)
-
-
 @lowers("astype")
 def astype(run, op, args):
     (x,) = args
-    return convert(x, op.attrs["dtype"])
+    return dt.convert(x, op.attrs["dtype"])
 
 
 @lowers("bitcast")

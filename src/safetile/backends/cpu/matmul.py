@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import _round_tf32
+from ... import dtypes as dt
 from .executor import lowers
 
 
 def _operand(x: np.ndarray, dtype) -> np.ndarray:
     if dtype.name == "tfloat32":
-        return _round_tf32(x)
+        return dt.round_tf32(x)
     if dtype.is_float:
         return x.astype(np.float64 if dtype.name == "float64" else np.float32, copy=False)
     return x.astype(np.int64 if dtype.bits == 64 else np.int32, copy=False)

@@ -9,8 +9,3 @@ interpreter runs the generated kernels on the CPU), ``SAFETILE_DUMP_SOURCE=1`` t
 generated sources, and ``SAFETILE_TMA=0`` to disable tensor descriptors.
 """
 
-
-def kernel_source(kernel, args, target=None) -> str:
-    """The Triton source generated for launching ``kernel`` with ``args``."""
-    from .launcher import kernel_source as _source
-    return _source(kernel, args, target)

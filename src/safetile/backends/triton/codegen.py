@@ -388,9 +388,8 @@ class Gen:
         value, d, _ = c
         rt = op.result.type
         if op.name == "astype":
-            from ..cpu.elementwise import convert
             with np.errstate(all="ignore"):
-                value = convert(np.asarray(value, dtype=d.np_dtype), rt.dtype).item()
+                value = dt.convert(np.asarray(value, dtype=d.np_dtype), rt.dtype).item()
             if rt.dtype.is_float:
                 value = float(value)
         self.m.consts[op.result.id] = (value, rt.dtype, tuple(rt.shape))
