@@ -132,10 +132,35 @@ def _projections(tensors, which) -> list[str]:
     return [n for n in tensors if any(n.endswith(w + ".weight") for w in which)]
 
 
+def device_ms(replay, stream=None, reps: int = 10) -> float:
+    """Device milliseconds per call of ``replay`` (a CUDA graph replay), ``reps`` back to back between
+    CUDA events: no host wait in between, so this is the GPU's time alone."""
+    if DEV["device"] == "cpu":
+        return float("nan")
+    ctx = torch.cuda.stream(stream) if stream is not None else torch.cuda.stream(torch.cuda.current_stream())
+    with ctx:
+        replay()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(reps):
+            replay()
+        e1.record()
+    e1.synchronize()
+    return e0.elapsed_time(e1) / reps
+
+
+def graph_device_ms(graph, reps: int = 10) -> float:
+    """The same for a safetile graph (bench-only access to its CUDA graph and stream)."""
+    if graph._cuda_graph is None:
+        return float("nan")
+    return device_ms(graph._cuda_graph.replay, graph.stream.torch_stream, reps)
+
+
 def run_engine(cfg, tensors, contexts, new, tuning, label="safetile") -> list[dict]:
     """GPU memory: the weights the engine holds (as loaded from a checkpoint) plus the peak it
     allocated above them (caches, buffers, the prefill's activations), less the stacked q/k/v
-    projection, which is counted in the weights."""
+    projection, which is counted in the weights. Each context runs twice (the first warms the
+    allocator and compiles); the second is reported."""
     out = []
     mem_reset()
     base = mem_allocated()
@@ -144,19 +169,25 @@ def run_engine(cfg, tensors, contexts, new, tuning, label="safetile") -> list[di
                              max_seq_len=max(contexts), tuning=tuning)
     t_build = time.perf_counter() - t0
     t0 = time.perf_counter()
-    eng.decode_graph()
+    eng.decode_graph(1)
+    eng.decode_graph(max(1, tuning.decode_chunk))
     t_capture = time.perf_counter() - t0
     t0 = time.perf_counter()
     eng.generate(prompt_ids(min(256, max(contexts) // 2), cfg.vocab_size, 1), 4)  # compiles the prefill kernels
     t_warm = time.perf_counter() - t0
     for ctx in contexts:
         ids = prompt_ids(ctx - new, cfg.vocab_size, ctx)
+        eng.generate(ids, 2)
+        # the step graph alone on the device, from position ctx - new (3 replays of k steps each,
+        # inside the decode window; the timed generation below starts afresh)
+        k = max(1, tuning.decode_chunk)
+        dev = graph_device_ms(eng.decode_graph(k), reps=2) / k if 3 * k <= new else float("nan")
         toks = eng.generate(ids, new)
         st = eng.stats
         out.append({"engine": label, "ctx": ctx, "new_tokens": new, "tokens": toks,
                     "decode_tokens_per_s": st.decode_tokens_per_s, "ttft_s": st.first_token_s,
                     "prefill_tokens_per_s": len(ids) / st.prefill_s, "launches_per_token": eng.launches_per_token(),
-                    "build_s": t_build, "capture_s": t_capture, "first_generate_s": t_warm})
+                    "device_ms_per_token": dev, "build_s": t_build, "capture_s": t_capture, "first_generate_s": t_warm})
     stacked = _nbytes(tensors, _projections(tensors, ("q_proj", "k_proj", "v_proj")))
     held = eng.weights.nbytes()
     for r in out:
@@ -166,6 +197,78 @@ def run_engine(cfg, tensors, contexts, new, tuning, label="safetile") -> list[di
     del eng
     mem_reset()
     return out
+
+
+def diagnose(cfg, tensors, ctx: int, tuning) -> dict:
+    """Where a decode step's time goes: host wait latency, the step graph's device time, and
+    each kernel's device time in one eagerly launched step (torch.profiler / CUPTI)."""
+    d = {}
+    x = torch.zeros(1, device="cuda")
+    ts = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        x.add_(1)
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    d["launch_and_sync_us"] = statistics.median(ts) * 1e6
+    ts = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        int(x[0])
+        ts.append(time.perf_counter() - t0)
+    d["read_one_value_us"] = statistics.median(ts) * 1e6
+    eng = qwen3.from_weights(cfg, tensors, device="cuda", dtype="bfloat16", max_seq_len=ctx, tuning=tuning)
+    g = eng.decode_graph(1)
+    eng.generate(prompt_ids(ctx - 64, cfg.vocab_size, 3), 2)
+    ts = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        g.launch()
+        ts.append(time.perf_counter() - t0)
+    d["graph_launch_wall_ms"] = statistics.median(ts) * 1e3
+    d["graph_device_ms"] = graph_device_ms(g, reps=5)
+    chain = eng._decode_chain(1)
+    from torch.profiler import ProfilerActivity, profile
+    chain.op.sync()  # warm
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        eng._decode_chain(1).op.sync()
+        torch.cuda.synchronize()
+    kernels: dict[str, list[float]] = {}
+    for e in prof.events():
+        t = getattr(e, "device_time", None) or getattr(e, "cuda_time", 0)
+        if str(getattr(e, "device_type", "")).endswith("CUDA") and t > 0:
+            kernels.setdefault(e.name[:60], []).append(t)
+    d["kernels"] = {k: {"count": len(v), "total_us": sum(v), "mean_us": sum(v) / len(v)}
+                    for k, v in sorted(kernels.items(), key=lambda kv: -sum(kv[1]))}
+    d["kernels_total_us"] = sum(x["total_us"] for x in d["kernels"].values())
+    del eng, g, chain
+    mem_reset()
+    return d
+
+
+def fp32_check(cfg, tensors, ctx: int) -> dict:
+    """Next-token logits after a ``ctx``-token prompt from the engine (bf16 weights, float32
+    activations) and from the PyTorch peer in bf16, each against the peer in float32 on the same
+    (bf16-rounded) weights: relative L2 error and argmax agreement."""
+    ids = prompt_ids(ctx, cfg.vocab_size, 5)
+    ref_peer = TorchQwen3(cfg, tensors, "cuda", torch.float32, ctx)
+    ref = ref_peer.prefill(ids).double()
+    del ref_peer
+    mem_reset()
+    peer = TorchQwen3(cfg, tensors, "cuda", torch.bfloat16, ctx)
+    bf = peer.prefill(ids).double()
+    del peer
+    mem_reset()
+    eng = qwen3.from_weights(cfg, tensors, device="cuda", dtype="bfloat16", max_seq_len=ctx)
+    ours = torch.from_numpy(eng.logits(ids)).double().cuda()
+    del eng
+    mem_reset()
+
+    def rel(a):
+        return float((a - ref).norm() / ref.norm())
+    return {"ctx": ctx, "safetile_rel_err": rel(ours), "torch_bf16_rel_err": rel(bf),
+            "safetile_argmax_ok": int(ours.argmax()) == int(ref.argmax()),
+            "torch_bf16_argmax_ok": int(bf.argmax()) == int(ref.argmax())}
 
 
 # ----------------------------------------------------------------------------- peers
@@ -180,6 +283,10 @@ def run_torch_peer(cfg, tensors, contexts, new) -> list[dict]:
         modes.append(("torch-graph", peer.graphed_step(), new))
     for ctx in contexts:
         ids = prompt_ids(ctx - new, cfg.vocab_size, ctx)
+        dev = float("nan")
+        if len(modes) > 1:
+            peer.prefill(ids)
+            dev = device_ms(modes[1][1], reps=2)  # 3 replays from position ctx - new
         for mode, step, n in modes:
             sync()
             t0 = time.perf_counter()
@@ -193,6 +300,7 @@ def run_torch_peer(cfg, tensors, contexts, new) -> list[dict]:
             dt = time.perf_counter() - t1
             out.append({"engine": mode, "ctx": ctx, "new_tokens": n, "tokens": toks,
                         "decode_tokens_per_s": (n - 1) / dt, "ttft_s": ttft,
+                        "device_ms_per_token": dev if mode == "torch-graph" else float("nan"),
                         "prefill_tokens_per_s": len(ids) / ttft})
     # the peer stacks q/k/v and gate/up (new memory, in the peak) and reads the rest in place
     copied = _nbytes(tensors, _projections(tensors, ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")))
@@ -227,7 +335,7 @@ def run_transformers(cfg, tensors, contexts, new) -> list[dict]:
     mem_reset()
     base = mem_allocated() - _nbytes(tensors, list(tensors))
     out = []
-    n = min(new, 32)
+    n = min(new, 16)
     for ctx in contexts:
         ids = torch.tensor([prompt_ids(ctx - new, cfg.vocab_size, ctx)], device=DEV["device"])
         kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
@@ -254,55 +362,49 @@ def run_transformers(cfg, tensors, contexts, new) -> list[dict]:
 
 # ----------------------------------------------------------------------------- GEMV sweep
 
-SWEEP = [  # (BN, BK, warps, stages, tma)
-    (8, 512, 4, 3, False), (8, 512, 4, 1, False), (4, 512, 4, 3, False), (16, 256, 4, 3, False),
-    (8, 1024, 8, 3, False), (8, 256, 4, 4, False), (8, 512, 4, 3, True), (2, 1024, 4, 3, False),
+SWEEP = [  # (BN, BK, warps, stages, tma, unroll)
+    (8, 512, 4, 1, False, True), (8, 512, 4, 3, False, False), (8, 256, 4, 1, False, True),
+    (16, 256, 4, 1, False, True), (4, 512, 4, 1, False, True), (8, 512, 8, 1, False, True),
+    (16, 512, 8, 1, False, True), (4, 1024, 4, 1, False, True), (8, 512, 4, 3, True, False),
 ]
 
 
 def sweep_gemv(cfg, bw: float, configs=SWEEP) -> list[dict]:
-    """Each decode GEMV kind under each configuration: a graph of launches cycling over weight sets
-    larger than L2, timed at two lengths so the replay's fixed host cost cancels."""
+    """Each decode GEMV kind under each configuration: a graph of 24 launches cycling over weight
+    sets larger than L2, timed on the device (CUDA events around back-to-back replays)."""
     h, i = cfg.hidden_size, cfg.intermediate_size
-    sets = 6
+    sets, reps = 6, 24
     kinds = {"gate_up": (kv.rms_gate_up, i, h, 2), "down": (kv.gemv_residual, h, i, 1),
-             "qkv": (kv.rms_gemv, cfg.q_size + 2 * cfg.kv_size, h, 1)}
+             "qkv": (kv.rms_gemv, cfg.q_size + 2 * cfg.kv_size, h, 1), "o": (kv.gemv_residual, h, cfg.q_size, 1)}
+    dev, dt = DEV["device"], DEV["dtype"]
     out = []
     for kind, (fn, n, k, mats) in kinds.items():
-        ws = [[ct.from_dlpack(torch.randn(n, k, device=DEV["device"]).mul_(0.02).to(DEV["dtype"])).shared() for _ in range(mats)]
+        ws = [[ct.from_dlpack(torch.randn(n, k, device=dev).mul_(0.02).to(dt)).shared() for _ in range(mats)]
               for _ in range(sets)]
-        gamma = ct.from_dlpack(torch.ones(k, device=DEV["device"], dtype=DEV["dtype"])).shared()
-        for bn, bk, warps, stages, tma in configs:
+        gamma = ct.from_dlpack(torch.ones(k, device=dev, dtype=dt)).shared()
+        for bn, bk, warps, stages, tma, unroll in configs:
             kern = ct.entry(num_warps=warps, num_stages=stages)(fn.__wrapped__).generics(BK=bk)
-            pool = {"x": ct.from_dlpack(torch.randn(1, k, device=DEV["device"])), "y": ct.zeros((1, n), device=DEV["device"]).sync(),
-                    "r": ct.from_dlpack(torch.randn(1, n, device=DEV["device"]))}
-            times = {}
+            pool = {"x": ct.from_dlpack(torch.randn(1, k, device=dev)), "y": ct.zeros((1, n), device=dev).sync(),
+                    "r": ct.from_dlpack(torch.randn(1, n, device=dev))}
             try:
-                for reps in (12, 36):
-                    c = Chain(pool)
-                    for j in range(reps):
-                        w = ws[j % sets]
-                        if kind == "gate_up":
-                            c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], w[1], 0, 1e-6, tma)
-                        elif kind == "qkv":
-                            c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], 0, 1e-6, tma)
-                        else:
-                            c.launch(kern, Out("y", (1, bn)), In("r"), In("x"), w[0], 0, tma)
-                    g = c.op.graph()
-                    ts = []
-                    for _ in range(7):
-                        t0 = time.perf_counter()
-                        g.launch()
-                        ts.append(time.perf_counter() - t0)
-                    times[reps] = statistics.median(ts[2:])
-                per = (times[36] - times[12]) / 24
+                c = Chain(pool)
+                for j in range(reps):
+                    w = ws[j % sets]
+                    if kind == "gate_up":
+                        c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], w[1], 0, 1e-6, tma, unroll)
+                    elif kind == "qkv":
+                        c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], 0, 1e-6, tma, unroll)
+                    else:
+                        c.launch(kern, Out("y", (1, bn)), In("r"), In("x"), w[0], 0, tma, unroll)
+                g = c.op.graph()
+                per = graph_device_ms(g, reps=3) / reps / 1e3
                 nbytes = mats * n * k * 2
                 out.append({"kind": kind, "n": n, "k": k, "bn": bn, "bk": bk, "warps": warps, "stages": stages,
-                            "tma": tma, "us": per * 1e6, "bytes": nbytes, "gbps": nbytes / per / 1e9,
+                            "tma": tma, "unroll": unroll, "us": per * 1e6, "bytes": nbytes, "gbps": nbytes / per / 1e9,
                             "fraction_of_copy": nbytes / per / bw})
             except Exception as e:  # noqa: BLE001 - a failing configuration is a result too
                 out.append({"kind": kind, "bn": bn, "bk": bk, "warps": warps, "stages": stages, "tma": tma,
-                            "error": f"{type(e).__name__}: {e}"[:500]})
+                            "unroll": unroll, "error": f"{type(e).__name__}: {e}"[:500]})
             print(json.dumps(out[-1]), flush=True)
         del ws
         mem_reset()
@@ -326,7 +428,9 @@ def main():
     ap.add_argument("--peers", default="torch,transformers")
     ap.add_argument("--tuning", default="", help="JSON of Tuning fields to override")
     ap.add_argument("--variants", default="", help="JSON list of extra tunings to run on the first shape")
-    ap.add_argument("--sweep", default="", help="shape whose decode GEMVs to sweep first")
+    ap.add_argument("--sweep", default="", help="shape whose decode GEMVs to sweep (last)")
+    ap.add_argument("--diagnose", action="store_true", help="per-kernel device times etc. on the first shape")
+    ap.add_argument("--fp32-check", default="", help="shapes whose logits to check against a float32 peer")
     ap.add_argument("--out", default="bench/results/gpu")
     ap.add_argument("--smoke", action="store_true", help="a tiny float32 model on the CPU (checks the script)")
     args = ap.parse_args()
@@ -363,20 +467,25 @@ def main():
             mem_reset()
             return []
 
-    if args.sweep:
-        res["sweep"] = attempt("sweep", lambda: sweep_gemv(qwen3.shape_config(args.sweep), bw))
-        save()
     variants = json.loads(args.variants) if args.variants else []
     for si, shape in enumerate(args.shapes.split(",")):
         cfg = qwen3.shape_config(shape)
         tensors = random_weights(cfg, seed=si)
         runs = []
         runs += attempt(f"{shape} safetile", lambda: run_engine(cfg, tensors, contexts, args.new, tuning_from(args)))
+        save()
+        if si == 0 and DEV["device"] != "cpu" and args.diagnose:
+            res["diagnosis"] = attempt("diagnosis", lambda: diagnose(cfg, tensors, contexts[0], tuning_from(args)))
+            save()
+        if args.fp32_check and DEV["device"] != "cpu" and shape in args.fp32_check.split(","):
+            res.setdefault("fp32_check", {})[shape] = attempt(f"{shape} fp32 check",
+                                                              lambda: fp32_check(cfg, tensors, contexts[0]))
+            save()
         if si == 0:
             for v in variants:
                 t = tuning_from(args).with_(**v)
                 runs += attempt(f"{shape} variant {v}", lambda t=t, v=v: run_engine(
-                    cfg, tensors, contexts, args.new, t, label="safetile " + json.dumps(v)))
+                    cfg, tensors, contexts, args.new, t, label="safetile " + json.dumps(v, separators=(",", ":"))))
         if "torch" in args.peers:
             runs += attempt(f"{shape} torch", lambda: run_torch_peer(cfg, tensors, contexts, args.new))
         if "transformers" in args.peers:
@@ -384,24 +493,55 @@ def main():
         peer = "torch-graph" if any(r["engine"] == "torch-graph" for r in runs) else "torch-eager"
         ref = {r["ctx"]: r["tokens"] for r in runs if r["engine"] == peer}
         graph_tps = {r["ctx"]: r["decode_tokens_per_s"] for r in runs if r["engine"] == peer}
+        graph_dev = {r["ctx"]: r.get("device_ms_per_token", float("nan")) for r in runs if r["engine"] == peer}
         for r in runs:
             r["shape"] = shape
             r.update(roofline(cfg, r["ctx"], r["new_tokens"], bw))
             r["roofline_fraction"] = r["decode_tokens_per_s"] / r["roofline_tokens_per_s"]
+            dev = r.get("device_ms_per_token", float("nan"))
+            r["device_roofline_fraction"] = 1e3 / dev / r["roofline_tokens_per_s"]
             if r["ctx"] in ref:
                 r["tokens_agreeing_with_torch"] = agree(r["tokens"], ref[r["ctx"]])
                 r["speedup_vs_torch_graph"] = r["decode_tokens_per_s"] / graph_tps[r["ctx"]]
+                r["device_speedup_vs_torch_graph"] = graph_dev[r["ctx"]] / dev
         res["runs"] += runs
         del tensors
         mem_reset()
         save()
-    print(f"\n{'shape':5} {'ctx':>5} {'engine':34} {'tok/s':>8} {'roof':>6} {'frac':>5} {'xgraph':>6} "
-          f"{'TTFT ms':>8} {'pf tok/s':>9} {'GiB':>5} {'agree':>5}")
+    if args.sweep:
+        res["sweep"] = attempt("sweep", lambda: sweep_gemv(qwen3.shape_config(args.sweep), bw))
+        save()
+    report(res)
+
+
+def report(res: dict) -> None:
+    print(f"\ncopy bandwidth {res['copy_bandwidth_Bps'] / 1e12:.2f} TB/s on {res['device']}")
+    print(f"{'shape':5} {'ctx':>5} {'engine':30} {'tok/s':>7} {'roof':>6} {'frac':>5} {'xgrph':>5} {'dev ms':>6} "
+          f"{'dfrac':>5} {'dxgr':>5} {'TTFT ms':>8} {'pf tok/s':>8} {'GiB':>5} {'agree':>5}")
     for r in res["runs"]:
-        print(f"{r['shape']:5} {r['ctx']:5} {r['engine'][:34]:34} {r['decode_tokens_per_s']:8.1f} "
-              f"{r['roofline_tokens_per_s']:6.0f} {r['roofline_fraction']:5.2f} {r.get('speedup_vs_torch_graph', 0):6.2f} "
-              f"{r['ttft_s'] * 1e3:8.1f} {r['prefill_tokens_per_s']:9.0f} {r.get('gpu_memory_bytes', 0) / 2**30:5.1f} "
+        print(f"{r['shape']:5} {r['ctx']:5} {r['engine'][:30]:30} {r['decode_tokens_per_s']:7.1f} "
+              f"{r['roofline_tokens_per_s']:6.0f} {r['roofline_fraction']:5.2f} {r.get('speedup_vs_torch_graph', 0):5.2f} "
+              f"{r.get('device_ms_per_token', float('nan')):6.3f} {r.get('device_roofline_fraction', float('nan')):5.2f} "
+              f"{r.get('device_speedup_vs_torch_graph', float('nan')):5.2f} "
+              f"{r['ttft_s'] * 1e3:8.1f} {r['prefill_tokens_per_s']:8.0f} {r.get('gpu_memory_bytes', 0) / 2**30:5.1f} "
               f"{r.get('tokens_agreeing_with_torch', -1):5}")
+    d = res.get("diagnosis") or {}
+    if d:
+        print(f"diagnosis: launch+sync {d['launch_and_sync_us']:.0f} us, read one value {d['read_one_value_us']:.0f} us, "
+              f"graph launch (wall) {d['graph_launch_wall_ms']:.3f} ms, graph (device) {d['graph_device_ms']:.3f} ms, "
+              f"kernels of one eager step {d['kernels_total_us']:.0f} us:")
+        for name, k in list(d["kernels"].items())[:12]:
+            print(f"  {name[:50]:50} x{k['count']:4} {k['total_us']:8.1f} us  ({k['mean_us']:.2f} us each)")
+    for shape, c in (res.get("fp32_check") or {}).items():
+        if c:
+            print(f"fp32 check {shape}: {c}")
+    best = {}
+    for x in res.get("sweep") or []:
+        if "us" in x and (x["kind"] not in best or x["us"] < best[x["kind"]]["us"]):
+            best[x["kind"]] = x
+    for kind, x in best.items():
+        print(f"sweep best {kind}: bn={x['bn']} bk={x['bk']} warps={x['warps']} stages={x['stages']} tma={x['tma']} "
+              f"unroll={x['unroll']}: {x['us']:.1f} us, {x['fraction_of_copy']:.2f} of copy")
     for e in res["errors"]:
         print("ERROR", e["what"], e["error"][:300])
 

@@ -234,3 +234,16 @@ def test_bench_torch_peer_matches_reference(checkpoint):
                       torch.float32, 128)
     assert rel(peer.prefill(PROMPT).numpy(), R.forward(cfg, tensors, PROMPT)[-1]) < 1e-5
     assert peer.generate(PROMPT, 16) == R.greedy(cfg, tensors, PROMPT, 16)
+
+
+def test_several_decode_steps_per_replay(checkpoint):
+    """decode_chunk > 1: k steps per graph replay (tokens from the device's history), the same tokens,
+    with a remainder shorter than a chunk and a stop token inside a chunk."""
+    path, cfg, tensors = checkpoint
+    m = qwen3.load(path, max_seq_len=128, tuning=qwen3.tuning.CPU.with_(decode_chunk=4))
+    want = R.greedy(cfg, tensors, PROMPT, 11)
+    assert m.generate(PROMPT, 11) == want
+    assert m.decode_graph(4).num_ops == 4 * m.decode_graph(1).num_ops
+    stop = want[6]
+    got = m.generate(PROMPT, 11, stop=[stop])
+    assert got == want[:want.index(stop) + 1]

@@ -60,12 +60,12 @@ class Qwen3:
                                   "heads: the group size must be a power of two")
         n = max_seq_len or min(cfg.max_position_embeddings, 4096)
         self.capacity = pow2_at_least(max(n, 2))
-        self.tuning = tuning or default(device)
         self.dtype = weights.dtype
+        self.tuning = tuning or default(device, self.dtype.itemsize)
         self.stats = Stats()
         self._lock = threading.Lock()
         self._kernels: dict[Any, Any] = {}
-        self._graph: Any = None
+        self._graphs: dict[int, Any] = {}
         d2 = cfg.head_dim // 2
         inv = (1.0 / (np.float32(cfg.rope_theta) ** (np.arange(0, cfg.head_dim, 2, dtype=np.float32)
                                                        / np.float32(cfg.head_dim)))).astype(np.float32)
@@ -88,8 +88,9 @@ class Qwen3:
             act=zeros((1, cfg.intermediate_size)), logits=zeros((1, cfg.vocab_size)),
             opart=zeros((nh, self._splits, g, cfg.head_dim)), lse=zeros((nh, self._splits, g)),
             pmax=zeros((1, nb_head)), pidx=zeros((1, nb_head), ct.int32),
-            tok=zeros((1,), ct.int32), pos=zeros((1,), ct.int32),
+            tok=zeros((1,), ct.int32), pos=zeros((1,), ct.int32), hist=zeros((1, self.capacity), ct.int32),
             cand_v=zeros((nb_topk, self._topk_k())), cand_i=zeros((nb_topk, self._topk_k()), ct.int32))
+        pool["attn3"] = pool["attn"].reshape(nh, g, cfg.head_dim)  # the same memory, per key/value head
         self._pool: dict[str, ct.Tensor] = pool
 
     # ------------------------------------------------------------------ helpers
@@ -132,7 +133,7 @@ class Qwen3:
 
     def _layers_decode(self, c: Chain) -> None:
         cfg, t, w = self.config, self.tuning, self.weights
-        h, eps, tma = cfg.hidden_size, cfg.rms_norm_eps, t.gemv_tma
+        h, eps, tma, unroll = cfg.hidden_size, cfg.rms_norm_eps, t.gemv_tma, t.gemv_unroll
         nq, nkv, g, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.group, cfg.head_dim
         cos, sin = self._cos, self._sin
         ch = self._split()
@@ -141,36 +142,39 @@ class Qwen3:
         gu_k, gu_bn = self._gemv(kv.rms_gate_up, cfg.intermediate_size, h)
         dn_k, dn_bn = self._gemv(kv.gemv_residual, h, cfg.intermediate_size)
         attn = self._k(ka.attn_decode, t.attn_warps, None, CH=ch, BN=clip(t.attn_bn, ch), QM=max(g, t.attn_qm))
-        merge = self._k(ka.attn_merge, None, None, CH=ch, SC=clip(t.merge_sc, self._splits))
+        sp = pow2_at_least(self._splits)
+        dc = max(1, min(d, t.merge_elems // (sp * g)))
+        merge = self._k(ka.attn_merge, None, None, CH=ch, SP=sp)
         for n, lw in enumerate(w.layers):
             kc, vc = f"k{n}", f"v{n}"
-            c.launch(qkv_k, Out("qkv", (1, qkv_bn)), In("x"), lw.input_norm, lw.wqkv, 0, eps, tma)
+            c.launch(qkv_k, Out("qkv", (1, qkv_bn)), In("x"), lw.input_norm, lw.wqkv, 0, eps, tma, unroll)
             c.launch(ka.rope_kv_append, Out(kc, (1,), True), Out(vc, (1,), True), In("qkv"), lw.k_norm, cos, sin,
                      In("pos"), 0, nq, nkv, eps)
             c.launch(attn, Out("opart", (1, 1), True), Out("lse", (1, 1, g)), In("qkv"), In(kc), In(vc), lw.q_norm,
                      cos, sin, In("pos"), 0, d ** -0.5, eps)
-            c.launch(merge, Out("attn", (1, g * d)), In("opart"), In("lse"), In("pos"))
-            c.launch(o_k, Out("x2", (1, o_bn)), In("x"), In("attn"), lw.wo, 0, tma)
-            c.launch(gu_k, Out("act", (1, gu_bn)), In("x2"), lw.post_norm, lw.w_gate, lw.w_up, 0, eps, tma)
-            c.launch(dn_k, Out("x", (1, dn_bn)), In("x2"), In("act"), lw.w_down, 0, tma)
+            c.launch(merge, Out("attn3", (1, g, dc)), In("opart"), In("lse"), In("pos"))
+            c.launch(o_k, Out("x2", (1, o_bn)), In("x"), In("attn"), lw.wo, 0, tma, unroll)
+            c.launch(gu_k, Out("act", (1, gu_bn)), In("x2"), lw.post_norm, lw.w_gate, lw.w_up, 0, eps, tma, unroll)
+            c.launch(dn_k, Out("x", (1, dn_bn)), In("x2"), In("act"), lw.w_down, 0, tma, unroll)
 
     def _head(self, c: Chain, x: str, row: int, advance: int) -> None:
         cfg, t = self.config, self.tuning
         bn = clip(t.head_bn, cfg.vocab_size)
         head = self._k(kv.rms_gemv_argmax, t.gemv_warps, t.gemv_stages, BK=clip(t.gemv_bk, cfg.hidden_size))
         c.launch(head, Out("logits", (1, bn)), Out("pmax", (1, 1)), Out("pidx", (1, 1)), In(x), self.weights.norm,
-                 self.weights.head, row, cfg.rms_norm_eps, t.gemv_tma)
+                 self.weights.head, row, cfg.rms_norm_eps, t.gemv_tma, t.gemv_unroll)
         nb = -(-cfg.vocab_size // bn)
         c.launch(self._k(kv.argmax_final, None, None, BC=clip(t.argmax_bc, nb)), Out("tok", (1,)), Out("pos", (1,)),
-                 In("pmax"), In("pidx"), advance)
+                 Out("hist", (1, self.capacity)), In("pmax"), In("pidx"), advance)
 
-    def _decode_chain(self) -> Chain:
+    def _decode_chain(self, steps: int = 1) -> Chain:
         cfg, t = self.config, self.tuning
         c = Chain(self._pool)
         bh = clip(t.embed_bh, cfg.hidden_size)
-        c.launch(self._k(kv.embed, None, None), Out("x", (1, bh)), self.weights.embed, In("tok"))
-        self._layers_decode(c)
-        self._head(c, "x", 0, 1)
+        for _ in range(steps):
+            c.launch(self._k(kv.embed, None, None), Out("x", (1, bh)), self.weights.embed, In("tok"))
+            self._layers_decode(c)
+            self._head(c, "x", 0, 1)
         return c
 
     def _prefill_chain(self, n: int) -> Chain:
@@ -205,11 +209,13 @@ class Qwen3:
 
     # ------------------------------------------------------------------ running
 
-    def decode_graph(self):
-        """The decode step, captured on first use (before any prefill: capturing runs it once)."""
-        if self._graph is None:
-            self._graph = self._decode_chain().op.graph()
-        return self._graph
+    def decode_graph(self, steps: int = 1):
+        """``steps`` decode steps as one graph, captured on first use (before any prefill: capturing
+        on the GPU runs it once)."""
+        g = self._graphs.get(steps)
+        if g is None:
+            g = self._graphs[steps] = self._decode_chain(steps).op.graph()
+        return g
 
     def _prefill(self, ids: np.ndarray) -> None:
         cfg, n = self.config, len(ids)
@@ -277,7 +283,8 @@ class Qwen3:
             st = self.stats = Stats(prompt_tokens=int(a.size))
             if new == 0:
                 return
-            graph = self.decode_graph()
+            chunk = max(1, self.tuning.decode_chunk) if s.greedy else 1
+            graphs = {k: self.decode_graph(k) for k in {1, chunk}}  # captured before the prefill
             rng = np.random.default_rng(s.seed)
             t0 = time.perf_counter()
             self._prefill(a)
@@ -286,14 +293,22 @@ class Qwen3:
             st.new_tokens = 1
             yield tok
             t1 = time.perf_counter()
-            for _ in range(new - 1):
-                if tok in stop:
-                    break
-                graph.launch()
-                tok = self._next(s, rng)
-                st.new_tokens += 1
-                st.decode_s = time.perf_counter() - t1
-                yield tok
+            left, at = new - 1, int(a.size)  # hist[at] is the last token handed out
+            while left > 0 and tok not in stop:
+                k = chunk if left >= chunk else 1
+                graphs[k].launch()
+                if s.greedy:
+                    toks = [int(v) for v in self._read("hist")[0, at + 1: at + 1 + k]]
+                else:
+                    toks = [self._next(s, rng)]
+                at += k
+                left -= k
+                for tok in toks:
+                    st.new_tokens += 1
+                    st.decode_s = time.perf_counter() - t1
+                    yield tok
+                    if tok in stop:
+                        break
             st.decode_s = time.perf_counter() - t1
 
     def _next(self, s: Sampling, rng: np.random.Generator) -> int:
@@ -315,7 +330,7 @@ class Qwen3:
         return tok
 
     def launches_per_token(self) -> int:
-        return self.decode_graph().num_ops
+        return self.decode_graph(1).num_ops
 
 
 class _Release:

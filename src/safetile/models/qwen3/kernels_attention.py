@@ -139,29 +139,22 @@ def attn_decode(o: ct.Mut[ct.f32, (1, 1, "G", "D")], lse: ct.Mut[ct.f32, (1, 1, 
 
 
 @ct.entry
-def attn_merge(out: ct.Mut[ct.f32, (1, "GD")], o: ct.Ref[ct.f32, (-1, -1, "G", "D")],
+def attn_merge(out: ct.Mut[ct.f32, (1, "G", "DC")], o: ct.Ref[ct.f32, (-1, -1, "G", "D")],
                lse: ct.Ref[ct.f32, (-1, -1, "G")], pos: ct.Ref[ct.i32, (1,)]):
-    """Combine the splits of key/value head g: out = Σ_s exp(lse_s − max)·o_s / Σ_s exp(lse_s − max),
-    over the splits that hold keys (SC splits at a time)."""
-    g = ct.bid(1)
+    """Combine the splits of key/value head g, columns [c·DC, (c+1)·DC) of its heads:
+    out = Σ_s exp(lse_s − max)·o_s / Σ_s exp(lse_s − max) over the splits that hold keys. All SP
+    (>= the number of splits) partials are loaded at once: one round trip to memory."""
+    g = ct.bid(0)
+    c = ct.bid(2)
     live = ct.cdiv(ct.load(pos, (0,), ()) + 1, CH)
-    chunks = ct.cdiv(live, SC)
-    split = ct.arange(SC, dtype=ct.int32).reshape((SC, 1))
-    top = ct.full((1, G), -np.inf, ct.float32)
-    for c in range(chunks):
-        ls = ct.load(lse, (g, c, 0), (1, SC, G), padding_mode=NEG_INF).reshape((SC, G))
-        ls = ct.where(c * SC + split < live, ls, -np.inf)
-        top = ct.maximum(top, ct.max(ls, axis=0, keepdims=True))
-    num = ct.zeros((G, D), ct.float32)
-    den = ct.zeros((1, G), ct.float32)
-    for c in range(chunks):
-        ls = ct.load(lse, (g, c, 0), (1, SC, G), padding_mode=NEG_INF).reshape((SC, G))
-        wt = ct.where(c * SC + split < live, ct.exp(ls - top), 0.0)
-        ot = ct.load(o, (g, c, 0, 0), (1, SC, G, D), padding_mode=ZERO).reshape((SC, G, D))
-        ot = ct.where(wt.reshape((SC, G, 1)) > 0.0, ot, 0.0)  # a stale split may hold anything
-        num = num + ct.sum(wt.reshape((SC, G, 1)) * ot, axis=0)
-        den = den + ct.sum(wt, axis=0, keepdims=True)
-    out.store((num / ct.transpose(den)).reshape((1, GD)))
+    split = ct.arange(SP, dtype=ct.int32).reshape((SP, 1))
+    ls = ct.load(lse, (g, 0, 0), (1, SP, G), padding_mode=NEG_INF).reshape((SP, G))
+    ot = ct.load(o, (g, 0, 0, c), (1, SP, G, DC), padding_mode=ZERO).reshape((SP, G, DC))
+    ls = ct.where(split < live, ls, -np.inf)  # splits past the sequence hold stale values
+    wt = ct.exp(ls - ct.max(ls, axis=0, keepdims=True))
+    w3 = wt.reshape((SP, G, 1))
+    num = ct.sum(w3 * ct.where(w3 > 0.0, ot, 0.0), axis=0)
+    out.store((num / ct.transpose(ct.sum(wt, axis=0, keepdims=True))).reshape((1, G, DC)))
 
 
 @ct.entry

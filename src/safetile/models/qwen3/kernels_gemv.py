@@ -19,34 +19,47 @@ ZERO = ct.PaddingMode.ZERO
 NEG_INF = ct.PaddingMode.NEG_INF
 
 
-def _rms_dots(x, gamma, w, row, n, eps, tma, BN, BK):
-    """(w[n·BN : (n+1)·BN] · (x[row] ⊙ gamma)) · rsqrt(mean(x[row]²) + eps), as a (BN,) tile."""
+def _rms_step(acc, ss, x, gamma, w, row, n, k, tma, BN, BK):
+    """One K tile: acc += w-tile · (x ⊙ gamma)-tile, ss += x²."""
+    xt = ct.load(x, (row, k), (1, BK), padding_mode=ZERO)
+    h = xt * ct.load(gamma, (k,), (BK,), padding_mode=ZERO).astype(ct.float32).reshape((1, BK))
+    wt = ct.load(w, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32)
+    return acc + wt * h, ss + xt * xt
+
+
+def _rms_dots(x, gamma, w, row, n, eps, tma, unroll, BN, BK, K):
+    """(w[n·BN : (n+1)·BN] · (x[row] ⊙ gamma)) · rsqrt(mean(x[row]²) + eps), as a (BN,) tile.
+
+    ``unroll`` writes the K loop out (K is static), so every weight tile's load can be in flight
+    at once instead of one tile per loop trip."""
     acc = ct.zeros((BN, BK), ct.float32)
     ss = ct.zeros((1, BK), ct.float32)
-    for k in range(ct.num_tiles(w, 1, (BN, BK))):
-        xt = ct.load(x, (row, k), (1, BK), padding_mode=ZERO)
-        ss = ss + xt * xt
-        h = xt * ct.load(gamma, (k,), (BK,), padding_mode=ZERO).astype(ct.float32).reshape((1, BK))
-        acc = acc + ct.load(w, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
-    rstd = ct.rsqrt(ct.sum(ss) / x.shape[1] + eps)
+    if unroll:
+        for k in ct.static_iter(range((K + BK - 1) // BK)):
+            acc, ss = _rms_step(acc, ss, x, gamma, w, row, n, k, tma, BN, BK)
+    else:
+        for k in range((K + BK - 1) // BK):
+            acc, ss = _rms_step(acc, ss, x, gamma, w, row, n, k, tma, BN, BK)
+    rstd = ct.rsqrt(ct.sum(ss) / K + eps)
     return ct.sum(acc, axis=1) * rstd
 
 
 @ct.entry
-def rms_gemv(y: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, -1)], gamma: ct.Ref["W", (-1,)],
-             w: ct.Ref["W", (-1, -1)], row: ct.i32, eps: ct.f32, tma: ct.Constant[bool]):
+def rms_gemv(y: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, "K")], gamma: ct.Ref["W", ("K",)],
+             w: ct.Ref["W", (-1, "K")], row: ct.i32, eps: ct.f32, tma: ct.Constant[bool],
+             unroll: ct.Constant[bool]):
     """y = RMSNorm(x[row]; gamma) · wᵀ (the stacked q/k/v projection)."""
-    y.store(_rms_dots(x, gamma, w, row, ct.bid(1), eps, tma, BN, BK).reshape((1, BN)))
+    y.store(_rms_dots(x, gamma, w, row, ct.bid(1), eps, tma, unroll, BN, BK, K).reshape((1, BN)))
 
 
 @ct.entry
 def rms_gemv_argmax(y: ct.Mut[ct.f32, (1, "BN")], pmax: ct.Mut[ct.f32, (1, 1)], pidx: ct.Mut[ct.i32, (1, 1)],
-                    x: ct.Ref[ct.f32, (-1, -1)], gamma: ct.Ref["W", (-1,)], w: ct.Ref["W", (-1, -1)],
-                    row: ct.i32, eps: ct.f32, tma: ct.Constant[bool]):
+                    x: ct.Ref[ct.f32, (-1, "K")], gamma: ct.Ref["W", ("K",)], w: ct.Ref["W", (-1, "K")],
+                    row: ct.i32, eps: ct.f32, tma: ct.Constant[bool], unroll: ct.Constant[bool]):
     """The LM head: logits = RMSNorm(x[row]) · headᵀ, plus each block's largest logit and its index
     (the first stage of the argmax, so the logits are not read again)."""
     n = ct.bid(1)
-    v = _rms_dots(x, gamma, w, row, n, eps, tma, BN, BK)
+    v = _rms_dots(x, gamma, w, row, n, eps, tma, unroll, BN, BK, K)
     y.store(v.reshape((1, BN)))
     rows = n * BN + ct.arange(BN, dtype=ct.int32)
     v = ct.where(rows < w.shape[0], v, -np.inf)  # padded rows past the vocabulary never win
@@ -54,36 +67,52 @@ def rms_gemv_argmax(y: ct.Mut[ct.f32, (1, "BN")], pmax: ct.Mut[ct.f32, (1, 1)], 
     pidx.store((ct.argmax(v) + n * BN).reshape((1, 1)))
 
 
+def _gate_up_step(ag, au, ss, x, gamma, wg, wu, row, n, k, tma, BN, BK):
+    xt = ct.load(x, (row, k), (1, BK), padding_mode=ZERO)
+    h = xt * ct.load(gamma, (k,), (BK,), padding_mode=ZERO).astype(ct.float32).reshape((1, BK))
+    ag = ag + ct.load(wg, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
+    au = au + ct.load(wu, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
+    return ag, au, ss + xt * xt
+
+
 @ct.entry
-def rms_gate_up(act: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, -1)], gamma: ct.Ref["W", (-1,)],
-                wg: ct.Ref["W", (-1, -1)], wu: ct.Ref["W", (-1, -1)], row: ct.i32, eps: ct.f32,
-                tma: ct.Constant[bool]):
+def rms_gate_up(act: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, "K")], gamma: ct.Ref["W", ("K",)],
+                wg: ct.Ref["W", (-1, "K")], wu: ct.Ref["W", (-1, "K")], row: ct.i32, eps: ct.f32,
+                tma: ct.Constant[bool], unroll: ct.Constant[bool]):
     """act = silu(h · gateᵀ) ⊙ (h · upᵀ) with h = RMSNorm(x[row]): both projections in one pass."""
     n = ct.bid(1)
     ag = ct.zeros((BN, BK), ct.float32)
     au = ct.zeros((BN, BK), ct.float32)
     ss = ct.zeros((1, BK), ct.float32)
-    for k in range(ct.num_tiles(wg, 1, (BN, BK))):
-        xt = ct.load(x, (row, k), (1, BK), padding_mode=ZERO)
-        ss = ss + xt * xt
-        h = xt * ct.load(gamma, (k,), (BK,), padding_mode=ZERO).astype(ct.float32).reshape((1, BK))
-        ag = ag + ct.load(wg, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
-        au = au + ct.load(wu, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * h
-    rstd = ct.rsqrt(ct.sum(ss) / x.shape[1] + eps)
+    if unroll:
+        for k in ct.static_iter(range((K + BK - 1) // BK)):
+            ag, au, ss = _gate_up_step(ag, au, ss, x, gamma, wg, wu, row, n, k, tma, BN, BK)
+    else:
+        for k in range((K + BK - 1) // BK):
+            ag, au, ss = _gate_up_step(ag, au, ss, x, gamma, wg, wu, row, n, k, tma, BN, BK)
+    rstd = ct.rsqrt(ct.sum(ss) / K + eps)
     g = ct.sum(ag, axis=1) * rstd
     u = ct.sum(au, axis=1) * rstd
     act.store((g / (1.0 + ct.exp(-g)) * u).reshape((1, BN)))
 
 
+def _mv_step(acc, a, w, row, n, k, tma, BN, BK):
+    at = ct.load(a, (row, k), (1, BK), padding_mode=ZERO)
+    return acc + ct.load(w, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * at
+
+
 @ct.entry
-def gemv_residual(y: ct.Mut[ct.f32, (1, "BN")], res: ct.Ref[ct.f32, (-1, -1)], a: ct.Ref[ct.f32, (-1, -1)],
-                  w: ct.Ref["W", (-1, -1)], row: ct.i32, tma: ct.Constant[bool]):
+def gemv_residual(y: ct.Mut[ct.f32, (1, "BN")], res: ct.Ref[ct.f32, (-1, -1)], a: ct.Ref[ct.f32, (-1, "K")],
+                  w: ct.Ref["W", (-1, "K")], row: ct.i32, tma: ct.Constant[bool], unroll: ct.Constant[bool]):
     """y = res[row] + a[row] · wᵀ (the output and down projections with their residual adds)."""
     n = ct.bid(1)
     acc = ct.zeros((BN, BK), ct.float32)
-    for k in range(ct.num_tiles(w, 1, (BN, BK))):
-        at = ct.load(a, (row, k), (1, BK), padding_mode=ZERO)
-        acc = acc + ct.load(w, (n, k), (BN, BK), padding_mode=ZERO, allow_tma=tma).astype(ct.float32) * at
+    if unroll:
+        for k in ct.static_iter(range((K + BK - 1) // BK)):
+            acc = _mv_step(acc, a, w, row, n, k, tma, BN, BK)
+    else:
+        for k in range((K + BK - 1) // BK):
+            acc = _mv_step(acc, a, w, row, n, k, tma, BN, BK)
     r = ct.load(res, (row, n), (1, BN), padding_mode=ZERO)
     y.store(r + ct.sum(acc, axis=1).reshape((1, BN)))
 
@@ -97,10 +126,11 @@ def embed(x: ct.Mut[ct.f32, (1, "BH")], table: ct.Ref["W", (-1, -1)], ids: ct.Re
 
 
 @ct.entry
-def argmax_final(tok: ct.Mut[ct.i32, (1,)], pos: ct.Mut[ct.i32, (1,)], pmax: ct.Ref[ct.f32, (1, -1)],
-                 pidx: ct.Ref[ct.i32, (1, -1)], advance: ct.i32):
+def argmax_final(tok: ct.Mut[ct.i32, (1,)], pos: ct.Mut[ct.i32, (1,)], hist: ct.Mut[ct.i32, (1, "T")],
+                 pmax: ct.Ref[ct.f32, (1, -1)], pidx: ct.Ref[ct.i32, (1, -1)], advance: ct.i32):
     """tok = the index of the largest logit (the first on ties), from the head's per-block maxima;
-    pos += advance (the decode step moves to the next position)."""
+    pos += advance (the decode step moves to the next position), and hist[pos] = tok (the token
+    at each position, so several steps can run before the host reads them)."""
     best = ct.full((1,), -np.inf, ct.float32)
     at = ct.zeros((1,), ct.int32)
     for c in range(ct.num_tiles(pmax, 1, (1, BC))):
@@ -110,8 +140,11 @@ def argmax_final(tok: ct.Mut[ct.i32, (1,)], pos: ct.Mut[ct.i32, (1,)], pmax: ct.
         better = m > best
         best = ct.where(better, m, best)
         at = ct.where(better, i, at)
-    tok.store(ct.load(pidx, (0, at.item()), (1, 1)).reshape((1,)))
-    pos.store(pos.load() + advance)
+    t = ct.load(pidx, (0, at.item()), (1, 1))
+    tok.store(t.reshape((1,)))
+    p = pos.load() + advance
+    pos.store(p)
+    hist.partition((1, 1)).store(t, (0, p.item()))
 
 
 @ct.entry

@@ -25,15 +25,16 @@ class Tuning:
     gemv_warps: int = 4
     gemv_stages: int = 3
     gemv_tma: bool = False
+    gemv_unroll: bool = True  # K loop written out (K static): every weight tile in flight at once
     gemv_min_blocks: int = 264  # halve BN (down to 1) until a projection has this many blocks
-    head_bn: int = 8
+    head_bn: int = 32
     # decode attention: keys per tile, keys per split, query rows (>= 16 feeds the matrix units),
     # splits merged at a time
     attn_bn: int = 64
-    attn_split: int = 128
+    attn_split: int = 256
     attn_qm: int = 16
     attn_warps: int = 4
-    merge_sc: int = 8
+    merge_elems: int = 8192  # partials one merge block loads (splits x group x columns)
     # prefill
     gemm_bm: int = 128
     gemm_bn: int = 128
@@ -47,9 +48,12 @@ class Tuning:
     fill_bt: int = 64
     # small kernels
     embed_bh: int = 1024
-    argmax_bc: int = 1024
+    argmax_bc: int = 8192
     topk_k: int = 64
     topk_bv: int = 2048
+    # decode steps per graph replay (greedy): tokens reach the host in groups of this many,
+    # and the host waits for the device once per group
+    decode_chunk: int = 1
 
     def with_(self, **changes) -> "Tuning":
         return replace(self, **changes)
@@ -58,10 +62,16 @@ class Tuning:
 GPU = Tuning()
 # The CPU backend runs every block of a grid at once with NumPy: a few large blocks beat many
 # small ones, and there are no matrix units to pad for.
-CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, head_bn=256, attn_bn=64, attn_split=256, attn_qm=1, merge_sc=8,
+CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, head_bn=256, attn_bn=64, attn_split=256, attn_qm=1,
              gemm_bm=64, gemm_bn=64, gemm_bk=64, fa_bm=64, fa_bn=64, fill_bt=64, embed_bh=1024,
              topk_k=64, topk_bv=1024)
 
 
-def default(device: str) -> Tuning:
-    return CPU if device == "cpu" else GPU
+# float32 weights on the GPU: GEMM tiles twice the bytes, so half as deep (shared memory)
+GPU_F32 = GPU.with_(gemm_bk=32, gemm_stages=2, fa_bm=64, fa_stages=1)
+
+
+def default(device: str, itemsize: int = 2) -> Tuning:
+    if device == "cpu":
+        return CPU
+    return GPU_F32 if itemsize == 4 else GPU
