@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 CFG = dict(R.TINY, num_hidden_layers=1, vocab_size=128, hidden_size=64, intermediate_size=96)
 SMALL_TILES = qwen3.tuning.GPU.with_(gemv_bn=8, gemv_bk=32, head_bn=16, attn_bn=16, attn_split=16, fa_bm=16,
-                                     fa_bn=16, gemm_bm=16, gemm_bn=16, gemm_bk=16, fill_bt=16, topk_bv=64,
+                                     fa_bn=16, gemm_bm=16, gemm_bn=16, gemm_bk=16, fill_bt=16, topk_bv=64, decode_chunk=1,
                                      topk_k=8)
 PROMPT = [3, 17, 42, 5, 99, 7, 21, 60, 2, 8, 13, 77, 101, 4, 9, 31, 16, 28]  # two attention splits
 
