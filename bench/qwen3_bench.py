@@ -396,7 +396,7 @@ def sweep_gemv(cfg, bw: float, configs=SWEEP) -> list[dict]:
                         c.launch(kern, Out("y", (1, bn)), In("x"), gamma, w[0], 0, 1e-6, tma, unroll)
                     else:
                         c.launch(kern, Out("y", (1, bn)), In("r"), In("x"), w[0], 0, tma, unroll)
-                g = c.op.graph()
+                g = c.op.graph(ct.Stream(dev))  # a CUDA stream: a chain from ct.empty() has no device of its own
                 per = graph_device_ms(g, reps=3) / reps / 1e3
                 nbytes = mats * n * k * 2
                 out.append({"kind": kind, "n": n, "k": k, "bn": bn, "bk": bk, "warps": warps, "stages": stages,

@@ -13,7 +13,7 @@ from safetile.models import qwen3
 torch = pytest.importorskip("torch")
 
 CFG = dict(R.TINY, num_hidden_layers=1, vocab_size=128, hidden_size=64, intermediate_size=96)
-SMALL_TILES = qwen3.tuning.GPU.with_(gemv_bn=8, gemv_bk=32, head_bn=16, attn_bn=16, attn_split=16, fa_bm=16,
+SMALL_TILES = qwen3.tuning.GPU.with_(gemv_bn=8, gemv_bk=32, head_bn=16, attn_bn=8, attn_splits=4, fa_bm=16,
                                      fa_bn=16, gemm_bm=16, gemm_bn=16, gemm_bk=16, fill_bt=16, topk_bv=64, decode_chunk=1,
                                      topk_k=8)
 PROMPT = [3, 17, 42, 5, 99, 7, 21, 60, 2, 8, 13, 77, 101, 4, 9, 31, 16, 28]  # two attention splits
@@ -49,6 +49,9 @@ def test_gpu_matches_reference(dtype, tol, monkeypatch):
     assert rel(m.logits(prompt), R.forward(cfg, rounded, prompt)[-1]) < tol
     if dtype == "float32":
         assert m.generate(prompt, 64) == R.greedy(cfg, rounded, prompt, 64)
-    else:  # bfloat16 rounding may flip near-ties: most tokens agree, the first always
-        got, ref = m.generate(prompt, 16), R.greedy(cfg, rounded, prompt, 16)
-        assert got[0] == ref[0] and sum(a == b for a, b in zip(got, ref)) >= 12
+    else:  # bfloat16 rounding may flip a near-tie, after which the sequences part ways: check each
+        # token the engine chose against the reference's logits for the engine's own prefix
+        got = m.generate(prompt, 16)
+        for i, tok in enumerate(got):
+            ref = R.forward(cfg, rounded, prompt + got[:i])[-1]
+            assert ref[tok] >= ref.max() - 0.02 * (ref.max() - ref.min()), (i, tok, int(ref.argmax()))

@@ -66,14 +66,19 @@ class Qwen3:
         self._lock = threading.Lock()
         self._kernels: dict[Any, Any] = {}
         self._graphs: dict[int, Any] = {}
+        # All of the engine's work goes to one stream of its device, named explicitly: a chain that
+        # starts from a device-less op (ct.empty()) would otherwise run on the default device's
+        # stream pool (the CPU's unless SAFETILE_DEVICE says otherwise), and its graphs would be
+        # replayed launch by launch from Python instead of as CUDA graphs.
+        self._stream = ct.Stream(device)
         d2 = cfg.head_dim // 2
         inv = (1.0 / (np.float32(cfg.rope_theta) ** (np.arange(0, cfg.head_dim, 2, dtype=np.float32)
                                                        / np.float32(cfg.head_dim)))).astype(np.float32)
         ang = np.arange(self.capacity, dtype=np.float32)[:, None] * inv[None, :d2]
-        self._cos = ct.from_numpy(np.cos(ang), device=device).sync().shared()
-        self._sin = ct.from_numpy(np.sin(ang), device=device).sync().shared()
+        self._cos = ct.from_numpy(np.cos(ang), device=device).sync_on(self._stream).shared()
+        self._sin = ct.from_numpy(np.sin(ang), device=device).sync_on(self._stream).shared()
         t = self.tuning
-        self._splits = max(1, self.capacity // self._split())
+        self._splits = max(1, min(t.attn_splits, self.capacity // clip(t.attn_bn, self.capacity)))
         nh, g = cfg.num_key_value_heads, cfg.group
         zeros = self._zeros
         pool = {}
@@ -96,12 +101,7 @@ class Qwen3:
     # ------------------------------------------------------------------ helpers
 
     def _zeros(self, shape, dtype=ct.float32) -> ct.Tensor:
-        return ct.zeros(shape, dtype, device=self.device).sync()
-
-    def _split(self) -> int:
-        t = self.tuning
-        bn = clip(t.attn_bn, self.capacity)
-        return max(bn, clip(t.attn_split, self.capacity))
+        return ct.zeros(shape, dtype, device=self.device).sync_on(self._stream)
 
     def _topk_bv(self) -> int:
         return clip(self.tuning.topk_bv, self.config.vocab_size)
@@ -136,15 +136,15 @@ class Qwen3:
         h, eps, tma, unroll = cfg.hidden_size, cfg.rms_norm_eps, t.gemv_tma, t.gemv_unroll
         nq, nkv, g, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.group, cfg.head_dim
         cos, sin = self._cos, self._sin
-        ch = self._split()
+        abn = clip(t.attn_bn, self.capacity)
         qkv_k, qkv_bn = self._gemv(kv.rms_gemv, cfg.q_size + 2 * cfg.kv_size, h)
         o_k, o_bn = self._gemv(kv.gemv_residual, h, cfg.q_size)
         gu_k, gu_bn = self._gemv(kv.rms_gate_up, cfg.intermediate_size, h)
         dn_k, dn_bn = self._gemv(kv.gemv_residual, h, cfg.intermediate_size)
-        attn = self._k(ka.attn_decode, t.attn_warps, None, CH=ch, BN=clip(t.attn_bn, ch), QM=max(g, t.attn_qm))
+        attn = self._k(ka.attn_decode, t.attn_warps, None, BN=abn, QM=max(g, t.attn_qm))
         sp = pow2_at_least(self._splits)
         dc = max(1, min(d, t.merge_elems // (sp * g)))
-        merge = self._k(ka.attn_merge, None, None, CH=ch, SP=sp)
+        merge = self._k(ka.attn_merge, None, None, BN=abn, SP=sp)
         for n, lw in enumerate(w.layers):
             kc, vc = f"k{n}", f"v{n}"
             c.launch(qkv_k, Out("qkv", (1, qkv_bn)), In("x"), lw.input_norm, lw.wqkv, 0, eps, tma, unroll)
@@ -214,21 +214,21 @@ class Qwen3:
         on the GPU runs it once)."""
         g = self._graphs.get(steps)
         if g is None:
-            g = self._graphs[steps] = self._decode_chain(steps).op.graph()
+            g = self._graphs[steps] = self._decode_chain(steps).op.graph(self._stream)
         return g
 
     def _prefill(self, ids: np.ndarray) -> None:
         cfg, n = self.config, len(ids)
         pool = self._pool
-        pool["ids"] = ct.from_numpy(ids.astype(np.int32), device=self.device).sync()
+        pool["ids"] = ct.from_numpy(ids.astype(np.int32), device=self.device).sync_on(self._stream)
         pool["p_x"] = self._zeros((n, cfg.hidden_size))
         pool["p_x2"] = self._zeros((n, cfg.hidden_size))
         pool["p_qkv"] = self._zeros((n, cfg.q_size + 2 * cfg.kv_size))
         pool["p_attn"] = self._zeros((n, cfg.q_size))
         pool["p_act"] = self._zeros((n, cfg.intermediate_size), self.dtype)
-        pool["pos"] = ct.memcpy(pool["pos"], np.array([n], np.int32)).sync()
+        pool["pos"] = ct.memcpy(pool["pos"], np.array([n], np.int32)).sync_on(self._stream)
         try:
-            self._prefill_chain(n).op.sync()
+            self._prefill_chain(n).op.sync_on(self._stream)
         finally:
             for name in ("ids", "p_x", "p_x2", "p_qkv", "p_attn", "p_act"):
                 pool.pop(name, None)
@@ -320,13 +320,14 @@ class Qwen3:
             pool = self._pool
             k, bv = self._topk_k(), self._topk_bv()
             vals, idxs, logits = kv.top_candidates.generics(BV=bv)(
-                pool.pop("cand_v").partition((1, k)), pool.pop("cand_i").partition((1, k)), pool.pop("logits")).sync()
+                pool.pop("cand_v").partition((1, k)), pool.pop("cand_i").partition((1, k)),
+                pool.pop("logits")).sync_on(self._stream)
             pool["cand_v"], pool["cand_i"], pool["logits"] = vals.unpartition(), idxs.unpartition(), logits
             tok = choose(self._read("cand_v").ravel(), self._read("cand_i").ravel(), s, rng)
         else:
             logits = self._read("logits")[0]
             tok = choose(logits, np.arange(logits.size), s, rng)
-        self._pool["tok"] = ct.memcpy(self._pool["tok"], np.array([tok], np.int32)).sync()
+        self._pool["tok"] = ct.memcpy(self._pool["tok"], np.array([tok], np.int32)).sync_on(self._stream)
         return tok
 
     def launches_per_token(self) -> int:

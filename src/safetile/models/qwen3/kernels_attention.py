@@ -92,16 +92,19 @@ def attn_decode(o: ct.Mut[ct.f32, (1, 1, "G", "D")], lse: ct.Mut[ct.f32, (1, 1, 
                 qnorm: ct.Ref["W", ("D",)], cos: ct.Ref[ct.f32, (-1, -1)], sin: ct.Ref[ct.f32, (-1, -1)],
                 pos: ct.Ref[ct.i32, (1,)], row: ct.i32, scale: ct.f32, eps: ct.f32):
     """Split-K flash-decoding: block (g, s) attends the G query heads of key/value head g (q-norm
-    and RoPE applied here) to cache positions [s·CH, (s+1)·CH) ∩ [0, pos]; it writes its
-    normalised partial output and log-sum-exp. Blocks past the sequence write nothing (the merge
-    reads only the splits that hold keys). Query rows are padded to QM (>= 16 for matrix units)."""
+    and RoPE applied here) to its share of the cache positions [0, pos]: the keys' BN-wide tiles
+    are dealt evenly over the S splits (the grid's second axis), so a short context uses few
+    tiles per split and a long one more, in the same captured graph. It writes its normalised
+    partial output and log-sum-exp; splits with no keys write nothing (the merge reads only the
+    splits that hold keys). Query rows are padded to QM (>= 16 for the matrix units)."""
     D2 = D // 2
     g = ct.bid(0)
     sp = ct.bid(1)
     p = ct.load(pos, (0,), ())
     n = p + 1
-    first = sp * (CH // BN)  # the split's first key tile
-    ntiles = ct.maximum(ct.minimum(ct.cdiv(n - sp * CH, BN), CH // BN), 0)
+    per = ct.cdiv(ct.cdiv(n, BN), ct.num_blocks(1))  # key tiles per split
+    first = sp * per  # the split's first key tile
+    ntiles = ct.maximum(ct.minimum(ct.cdiv(n, BN) - first, per), 0)
     r = ct.arange(QM, dtype=ct.int32).reshape((QM, 1))
     j = ct.arange(D2, dtype=ct.int32).reshape((1, D2))
     col = (g * G + r) * D + j
@@ -142,11 +145,13 @@ def attn_decode(o: ct.Mut[ct.f32, (1, 1, "G", "D")], lse: ct.Mut[ct.f32, (1, 1, 
 def attn_merge(out: ct.Mut[ct.f32, (1, "G", "DC")], o: ct.Ref[ct.f32, (-1, -1, "G", "D")],
                lse: ct.Ref[ct.f32, (-1, -1, "G")], pos: ct.Ref[ct.i32, (1,)]):
     """Combine the splits of key/value head g, columns [c·DC, (c+1)·DC) of its heads:
-    out = Σ_s exp(lse_s − max)·o_s / Σ_s exp(lse_s − max) over the splits that hold keys. All SP
-    (>= the number of splits) partials are loaded at once: one round trip to memory."""
+    out = Σ_s exp(lse_s − max)·o_s / Σ_s exp(lse_s − max) over the splits that hold keys (dealt as
+    in ``attn_decode``, BN keys a tile). All SP (>= the number of splits) partials are loaded at
+    once: one round trip to memory."""
     g = ct.bid(0)
     c = ct.bid(2)
-    live = ct.cdiv(ct.load(pos, (0,), ()) + 1, CH)
+    tiles = ct.cdiv(ct.load(pos, (0,), ()) + 1, BN)
+    live = ct.cdiv(tiles, ct.cdiv(tiles, o.shape[1]))
     split = ct.arange(SP, dtype=ct.int32).reshape((SP, 1))
     ls = ct.load(lse, (g, 0, 0), (1, SP, G), padding_mode=NEG_INF).reshape((SP, G))
     ot = ct.load(o, (g, 0, 0, c), (1, SP, G, DC), padding_mode=ZERO).reshape((SP, G, DC))

@@ -28,10 +28,10 @@ class Tuning:
     gemv_unroll: bool = True  # K loop written out (K static): every weight tile in flight at once
     gemv_min_blocks: int = 264  # halve BN (down to 1) until a projection has this many blocks
     head_bn: int = 32
-    # decode attention: keys per tile, keys per split, query rows (>= 16 feeds the matrix units),
-    # splits merged at a time
+    # decode attention: keys per tile, splits per key/value head (at most; the key tiles are dealt
+    # over them at run time), query rows (>= 16 feeds the matrix units)
     attn_bn: int = 64
-    attn_split: int = 256
+    attn_splits: int = 32
     attn_qm: int = 16
     attn_warps: int = 4
     merge_elems: int = 8192  # partials one merge block loads (splits x group x columns)
@@ -62,7 +62,7 @@ class Tuning:
 GPU = Tuning()
 # The CPU backend runs every block of a grid at once with NumPy: a few large blocks beat many
 # small ones, and there are no matrix units to pad for.
-CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, decode_chunk=1, head_bn=256, attn_bn=64, attn_split=256, attn_qm=1,
+CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, decode_chunk=1, head_bn=256, attn_bn=64, attn_splits=4, attn_qm=1,
              gemm_bm=64, gemm_bn=64, gemm_bk=64, fa_bm=64, fa_bn=64, fill_bt=64, embed_bh=1024,
              topk_k=64, topk_bv=1024)
 
