@@ -182,8 +182,41 @@ def runtime_shape(x, y, n):
 
 
 def test_non_constant_shape_argument():
+    """The message names the parameter and the annotation that fixes it."""
     err = compile_error(runtime_shape, vec(), vec(), 16)
-    check(err, TileTypeError, runtime_shape, "compile-time constant", "tile<int32>")
+    check(err, TileTypeError, runtime_shape, "compile-time constant", "tile<int32>",
+          "parameter 'n'", "annotate it as `n: ct.Constant[int]`")
+
+
+@ct.kernel
+def derived_runtime_shape(x, y, n, scale):
+    k = n * 2 + 1
+    t = ct.load(x, index=(0,), shape=(k - 1,))  # ERR
+    ct.store(y, index=(0,), tile=t * scale)
+
+
+@ct.kernel
+def loaded_runtime_shape(x, y):
+    n = ct.load(x, index=(0,), shape=(1,)).astype(ct.int32).item()
+    t = ct.load(x, index=(0,), shape=(n,))  # ERR
+    ct.store(y, index=(0,), tile=t)
+
+
+@ct.entry
+def entry_runtime_shape(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], n: int):
+    z.store(ct.reshape(ct.load(x, index=(0,), shape=(n,)), (8,)))  # ERR
+
+
+def test_non_constant_shape_names_the_parameter_it_comes_from():
+    err = compile_error(derived_runtime_shape, vec(), vec(), 16, 2.0)
+    check(err, TileTypeError, derived_runtime_shape, "parameter 'n'", "`n: ct.Constant[int]`")
+    assert "scale" not in err.message
+    err = compile_error(loaded_runtime_shape, vec(), vec())  # no parameter to blame: no advice
+    check(err, TileTypeError, loaded_runtime_shape, "compile-time constant")
+    assert "ct.Constant" not in err.message
+    with pytest.raises(TileTypeError) as info:
+        entry_runtime_shape(ct.zeros(16).sync().partition(8), ct.zeros(16).sync(), 8)
+    check(info.value, TileTypeError, entry_runtime_shape, "parameter 'n'", "`n: ct.Constant[int]`")
 
 
 @ct.kernel
@@ -565,8 +598,40 @@ def test_calling_a_kernel_directly():
 
 
 def test_wrong_argument_count():
-    with pytest.raises(TypeError, match=r"takes 3 argument\(s\) \(x, y, T\), got 2"):
+    """Unchecked launches raise the safe style's classes (which still subclass the builtins)."""
+    with pytest.raises(ct.LaunchTypeError, match=r"takes 3 argument\(s\) \(x, y, T\), got 2") as info:
         ct.launch(None, (1,), copy, (vec(), vec()))
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ct.LaunchError)
+
+
+def test_wrong_argument_kind():
+    y = vec()
+    y_before = y.copy()
+    with pytest.raises(ct.LaunchTypeError, match=r"argument 'x': expected an array, a number or a Constant, got str"):
+        ct.launch(None, (1,), copy, ("x", y, 16))
+    with pytest.raises(ct.LaunchTypeError, match="expects a @ct.kernel"):
+        ct.launch(None, (1,), copy.fn, (vec(), y, 16))
+    assert np.array_equal(y, y_before)
+
+
+@pytest.mark.parametrize("stream", ["cuda", 1.5, (1,), object()])
+def test_a_stream_that_is_not_a_stream_is_refused_on_the_cpu(stream):
+    x, y = vec(), vec()
+    y_before = y.copy()
+    for _ in range(2):  # the first launch (checked path) and a repeated one (dispatch cache)
+        with pytest.raises(ct.LaunchTypeError, match="must be None or a stream"):
+            ct.launch(stream, (4,), copy, (x, y, 16))
+        assert np.array_equal(y, y_before)
+    ct.launch(None, (4,), copy, (x, y, 16))
+    assert np.array_equal(y, x)
+
+
+def test_streams_are_accepted_on_the_cpu():
+    x = vec()
+    for stream in (0, ct.Stream("cpu")):
+        y = np.full_like(x, np.nan)
+        ct.launch(stream, (4,), copy, (x, y, 16))
+        assert np.array_equal(y, x)
 
 
 @pytest.mark.parametrize("grid,words", [
@@ -576,13 +641,14 @@ def test_wrong_argument_count():
 def test_bad_grid(grid, words):
     x, y = vec(), vec()
     y_before = y.copy()
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(ct.GridError, match=words) as info:
         ct.launch(None, grid, copy, (x, y, 16))
+    assert isinstance(info.value, ValueError)
     assert np.array_equal(y, y_before)
 
 
 def test_constant_parameter_type_is_checked():
-    with pytest.raises(TypeError, match=r"'T' is a ct.Constant\[int\]"):
+    with pytest.raises(ct.LaunchTypeError, match=r"'T' is a ct.Constant\[int\]"):
         ct.launch(None, (1,), copy, (vec(), vec(), 16.0))
 
 

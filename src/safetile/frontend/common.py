@@ -219,12 +219,17 @@ def _is_slot(klass: type, attr: str) -> bool:
 def check_kernel_attribute(obj: Any, attr: str) -> str | None:
     """Why kernel code may not read ``obj.attr`` (None when it may).
 
-    Safetile's modules, classes and objects show kernel code only their documented surface:
-    public methods and properties. Private names and slot data (the IR behind a tile or an
+    A device object of the safe style shows exactly its declared ``__tile_surface__``. Other
+    safetile modules, classes and objects show kernel code their public methods and properties. Private names and slot data (the IR behind a tile or an
     array, the array behind a sub-tensor) are refused, whichever way they are asked for
     (attribute syntax, ``getattr``, ``hasattr``); user objects are not restricted."""
     if attr.startswith("__"):
         return f"access to {attr} is not supported in tile code"
+    surface = None if isinstance(obj, type) else getattr(type(obj), SURFACE, None)
+    if surface is not None:  # a device object (safe/device.py): its declared surface, nothing else
+        if attr in surface:
+            return None
+        return f"{what(obj)} has no attribute {attr!r} in tile code (it has: {', '.join(sorted(surface))})"
     is_class = isinstance(obj, type)
     owner = obj if is_class else type(obj)
     if not (_is_safetile_object(obj) or (is_class and (obj.__module__ or "").split(".", 1)[0] == "safetile")):
@@ -232,6 +237,22 @@ def check_kernel_attribute(obj: Any, attr: str) -> str | None:
     if attr.startswith("_") or (not isinstance(obj, types.ModuleType) and _is_slot(owner, attr)):
         return f"{what(obj)} has no attribute {attr!r} in tile code (kernel code sees only the documented API)"
     return None
+
+
+SURFACE = "__tile_surface__"  # a class attribute: the attribute names tile code may read
+
+
+def static_facts(v: Any) -> Any:
+    """What ``ct.static_eval`` sees of a value: a device object only as its static facts."""
+    surface = getattr(type(v), SURFACE, None)
+    if surface is None:
+        return v
+    facts = {}
+    for name in surface:
+        x = getattr(v, name, None)
+        if not callable(x) and is_static(x):
+            facts[name] = x
+    return types.SimpleNamespace(**facts)
 
 
 BUILTIN_MARK = "__safetile_builtin__"

@@ -14,7 +14,7 @@ from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
 from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, LocalFunction, Undefined,
                      check_kernel_attribute, is_library_function, is_safetile_callable, is_static, is_value, same_static,
-                     user_boundary, what)
+                     static_facts, user_boundary, what)
 from .captures import ABSENT, closure_scope
 from .source import parse_function
 
@@ -454,7 +454,8 @@ class Expressions:
         """Globals and local names for evaluating ``node`` in Python; every global the
         expression names is recorded as read (a later change recompiles)."""
         ns = dict(self.globals)
-        ns.update({k: v for k, v in self.env.items() if not k.startswith("$") and not isinstance(v, Undefined)})
+        ns.update({k: static_facts(v) for k, v in self.env.items() if not k.startswith("$")
+                   and not isinstance(v, Undefined)})
         for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
             if name not in self.env:
                 self.captures.name(self.globals, name, self.globals.get(name, ABSENT))

@@ -25,7 +25,7 @@ from ..ops.values import Array, Tile
 from .captures import CaptureSet, Captures, closure_scope
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
-from .source import parse_function
+from .source import parse_function, require_source
 
 
 class _ConstantMeta(type):
@@ -115,6 +115,7 @@ class TileFunction:
             fn = fn.fn
         if not inspect.isfunction(fn):
             raise TypeError(f"@ct.function must decorate a function, got {fn!r}")
+        require_source(fn)
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -292,6 +293,7 @@ def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dic
         raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
     compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True,
                                 captures=captures)
+    builder.scalar_params = {p.value.id: p.name for p in params if p.kind == "scalar" and p.value is not None}
     try:
         with building(builder), builder.inside(body):
             compiler.run_body(parsed.node.body)

@@ -27,6 +27,9 @@ class Builder:
         self.blocks: list[Block] = []
         self.loc: SourceLoc | None = None
         self.compiler = None  # the front-end compiler in charge (for inlining combiners)
+        # run-time scalar parameters of the kernel (value id -> name): an error about a value
+        # that had to be a compile-time constant names the parameter it comes from
+        self.scalar_params: dict[int, str] = {}
 
     @property
     def block(self) -> Block:
@@ -80,6 +83,27 @@ def building(builder: Builder) -> Iterator[Builder]:
         yield builder
     finally:
         _active.reset(token)
+
+
+def runtime_sources(v: Value, limit: int = 256) -> list[str]:
+    """The run-time scalar kernel parameters ``v`` is computed from (in the active compilation)."""
+    builder = _active.get()
+    if builder is None or not builder.scalar_params:
+        return []
+    names: list[str] = []
+    seen: set[int] = set()
+    stack = [v]
+    while stack and len(seen) < limit:
+        x = stack.pop()
+        if x.id in seen:
+            continue
+        seen.add(x.id)
+        name = builder.scalar_params.get(x.id)
+        if name is not None and name not in names:
+            names.append(name)
+        if x.owner is not None:
+            stack.extend(x.owner.operands)
+    return names
 
 
 def emit(name: str, operands: list[Value], attrs: dict[str, Any] | None = None, **kw) -> Op:

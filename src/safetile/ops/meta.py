@@ -21,8 +21,7 @@ def static_iter(iterable: Any) -> Any:
 
 def ensure_constant(value: Any, what: str = "value") -> Any:
     """Return ``value`` if it is a compile-time constant, else fail compilation."""
-    from ..errors import TileTypeError
-    from .values import Array, Tile
+    from .values import Array, Tile, not_constant
     if isinstance(value, (Tile, Array)):
-        raise TileTypeError(f"{what} must be a compile-time constant, got a run-time {value.type}")
+        raise not_constant(what, value)
     return value

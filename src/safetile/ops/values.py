@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import TileTypeError, TileValueError
-from ..ir.builder import emit
+from ..ir.builder import emit, runtime_sources
 from ..ir.core import Value
 from ..ir.types import ArrayType, TileType
 
@@ -232,11 +232,26 @@ def describe(x: Any) -> str:
     return _describe(x)
 
 
+def not_constant(what: str, x: "Tile | Array") -> TileTypeError:
+    """The error for a run-time value where a compile-time constant is needed; when the value
+    comes from run-time scalar parameters, it names them and the annotation that fixes it."""
+    message = f"{what} must be a compile-time constant, got a run-time {x.type}"
+    params = runtime_sources(x.value) if isinstance(x, Tile) else []
+    if params:
+        kind = "bool" if x.dtype is dt.bool_ else "float" if x.dtype.is_float else "int"
+        fixes = ", ".join(f"`{p}: ct.Constant[{kind}]`" for p in params)
+        which = f"parameter {params[0]!r}" if len(params) == 1 else \
+            "parameters " + ", ".join(repr(p) for p in params)
+        message += (f"; it comes from {which}, a run-time argument: annotate it as {fixes} to make it a "
+                    "compile-time constant")
+    return TileTypeError(message)
+
+
 def static_int(x: Any, what: str) -> int:
     """A compile-time integer (shapes, axes); tiles are rejected with a clear message."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
         if isinstance(x, Tile):
-            raise TileTypeError(f"{what} must be a compile-time constant, got a run-time {x.type}")
+            raise not_constant(what, x)
         raise TileTypeError(f"{what} must be an integer constant, got {_describe(x)}")
     return int(x)
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import LaunchTypeError
 from ..frontend.kernel import ArraySpec, ConstSpec, ScalarSpec, TileKernel
 
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -96,14 +97,14 @@ def arg_specs(kernel: TileKernel, args: tuple) -> tuple:
             try:
                 d = array_dtype(a)
             except TypeError as e:
-                raise TypeError(f"argument {p.name!r}: {e}") from None
+                raise LaunchTypeError(f"argument {p.name!r}: {e}") from None
             # a read-only NumPy array compiles as a read-only parameter: storing to it is a
             # compile-time error at the store, not a NumPy error halfway through the launch
             readonly = isinstance(a, np.ndarray) and not a.flags.writeable
             specs.append(ArraySpec(d, len(a.shape), readonly))
         else:
-            raise TypeError(f"argument {p.name!r}: expected an array, a number or a Constant, "
-                            f"got {type(a).__name__}")
+            raise LaunchTypeError(f"argument {p.name!r}: expected an array, a number or a Constant, "
+                                  f"got {type(a).__name__}")
     return tuple(specs)
 
 
@@ -125,8 +126,8 @@ def _check_constant(p, ann: Any, value: Any) -> None:
     else:
         ok = isinstance(value, expected)
     if not ok:
-        raise TypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
-                        f"{type(value).__name__} {value!r}")
+        raise LaunchTypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
+                              f"{type(value).__name__} {value!r}")
 
 
 # ----------------------------------------------------------------------------- dispatch signature
@@ -218,5 +219,5 @@ def _freeze(v: Any) -> Any:
     try:
         hash(v)
     except TypeError:
-        raise TypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
+        raise LaunchTypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
     return v

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend.kernel import TileKernel, validate_hints
+from ..frontend.source import require_source
 from .backends import BACKENDS
 
 
@@ -49,9 +50,15 @@ class Kernel(TileKernel):
 def kernel(fn: Callable | None = None, **hints) -> Kernel | Callable[[Callable], Kernel]:
     """Decorator: ``@ct.kernel`` or ``@ct.kernel(num_ctas=2, occupancy=4)``.
 
-    Hints are checked here, at decoration, so a bad value fails where it is written.
+    Hints are checked here, at decoration, so a bad value fails where it is written; so is
+    whether the kernel's source can be found (see ``frontend/source.py``).
     """
     if fn is None:
         validate_hints(hints)
-        return lambda f: Kernel(f, hints)
-    return Kernel(fn, hints)
+        return lambda f: _checked(Kernel(f, hints))
+    return _checked(Kernel(fn, hints))
+
+
+def _checked(k: Kernel) -> Kernel:
+    require_source(k.fn)
+    return k

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import GridError, LaunchTypeError
 from ..frontend.captures import current as captures_current
 from .args import SCALAR_TYPES, arg_specs, as_numpy, is_cuda, signature
 from .backends import BACKENDS
@@ -50,27 +51,43 @@ def _normalize_grid_checked(grid: Any) -> tuple[int, int, int]:
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
         grid = (int(grid),)
     if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise ValueError(f"grid must be a tuple of 1 to 3 positive integers, got {grid!r}")
+        raise GridError(f"grid must be a tuple of 1 to 3 positive integers, got {grid!r}")
     dims = []
     for axis, n in enumerate(grid):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            raise ValueError(f"grid axis {axis} must be an integer, got {n!r}")
+            raise GridError(f"grid axis {axis} must be an integer, got {n!r}")
         if not 1 <= int(n) <= MAX_GRID_DIM:
-            raise ValueError(f"grid axis {axis} is {int(n)}; each grid dimension must be between 1 and "
-                             f"{MAX_GRID_DIM} (2**24 - 1)")
+            raise GridError(f"grid axis {axis} is {int(n)}; each grid dimension must be between 1 and "
+                            f"{MAX_GRID_DIM} (2**24 - 1)")
         dims.append(int(n))
     return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
 
 
 def check_args(kernel: Any, args: Any) -> tuple:
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"ct.launch expects a @ct.kernel, got {type(kernel).__name__}")
+        hint = " (an @ct.entry kernel is called, not launched: kernel(*args).sync())" \
+            if type(kernel).__name__ == "EntryKernel" else ""
+        raise LaunchTypeError(f"ct.launch expects a @ct.kernel, got {type(kernel).__name__}{hint}")
     if not isinstance(args, (tuple, list)):
-        raise TypeError(f"kernel arguments must be a tuple, got {type(args).__name__}")
+        raise LaunchTypeError(f"kernel arguments must be a tuple, got {type(args).__name__}")
     if len(args) != len(kernel.params):
-        raise TypeError(f"kernel {kernel.__name__!r} takes {len(kernel.params)} argument(s) "
-                        f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
+        raise LaunchTypeError(f"kernel {kernel.__name__!r} takes {len(kernel.params)} argument(s) "
+                              f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
     return tuple(args)
+
+
+def check_stream(stream: Any) -> None:
+    """The CPU backend runs in order on the calling thread and has no use for a stream, but a
+    value that is not one (a device, a string, a grid in the wrong place) is a mistake: refuse it
+    rather than ignore it. Streams are None, raw handles (int), and objects of the stream
+    protocols (torch, CuPy, ``__cuda_stream__``, ``ct.Stream``)."""
+    if type(stream) is int or any(hasattr(stream, a) for a in _STREAM_ATTRS):
+        return
+    raise LaunchTypeError(f"the stream argument of ct.launch must be None or a stream (torch, CuPy, ct.Stream, "
+                          f"an int handle), got {type(stream).__name__} {stream!r:.60}")
+
+
+_STREAM_ATTRS = ("cuda_stream", "ptr", "__cuda_stream__", "torch_stream")
 
 
 class Prepared:
@@ -96,6 +113,8 @@ class Prepared:
         """Run the launch; returns the GPU backend's compiled variant when one ran on CUDA."""
         if self.on_gpu or backend_override() == "triton":  # forced: Triton interpreter tests
             return (self._gpu or self.gpu())(stream, grid3, args)
+        if stream is not None:
+            check_stream(stream)
         run_cpu(self.fn, grid3, self.kernel, args)
         return None
 

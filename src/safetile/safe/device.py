@@ -53,14 +53,16 @@ class _OwnedTensor:
     def dtype(self) -> dt.DType:
         return self._array.dtype
 
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
 
 @tile_api_class
 class MutTensor(_OwnedTensor):
     """``ct.Mut[...]`` inside the kernel: this block's exclusive sub-tensor."""
 
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
+    __tile_surface__ = frozenset({"shape", "dtype", "ndim", "load", "store", "partition"})
 
     def _index(self) -> tuple:
         return tuple(bid(a) for a in range(self._grid_rank)) + (0,) * (len(self._shape) - self._grid_rank)
@@ -158,6 +160,8 @@ class PartitionIndex(tuple):
 class _IndexRange:
     """What ``for idx in z.iter_indices():`` iterates: the block's share of the sub-tensors."""
 
+    __tile_surface__ = frozenset()
+
     def __init__(self, owner: "MappedMutTensor"):
         self.owner = owner
 
@@ -182,6 +186,8 @@ class _IndexRange:
 @tile_api_class
 class MappedMutTensor(_OwnedTensor):
     """``ct.MappedMut[...]`` inside the kernel: a bounded, disjoint walk over sub-tensors."""
+
+    __tile_surface__ = frozenset({"shape", "dtype", "ndim", "num_tiles", "iter_indices", "load", "store"})
 
     def _counts(self) -> list:
         return [mem.num_tiles(self._array, a, self._full_tile_shape()) for a in range(self._grid_rank)]
@@ -238,6 +244,8 @@ class RefTensor(Array):
     """``ct.Ref[...]`` inside the kernel: a read-only array (any load, never a store)."""
 
     __slots__ = ("_static",)
+    __tile_surface__ = frozenset({"shape", "dtype", "ndim", "strides", "name", "load", "partition", "store",
+                                  "tiled_view", "slice"})
 
     def __init__(self, value, name: str, static_shape: tuple):
         super().__init__(value, name)
@@ -272,6 +280,8 @@ class RefTensor(Array):
 @tile_api_class
 class RefPartition:
     """A read-only tensor seen as a grid of ``shape`` tiles inside the kernel."""
+
+    __tile_surface__ = frozenset({"shape", "dtype", "load", "num_tiles", "store"})
 
     def __init__(self, ref: RefTensor, shape):
         from ..ops.values import static_shape

@@ -10,11 +10,18 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
+import weakref
 
 from .errors import UseAfterMoveError
 from .streams import current_context
 
 _ids = itertools.count(1)
+
+# Every ownership transition (a check that a value is usable and the move that follows, a give
+# back, a borrow, a shared handle's holders) happens under this one lock, so two threads can never
+# both take one value: the check and the move are one step. It is held for microseconds.
+OWNERSHIP = threading.RLock()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -94,20 +101,30 @@ class Owned:
                                     "finished; that terminal's result gives it back")
 
     def _move(self, into: str, holder=None, check: bool = True) -> None:
-        if check:
-            self._check("moved")
-        self._moved = into
-        self._holder = holder
+        """Check that the value is usable and move it, as one step (``OWNERSHIP``). ``holder``
+        (an operation) is kept weakly: a dropped operation is not kept alive by its arguments."""
+        with OWNERSHIP:
+            if check:
+                self._check("moved")
+            self._moved = into
+            self._holder = weakref.ref(holder) if holder is not None else None
+
+    @property
+    def holder(self):
+        """The operation this value was moved into, while it is alive and holds it (else None)."""
+        h = self._holder
+        return h() if h is not None else None
 
     def _give_back(self, ctx=None) -> None:
         """Usable again; when given back inside a running terminal (``ctx``), only by that
         terminal's own code (its ``then`` closures) until it ends: the launches it submitted
         may still be running, and the values belong to the whole chain (as moves do in Rust)."""
-        self._moved = None
-        self._holder = None
-        if ctx is not None and self._lent is not ctx:
-            self._lent = ctx
-            ctx.lent.append(self)
+        with OWNERSHIP:
+            self._moved = None
+            self._holder = None
+            if ctx is not None and self._lent is not ctx:
+                self._lent = ctx
+                ctx.lent.append(self)
 
     @property
     def is_moved(self) -> bool:

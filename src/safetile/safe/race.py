@@ -185,15 +185,18 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
     """
     from .entry import EntryKernel
     if isinstance(kernel, EntryKernel):
-        from .launch import prepare
+        from .launch import check_ownership, prepare, runtime_args
         k = kernel.grid(grid) if grid is not None else kernel
-        plan = prepare(k, tuple(args))
+        args = tuple(args)
+        check_ownership(k, args)
+        plan = prepare(k, args)
         if plan.device != "cpu":
             raise ValueError("the race detector runs on the CPU backend (host memory)")
-        named = [(n, a) for n, a in zip(kernel.param_names, plan.runtime_args) if isinstance(a, np.ndarray)]
+        runtime = runtime_args(args)
+        named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
         det = RaceDetector(kernel.__name__, plan.grid3, named)
         from ..runtime.launch import run_cpu
-        run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, tuple(plan.runtime_args), det)
+        run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)
     else:
         from ..runtime.args import arg_specs, as_numpy, is_cuda
         from ..runtime.launch import check_args, normalize_grid, run_cpu

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .errors import BorrowError
-from .memory import REGISTRY, extent_of
+from .memory import REGISTRY
 from .ownership import Owned
 
 
@@ -72,21 +72,25 @@ class Tensor(Owned):
 
     def __init__(self, data: Any, name: str | None = None):
         super().__init__(name)
+        # the tensor keeps a private view of the memory: whoever handed the array in cannot reset
+        # its shape or strides under the tensor (its facts, launch.prepare, rely on that)
         if isinstance(data, np.ndarray):
-            self._data = data
+            self._data = data.view()
             self._device = "cpu"
         elif _is_torch(data):
             if data.device.type == "cuda":
-                self._data = data
+                self._data = data.detach()
                 self._device = str(data.device)
             else:  # CPU torch memory is viewed through NumPy (zero copy)
                 from ..runtime.args import as_numpy
-                self._data = as_numpy(data)
+                self._data = as_numpy(data).view()
                 self._device = "cpu"
         else:
             raise TypeError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
+        self._torch = not isinstance(self._data, np.ndarray)
         self._dtype = dt.as_dtype(self._data.dtype)
         self._borrow = None  # the partition mutably borrowing this tensor, if any
+        self._facts = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
     # ------------------------------------------------------------------ state
 
@@ -148,7 +152,7 @@ class Tensor(Owned):
     @property
     def data_ptr(self) -> int:
         self._check("inspected")
-        return extent_of(self._data).ptr
+        return self._extent().ptr
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -159,16 +163,21 @@ class Tensor(Owned):
 
     # ------------------------------------------------------------------ host access
 
-    def _wait_host(self, writing: bool = False) -> None:
-        REGISTRY.wait_for_host(extent_of(self._data), writing)
+    def _extent(self):
+        from .facts import tensor_facts
+        return tensor_facts(self).extent
+
+    def _host_copy(self) -> np.ndarray:
+        """A NumPy copy, taken while no launch writes this memory (launches wait for the copy)."""
+        with REGISTRY.host_access(self._extent(), False, "a host read"):
+            if isinstance(self._data, np.ndarray):
+                return np.array(self._data, copy=True)
+            return torch_to_numpy(self._data)
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the contents (waits for unfinished launches writing this memory)."""
         self._check("read")
-        self._wait_host()
-        if isinstance(self._data, np.ndarray):
-            return np.array(self._data, copy=True)
-        return torch_to_numpy(self._data)
+        return self._host_copy()
 
     numpy = to_numpy
 
@@ -195,7 +204,7 @@ class Tensor(Owned):
 
     def __dlpack__(self, *args, **kwargs):
         self._check("exported")
-        self._wait_host(writing=True)
+        REGISTRY.wait_for_host(self._extent(), True)
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import TileRuntimeError
+from ...errors import LaunchTypeError, TileRuntimeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
@@ -123,9 +123,11 @@ def stream_handle(stream: Any, device: int) -> int:
         h = getattr(stream, "ptr", None)  # CuPy
     if h is None and hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol
         h = stream.__cuda_stream__()[1]
+    if h is None and getattr(stream, "torch_stream", None) is not None:  # a CUDA ct.Stream
+        h = stream.torch_stream.cuda_stream
     if h is None:
-        raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
-                        "stream, an int handle, or None)")
+        raise LaunchTypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
+                              "stream, a ct.Stream, an int handle, or None)")
     return int(h)
 
 
@@ -571,15 +573,19 @@ def kernel_source(kernel, args, target: int | None = None) -> str:
     specs = arg_specs(kernel, args)
     fn = kernel.specialize(specs)
     spec = specialization(kernel, fn, specs)
+    return function_source(fn, [args[i] for i, kind, _ in spec.slots if kind == "array"], target)
+
+
+def function_source(fn: Function, arrays: list, target: int | None = None) -> str:
+    """The generated Triton source for the compiled ``fn`` launched with ``arrays`` (its array
+    arguments in parameter order: their alignment and strides are specialisation facts)."""
     parts = []
-    for i, kind, _ in spec.slots:
-        if kind == "array":
-            a = args[i]
-            if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
-                ptr = a.__array_interface__["data"][0]
-                parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
-            else:
-                parts.append(array_parts(a)[:3])
+    for a in arrays:
+        if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
+            ptr = a.__array_interface__["data"][0]
+            parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
+        else:
+            parts.append(array_parts(a)[:3])
     if target is None:
         target = 0
         if not interpreting():
