@@ -67,3 +67,50 @@ def test_wrong_tile_shape_is_a_compile_error():
         z.partition((2, 2)).store(ct.zeros((2, 4), ct.float32), (0, 0))
     with pytest.raises(ct.TileSafetyError, match="must have that shape"):
         bad(ct.zeros((8, 8)).sync().partition((4, 8))).sync()
+
+
+# ------------------------------------------------------------------ the compiled-IR check
+
+def _compiled(monkeypatch):
+    """append_row's IR and parameter keys, compiled with the ownership check switched off (to forge
+    them below)."""
+    import sys
+    seen = []
+    monkeypatch.setattr(sys.modules["safetile.safe.entry"], "verify_entry", lambda fn, keys: seen.append(keys))
+    kernel = ct.entry(append_row.__wrapped__)  # its own compile cache
+    cache = ct.full((3, 8, 4), -1.0).sync().partition_prefix((1,))
+    fn = kernel.compile(cache, np.zeros((3, 4), np.float32), np.array([2], np.int32), 0)
+    return fn, seen[0]
+
+
+def _ops(fn, name):
+    from safetile.ir.core import walk
+    return [op for op in walk(fn.body) if op.name == name]
+
+
+def _forge_constant(fn, op_name, old, new):
+    """Change the constant operand equal to ``old`` of every ``op_name`` op to ``new``."""
+    from safetile.safe.verify import _constant, _strip
+    for op in _ops(fn, op_name):
+        for v in op.operands:
+            c = _strip(v).owner
+            if c is not None and c.name == "constant" and _constant(_strip(v)) == old:
+                c.attrs["value"] = new
+
+
+@pytest.mark.parametrize("forge, message", [
+    (lambda fn: _forge_constant(fn, "less", 1, 2), "0 <= r < 1"),  # the mask lets r reach the next block
+    (lambda fn: _forge_constant(fn, "greater_equal", 0, -1), "0 <= r < 1"),
+    (lambda fn: _forge_constant(fn, "mul", 1, 2), "bid\\(0\\) \\* 1"),  # another block's origin
+    (lambda fn: [op.attrs.update(axis=1) for op in _ops(fn, "bid")], "bid\\(0\\)"),
+    (lambda fn: [op.attrs.update(has_mask=False) for op in _ops(fn, "scatter")], "only possible through"),
+    (lambda fn: [op.operands.__setitem__(-1, _ops(fn, "greater_equal")[0].result) for op in _ops(fn, "scatter")],
+     "0 <= r < 1"),  # the upper bound dropped from the mask
+])
+def test_forged_owned_scatters_are_refused(monkeypatch, forge, message):
+    from safetile.safe.verify import verify_entry
+    fn, keys = _compiled(monkeypatch)
+    verify_entry(fn, keys)  # the genuine kernel passes
+    forge(fn)
+    with pytest.raises(ct.TileSafetyError, match=message):
+        verify_entry(fn, keys)

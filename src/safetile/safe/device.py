@@ -95,11 +95,14 @@ class MutTensor(_OwnedTensor):
 
 @tile_api_class
 class OwnedPartition:
-    """``z.partition(shape)`` inside the kernel: tiles of this block's own sub-tensor.
+    """``z.partition(shape)`` inside the kernel: this block's own sub-tensor seen as ``shape`` tiles.
 
-    The sub-tensor is a window of the partitioned array (``Array.slice`` on each partitioned
-    axis, at this block's position; trailing axes of a prefix partition are whole), so every
-    access through it is bounded by the sub-tensor, whatever the index.
+    ``store(tile, index)`` writes the tile at a tile index that may be known only at run time
+    (a KV-cache row at the current position, say). It is a masked scatter: on each partitioned
+    axis the element index is ``bid(axis) · P + r`` with the lane kept only where
+    ``0 <= r < P`` (P the sub-tensor's size), so no lane can leave the block's sub-tensor;
+    trailing axes of a prefix partition are whole and bounded by the tensor. The compiled-IR
+    check (``verify.py``) accepts a scatter to a ``ct.Mut`` parameter only in this form.
     """
 
     def __init__(self, owner: MutTensor, shape):
@@ -109,11 +112,6 @@ class OwnedPartition:
         if len(self._shape) != owner.ndim:
             raise TileTypeError(f"{owner._name}.partition: shape {self._shape} has rank {len(self._shape)} but "
                                 f"{owner._name!r} has rank {owner.ndim}")
-        region = owner._array
-        for axis in range(owner._grid_rank):
-            start = bid(axis) * owner._shape[axis]
-            region = region.slice(axis, start, start + owner._shape[axis])
-        self._region = region
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -123,21 +121,33 @@ class OwnedPartition:
     def dtype(self):
         return self._owner.dtype
 
-    def num_tiles(self, axis):
-        """Tiles along ``axis`` of this block's sub-tensor (partial edge tiles count)."""
-        return mem.num_tiles(self._region, axis, self._shape)
-
-    def load(self, index) -> Tile:
-        """The tile at ``index`` of this block's sub-tensor (zero outside it)."""
-        return mem.load(self._region, tuple(index) if isinstance(index, tuple) else index, self._shape,
-                        padding_mode=PaddingMode.ZERO)
-
     def store(self, tile, index) -> None:
-        """Write ``tile`` (exactly the partition shape) at ``index``; parts outside the sub-tensor are dropped."""
-        name = self._owner._name
+        """Write ``tile`` (exactly the partition shape) at tile ``index``; lanes outside this block's
+        sub-tensor are dropped."""
+        from ..ops.factories import arange
+        from ..ops.memory import scatter
+        from ..ops.shape import reshape
+        o = self._owner
+        name = o._name
         tile = _check_store_tile(f"{name}.partition({self._shape})", tile, self._shape, self.dtype,
                                  f"{name}.partition(...).store")
-        mem.store(self._region, tuple(index) if isinstance(index, tuple) else index, tile)
+        index = tuple(index) if isinstance(index, tuple) else (index,)
+        if len(index) != len(self._shape):
+            raise TileTypeError(f"{name}.partition(...).store: index {describe(index)} needs {len(self._shape)} "
+                                "coordinates")
+        n = len(self._shape)
+        indices, mask = [], None
+        for axis, (i, s) in enumerate(zip(index, self._shape)):
+            lane = reshape(arange(s, dtype=dt.int32), tuple(s if a == axis else 1 for a in range(n)))
+            r = lane + i * s  # the element index inside the sub-tensor along this axis
+            if axis < o._grid_rank:
+                p = o._shape[axis]
+                inside = (r >= 0) & (r < p)
+                mask = inside if mask is None else mask & inside
+                indices.append(bid(axis) * p + r)
+            else:
+                indices.append(r)
+        scatter(o._array, tuple(indices), tile, mask=mask)
 
 
 class PartitionIndex(tuple):
