@@ -247,3 +247,18 @@ def test_several_decode_steps_per_replay(checkpoint):
     stop = want[6]
     got = m.generate(PROMPT, 11, stop=[stop])
     assert got == want[:want.index(stop) + 1]
+
+
+def test_a_failed_launch_leaves_the_model_usable(checkpoint, monkeypatch):
+    """A launch rejected in the middle of the prefill raises its own error, and the model's buffers
+    come back: the next request works."""
+    import safetile as ct
+    from safetile.models.qwen3 import kernels_gemm
+    path, cfg, tensors = checkpoint
+    m = qwen3.load(path, max_seq_len=64)
+    failing = ct.entry(preconditions=["dim(x, 0) < 0"])(kernels_gemm.gemm_residual.__wrapped__)
+    monkeypatch.setattr(kernels_gemm, "gemm_residual", failing)
+    with pytest.raises(ct.PreconditionError):
+        m.logits(PROMPT)
+    monkeypatch.undo()
+    assert rel(m.logits(PROMPT), R.forward(cfg, tensors, PROMPT)[-1]) < 1e-5

@@ -44,6 +44,7 @@ def test_gpu_matches_reference(dtype, tol, monkeypatch):
                head_dim=64, vocab_size=1000)
     tensors = R.random_tensors(cfg, seed=22)
     m = qwen3.from_weights(qwen3.Qwen3Config(**cfg), tensors, device="cuda", dtype=dtype, max_seq_len=512)
+    assert m.decode_graph(1).stream.is_cuda  # captured as a CUDA graph, not replayed from Python
     rounded = {k: torch.from_numpy(v).to(getattr(torch, dtype)).float().numpy() for k, v in tensors.items()}
     prompt = list(np.random.default_rng(0).integers(0, 1000, 300))  # several splits, partial tiles
     assert rel(m.logits(prompt), R.forward(cfg, rounded, prompt)[-1]) < tol

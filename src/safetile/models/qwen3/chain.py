@@ -38,28 +38,36 @@ class Chain:
         self.pool = pool
         self.op: ct.DeviceOp = ct.empty()
         self.launches: list[str] = []
+        self._out: dict[str, Any] = {}  # what a running step has taken from the pool (see recover)
 
     def launch(self, kernel: Any, *args: Any) -> None:
         """Append ``kernel(*args)``: ``Out``/``In`` name pool tensors, anything else passes as is."""
-        pool = self.pool
+        pool, out = self.pool, self._out
 
         def step(_):
             real = []
             for a in args:
-                if isinstance(a, Out):
+                if isinstance(a, (Out, In)):
                     t = pool.pop(a.name)
-                    real.append(t.partition_prefix(a.shape) if a.prefix else t.partition(a.shape))
-                elif isinstance(a, In):
-                    real.append(pool.pop(a.name))
+                    out[a.name] = t
+                    if isinstance(a, Out):
+                        t = out[a.name] = t.partition_prefix(a.shape) if a.prefix else t.partition(a.shape)
+                    real.append(t)
                 else:
                     real.append(a)
 
             def give_back(values):
                 for a, v in zip(args, values):
-                    if isinstance(a, Out):
-                        pool[a.name] = v.unpartition()
-                    elif isinstance(a, In):
-                        pool[a.name] = v
+                    if isinstance(a, (Out, In)):
+                        pool[a.name] = v.unpartition() if isinstance(a, Out) else v
+                        out.pop(a.name, None)
             return kernel(*real).map(give_back)
         self.op = self.op.then(step)
         self.launches.append(kernel.__name__)
+
+    def recover(self) -> None:
+        """After a failed run: put back what the failing step took (a rejected launch gives its
+        arguments back unchanged), so the buffers stay usable."""
+        for name, v in list(self._out.items()):
+            self.pool[name] = v.unpartition() if isinstance(v, (ct.Partition,)) else v
+            del self._out[name]

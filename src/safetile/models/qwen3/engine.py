@@ -214,7 +214,12 @@ class Qwen3:
         on the GPU runs it once)."""
         g = self._graphs.get(steps)
         if g is None:
-            g = self._graphs[steps] = self._decode_chain(steps).op.graph(self._stream)
+            chain = self._decode_chain(steps)
+            try:
+                g = self._graphs[steps] = chain.op.graph(self._stream)
+            except BaseException:
+                chain.recover()
+                raise
         return g
 
     def _prefill(self, ids: np.ndarray) -> None:
@@ -227,8 +232,12 @@ class Qwen3:
         pool["p_attn"] = self._zeros((n, cfg.q_size))
         pool["p_act"] = self._zeros((n, cfg.intermediate_size), self.dtype)
         pool["pos"] = ct.memcpy(pool["pos"], np.array([n], np.int32)).sync_on(self._stream)
+        chain = self._prefill_chain(n)
         try:
-            self._prefill_chain(n).op.sync_on(self._stream)
+            chain.op.sync_on(self._stream)
+        except BaseException:
+            chain.recover()
+            raise
         finally:
             for name in ("ids", "p_x", "p_x2", "p_qkv", "p_attn", "p_act"):
                 pool.pop(name, None)
