@@ -29,8 +29,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import safetile as ct  # noqa: E402
 from qwen3_torch import TorchQwen3  # noqa: E402
+
+import safetile as ct  # noqa: E402
 from safetile.models import qwen3  # noqa: E402
 from safetile.models.qwen3 import kernels_gemv as kv  # noqa: E402
 from safetile.models.qwen3.chain import Chain, In, Out  # noqa: E402
@@ -447,8 +448,8 @@ def main():
            "copy_bandwidth_Bps": bw, "contexts": contexts, "new_tokens": args.new, "tuning": tuning_from(args).__dict__,
            "runs": [], "sweep": [], "errors": []}
     try:
-        import triton
         import transformers
+        import triton
         res["triton"], res["transformers"] = triton.__version__, transformers.__version__
     except ImportError:
         pass
@@ -472,24 +473,28 @@ def main():
         cfg = qwen3.shape_config(shape)
         tensors = random_weights(cfg, seed=si)
         runs = []
-        runs += attempt(f"{shape} safetile", lambda: run_engine(cfg, tensors, contexts, args.new, tuning_from(args)))
+        runs += attempt(f"{shape} safetile", lambda cfg=cfg, tensors=tensors: run_engine(
+            cfg, tensors, contexts, args.new, tuning_from(args)))
         save()
         if si == 0 and DEV["device"] != "cpu" and args.diagnose:
-            res["diagnosis"] = attempt("diagnosis", lambda: diagnose(cfg, tensors, contexts[0], tuning_from(args)))
+            res["diagnosis"] = attempt("diagnosis", lambda cfg=cfg, tensors=tensors: diagnose(
+                cfg, tensors, contexts[0], tuning_from(args)))
             save()
         if args.fp32_check and DEV["device"] != "cpu" and shape in args.fp32_check.split(","):
-            res.setdefault("fp32_check", {})[shape] = attempt(f"{shape} fp32 check",
-                                                              lambda: fp32_check(cfg, tensors, contexts[0]))
+            res.setdefault("fp32_check", {})[shape] = attempt(
+                f"{shape} fp32 check", lambda cfg=cfg, tensors=tensors: fp32_check(cfg, tensors, contexts[0]))
             save()
         if si == 0:
             for v in variants:
                 t = tuning_from(args).with_(**v)
-                runs += attempt(f"{shape} variant {v}", lambda t=t, v=v: run_engine(
+                runs += attempt(f"{shape} variant {v}", lambda t=t, v=v, cfg=cfg, tensors=tensors: run_engine(
                     cfg, tensors, contexts, args.new, t, label="safetile " + json.dumps(v, separators=(",", ":"))))
         if "torch" in args.peers:
-            runs += attempt(f"{shape} torch", lambda: run_torch_peer(cfg, tensors, contexts, args.new))
+            runs += attempt(f"{shape} torch", lambda cfg=cfg, tensors=tensors: run_torch_peer(
+                cfg, tensors, contexts, args.new))
         if "transformers" in args.peers:
-            runs += attempt(f"{shape} transformers", lambda: run_transformers(cfg, tensors, contexts, args.new))
+            runs += attempt(f"{shape} transformers", lambda cfg=cfg, tensors=tensors: run_transformers(
+                cfg, tensors, contexts, args.new))
         peer = "torch-graph" if any(r["engine"] == "torch-graph" for r in runs) else "torch-eager"
         ref = {r["ctx"]: r["tokens"] for r in runs if r["engine"] == peer}
         graph_tps = {r["ctx"]: r["decode_tokens_per_s"] for r in runs if r["engine"] == peer}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 import qwen3_reference as R
+
 from safetile.cli import main
 
 pytest.importorskip("safetensors")
