@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,6 @@ class Stats:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     first_token_s: float = 0.0
-    decode_times: list[float] = field(default_factory=list)
 
     @property
     def decode_tokens_per_s(self) -> float:
