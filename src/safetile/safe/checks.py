@@ -170,6 +170,9 @@ def check_types(kernel: EntryKernel, facts: tuple) -> TypeCheck:
             raise LaunchTypeError(f"{where} is a read-only tensor (ct.Ref): pass a Tensor, ct.shared(t), a NumPy "
                                   f"array or a torch tensor, got {_fact_name(f)}")
         sub = f.sub_shape if decl.mutable else None
+        if decl.mutable and not f.writeable:
+            raise LaunchTypeError(f"{where}: the partitioned memory is read-only (a NumPy array with "
+                                  "writeable=False); a mutable argument needs writable memory")
         if f.dtype is None:
             raise LaunchTypeError(f"{where}: {f.dtype_error}")
         d = _bind_dtype(b, decl.dtype, f.dtype, name, kname)

@@ -88,6 +88,7 @@ def _check_terminal(what: str) -> None:
 class DeviceOp:
     """A lazy unit of device work producing a value."""
 
+    __slots__ = ("__dict__", "__weakref__")  # subclasses may declare slots of their own (LaunchOp)
     arity: int | None = None  # the length of the tuple it produces, when known
 
     # ------------------------------------------------------------------ to implement

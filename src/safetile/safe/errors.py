@@ -60,5 +60,5 @@ class LaunchDroppedWarning(RuntimeWarning):
     given back."""
 
 
-class TensorError(ValueError):
-    """A host tensor operation was refused (a view, a reshape, a shape argument)."""
+class TensorError(ValueError, TypeError):
+    """A host tensor operation was refused (a view, a reshape, a shape or device argument)."""

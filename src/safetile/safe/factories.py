@@ -18,7 +18,7 @@ from ..ir.builder import active as _in_tile_code
 from ..ops import factories as _tile
 from .deviceop import DeviceOp
 from .claims import CLAIMS, WRITABLE
-from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
+from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError, TensorError
 from .memory import REGISTRY, distinct_elements, extent_of, notify_all, overlaps, wait_until
 from .ownership import OWNERSHIP, caller_site
 from .tile_api import tile_api
@@ -30,7 +30,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
         shape = (int(shape),)
     if not isinstance(shape, (tuple, list)) or any(isinstance(n, bool) or not isinstance(n, (int, np.integer))
                                                    or int(n) < 0 for n in shape):
-        raise ValueError(f"a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
+        raise TensorError(f"a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
     return tuple(int(n) for n in shape)
 
 
@@ -109,7 +109,7 @@ def arange(size, *, dtype=dt.int32, start=0, step=1, device=None):
 def _random(kind: str, shape, seed, dtype, device) -> DeviceOp:
     shp, d, dev = _shape(shape), dt.as_dtype(dtype), normalize_device(device)
     if not d.is_float:
-        raise TypeError(f"{kind}: random tensors are floating point, got {d.name}")
+        raise TensorError(f"{kind}: random tensors are floating point, got {d.name}")
 
     def make(device):
         if device == "cpu":
@@ -150,7 +150,7 @@ def _source_data(src: Any, what: str) -> Any:
         return src._tensor._data
     if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
         return src
-    raise TypeError(f"{what}: cannot copy from {type(src).__name__}")
+    raise TensorError(f"{what}: cannot copy from {type(src).__name__}")
 
 
 def _to(data: Any, device: str):

@@ -6,8 +6,8 @@ without changing the key:
 
 * a tensor-like argument's ``ArgFacts``: its kind (partition, mapped partition, shared
   handle, tensor, raw NumPy array, raw torch tensor), element type, shape, memory extent
-  (device, data pointer, strides, item size), partition shape, prefix flag and mapped
-  block count. A safetile ``Tensor`` owns a private view of its memory (``tensor.py``),
+  (device, data pointer, strides, item size), whether it may be written (read-only NumPy
+  memory may not), partition shape, prefix flag and mapped block count. A safetile ``Tensor`` owns a private view of its memory (``tensor.py``),
   so its layout cannot change under it and its facts are computed once; a torch-backed
   one re-reads its data pointer on every launch (a foreign ``resize_`` of the storage
   moves the memory). Raw arrays are read in full on every launch;
@@ -18,6 +18,8 @@ values), so new memory with the same types reuses the compiled specialisation.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -31,10 +33,11 @@ SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 class ArgFacts:
-    """The facts of one tensor-like argument (immutable, hashed once)."""
+    """The facts of one tensor-like argument (immutable). Interned: equal facts are one object
+    (``intern``), so a launch key hashes and compares them by identity, at C speed."""
 
-    __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "pshape", "prefix", "n",
-                 "type_key", "key", "_hash")
+    __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "writeable", "pshape", "prefix", "n",
+                 "type_key", "key", "__weakref__")
 
     def __init__(self, kind: str, data: Any, extent: Extent, pshape: tuple | None = None, prefix: bool = False,
                  n: int | None = None):
@@ -46,18 +49,13 @@ class ArgFacts:
         self.shape = tuple(int(d) for d in data.shape)
         self.extent = extent
         self.device = extent.device
+        self.writeable = bool(data.flags.writeable) if isinstance(data, np.ndarray) else True
         self.pshape = pshape
         self.prefix = prefix
         self.n = n
-        self.type_key = (kind, self.dtype or self.dtype_error, self.shape, pshape, prefix, n, self.device)
+        self.type_key = (kind, self.dtype or self.dtype_error, self.shape, pshape, prefix, n, self.device,
+                         self.writeable)
         self.key = (self.type_key, extent)
-        self._hash = hash(self.key)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        return self is other or (type(other) is ArgFacts and self._hash == other._hash and self.key == other.key)
 
     @property
     def sub_shape(self) -> tuple[int, ...]:
@@ -74,12 +72,25 @@ class ArgFacts:
         return tuple(g + (1,) * (3 - len(g)))  # type: ignore[return-value]
 
 
+_INTERNED: "weakref.WeakValueDictionary[tuple, ArgFacts]" = weakref.WeakValueDictionary()
+_INTERN_LOCK = threading.Lock()
+
+
+def intern(f: ArgFacts) -> ArgFacts:
+    """The one live ``ArgFacts`` object equal to ``f`` (``f`` itself if it is the first)."""
+    with _INTERN_LOCK:
+        g = _INTERNED.get(f.key)
+        if g is None:
+            _INTERNED[f.key] = g = f
+        return g
+
+
 def tensor_facts(t: Tensor) -> ArgFacts:
     """A tensor's facts, cached on it (torch-backed: the data pointer is checked every time)."""
     f = t._facts
     data = t._data
     if f is None or (t._torch and data.data_ptr() != f.extent.ptr):
-        f = t._facts = ArgFacts("tensor", data, extent_of(data))
+        f = t._facts = intern(ArgFacts("tensor", data, extent_of(data)))
     return f
 
 
@@ -110,9 +121,9 @@ def facts_of(a: Any) -> ArgFacts | None:
     if isinstance(a, Tensor):
         return tensor_facts(a)
     if isinstance(a, np.ndarray):
-        return ArgFacts("array", a, extent_of(a))
+        return intern(ArgFacts("array", a, extent_of(a)))
     if _is_torch(a) and hasattr(a, "data_ptr"):
-        return ArgFacts("torch", a, extent_of(a))
+        return intern(ArgFacts("torch", a, extent_of(a)))
     return None
 
 
@@ -121,11 +132,10 @@ def wrapper_facts(kind: str, tf: ArgFacts, pshape=None, prefix=False, n=None) ->
     f = object.__new__(ArgFacts)
     f.kind, f.dtype, f.dtype_error, f.shape, f.extent, f.device = kind, tf.dtype, tf.dtype_error, tf.shape, \
         tf.extent, tf.device
-    f.pshape, f.prefix, f.n = pshape, prefix, n
-    f.type_key = (kind, tf.dtype or tf.dtype_error, tf.shape, pshape, prefix, n, tf.device)
+    f.writeable, f.pshape, f.prefix, f.n = tf.writeable, pshape, prefix, n
+    f.type_key = (kind, tf.dtype or tf.dtype_error, tf.shape, pshape, prefix, n, tf.device, tf.writeable)
     f.key = (f.type_key, tf.extent)
-    f._hash = hash(f.key)
-    return f
+    return intern(f)
 
 
 def scalar_key(a: Any) -> tuple:

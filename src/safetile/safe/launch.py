@@ -14,6 +14,7 @@ one value. Running the ``LaunchOp`` gives every argument back as the kind it cam
 from __future__ import annotations
 
 import itertools
+import weakref
 import warnings
 from typing import Any
 
@@ -24,11 +25,18 @@ from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
 from .memory import notify_all, wait_until
-from .ownership import OWNERSHIP, LazyText, Owned, caller_site
+from .ownership import OWNERSHIP, LazyText, Owned, caller_location, format_location
+from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
 from .tensor import Tensor
 
 _op_ids = itertools.count(1)
+acquire, release = OWNERSHIP.acquire, OWNERSHIP.release  # the hot paths' lock calls, without `with`
+try:
+    from torch import Tensor as _TorchTensor
+except ImportError:  # pragma: no cover - torch is optional on the CPU
+    class _TorchTensor:  # type: ignore[no-redef]
+        """Stands for torch.Tensor where torch is missing (no argument has this type)."""
 _FACT_TYPES = (Partition, Shared, Tensor, MappedPartition)
 _VALUE_TYPES = frozenset({int, float, bool})
 
@@ -49,31 +57,68 @@ def _arg_fact(kernel: EntryKernel, is_const: bool, a: Any) -> Any:
 
 def prepare(kernel: EntryKernel, args: tuple) -> Plan:
     """The checked plan of a launch with ``args`` (cached on every fact the checks read); raises
-    before touching anything. Ownership is not checked here (see ``take``)."""
+    before touching anything. Ownership is not checked here (see ``LaunchOp._take``)."""
+    return prepare_runtime(kernel, args)[0]
+
+
+def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
+    """``prepare``, and the launch's runtime arguments (read in the same pass)."""
     names = kernel.param_names
     if len(args) != len(names):
         raise LaunchTypeError(f"kernel {kernel.__name__!r} takes {len(names)} argument(s) ({', '.join(names)}), "
                               f"got {len(args)}")
-    facts = []
-    for is_const, a in zip(kernel.const_flags, args):
+    key = []
+    runtime = []
+    for a in args:
         ta = type(a)
-        if ta is Tensor:
-            facts.append(tensor_facts(a))
+        if ta is Partition or ta is Shared or ta is MappedPartition:
+            f = a._facts
+            t = a._tensor
+            d = t._data
+            if f is None or (t._torch and d.data_ptr() != f.extent.ptr):
+                f = facts_of(a)
+            key.append(f)
+            runtime.append(d)
+        elif ta is Tensor:
+            key.append(tensor_facts(a))
+            runtime.append(a._data)
         elif ta in _VALUE_TYPES:
-            facts.append(a)
+            key.append((ta, a))  # 1, 1.0 and True are equal as dict keys: the type keeps them apart
+            runtime.append(a)
+        elif ta is _TorchTensor:  # raw torch tensor (a Ref): its facts are read on every launch
+            key.append((a.data_ptr(), a.dtype, a.shape, a.stride(), a.get_device()))
+            runtime.append(a)
         else:
-            facts.append(_arg_fact(kernel, is_const, a))
-    # a scalar's key carries its type too: 1, 1.0 and True are equal as dict keys
-    key = (kernel.config_key, backend_override(),
-           tuple(f if type(f) is ArgFacts else (type(f), f) for f in facts))
+            key.append(_fact_key(a))
+            runtime.append(a._tensor._data if isinstance(a, (Partition, Shared, MappedPartition)) else
+                           a._data if isinstance(a, Tensor) else a)
+    key = (kernel.config_key, backend_override(), tuple(key))
     caches = kernel.caches
     plan = caches.plans.get(key)
-    if plan is not None:
-        return plan
-    facts = tuple(facts)
+    if plan is None:
+        plan = _check(kernel, args, key)
+    return plan, tuple(runtime)
+
+
+def _fact_key(a: Any) -> Any:
+    """The key part of an argument that is not a safetile value, a plain scalar or a torch tensor."""
+    f = facts_of(a)
+    if f is not None:
+        return f
+    try:
+        hash(a)
+        return (type(a), a)
+    except TypeError:
+        return Junk(type(a).__name__)
+
+
+def _check(kernel: EntryKernel, args: tuple, key: tuple) -> Plan:
+    """Run the checks (the type-level part cached separately) and store the plan under ``key``."""
+    facts = tuple(_arg_fact(kernel, c, a) for c, a in zip(kernel.const_flags, args))
     tkey = (key[0], key[1], tuple(f.type_key if type(f) is ArgFacts else
                                   scalar_type_key(f) if isinstance(f, SCALARS) and not c else (type(f), f)
                                   for f, c in zip(facts, kernel.const_flags)))
+    caches = kernel.caches
     tc = caches.types.get(tkey)
     if tc is None:
         tc = caches.store(caches.types, tkey, check_types(kernel, facts))
@@ -120,9 +165,17 @@ def check_ownership(kernel: EntryKernel, args: tuple) -> None:
         a._check(LazyText(_passed_as, name, kname))
 
 
-def _moved_into(kname: str, op_id: int, site: str) -> str:
-    return (f"launch {kname!r} (op #{op_id}, created at {site}); it is given back by that launch's result "
-            "(e.g. `z, x, y = op.sync()`) or by op.cancel()")
+class _OpRef(weakref.ref):
+    """A weak reference to a launch that formats as what a moved argument's error names."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        op = self()
+        if op is None:
+            return "a launch that no longer exists"
+        return (f"{op.label}; it is given back by that launch's result (e.g. `z, x, y = op.sync()`) or by "
+                "op.cancel()")
 
 
 # ------------------------------------------------------------------------------ running
@@ -164,28 +217,40 @@ class LaunchOp(DeviceOp):
     States: built (arguments moved in) → running → done / failed; or built → cancelled
     (``cancel()``, dropped unrun, or its borrow ended). Transitions happen under ``OWNERSHIP``."""
 
+    __slots__ = ("_state", "kernel", "args", "arity", "id", "_site", "_plan", "_runtime", "_inflight", "_ref",
+                 "_into")
+
     def __init__(self, kernel: EntryKernel, args: tuple):
         self._state = "new"  # not holding anything yet (a failing constructor gives nothing back)
         self.kernel = kernel
         self.args = args = tuple(args)
         self.arity = len(args)
         self.id = next(_op_ids)
-        self.site = caller_site()
+        self._site = caller_location()
         self._plan: Plan | None = None
+        self._runtime: tuple = ()
         self._inflight = None
-        self._into = LazyText(_moved_into, kernel.__name__, self.id, self.site)
-        if any(isinstance(a, DeviceOp) for a in args):  # resolved when the op runs
-            self._take([a for a in args if not isinstance(a, DeviceOp)], None)
-            self._state = "built"
-            return
+        # what moved arguments point back to, weakly (a dropped op is freed), and what their
+        # use-after-move errors name
+        self._ref = self._into = _OpRef(self)
+        for a in args:
+            if isinstance(a, DeviceOp):  # resolved when the op runs
+                self._take([a for a in args if not isinstance(a, DeviceOp)], None)
+                self._state = "built"
+                return
         self._take(args, kernel)
         self._state = "built"
         try:
-            self._plan = prepare(kernel, args)
+            self._plan, self._runtime = prepare_runtime(kernel, args)
         except BaseException:
             self._state = "rejected"
             self._give_back(args)
             raise
+
+    @property
+    def site(self) -> str:
+        """``file:line`` where the launch was created."""
+        return format_location(self._site)
 
     @property
     def label(self) -> str:
@@ -208,35 +273,80 @@ class LaunchOp(DeviceOp):
     # ------------------------------------------------------------------ ownership
 
     def _take(self, values, kernel: EntryKernel | None) -> None:
-        """Check every value usable and move it in, as one step; with ``kernel``, also refuse a
-        value passed twice where unsafe (``check_ownership``)."""
-        with OWNERSHIP:
+        """Check every value usable and move it in, as one step (a value passed twice is found
+        moved at its second place). Optimistic: values are moved while checked; at the first
+        refusal the moves are undone and the worded check (``check_ownership``) raises."""
+        ref = self._ref
+        into = self._into
+        acquire()
+        try:
+            ctx = None
+            moved = []
+            for a in values:
+                ta = type(a)
+                if ta is Shared:
+                    if a._unwrapped is not None:
+                        break
+                    a._holders += 1
+                elif ta is Partition or ta is Tensor:
+                    if a._moved is not None or (a._released if ta is Partition else a._borrow is not None):
+                        break
+                    lent = a._lent
+                    if lent is not None:
+                        if ctx is None:
+                            ctx = current_context()
+                        if lent is not ctx:
+                            break
+                    a._moved = into
+                    a._holder = ref
+                elif isinstance(a, (Owned, Shared)):
+                    break  # anything rarer: the worded check decides
+                else:
+                    continue
+                moved.append(a)
+            else:
+                # a tensor or partition passed twice was refused above (moved at its first place); a
+                # Shared handle may be read through several parameters (never written: it is no partition)
+                return
+            self._undo(moved)
             if kernel is not None:
                 check_ownership(kernel, tuple(values))
-            else:
-                for a in values:
-                    if isinstance(a, (Owned, Shared)):
-                        a._check("passed to a launch")
-            held = []
-            try:
-                for a in values:
-                    if isinstance(a, Shared):
-                        a._hold()
-                        held.append(a)
-                    elif isinstance(a, Owned):
-                        a._move(self._into, holder=self, check=False)
-            except BaseException:
-                for a in held:
-                    a._release()
-                raise
+            for a in values:
+                if isinstance(a, (Owned, Shared)):
+                    a._check("passed to a launch")
+            for a in values:  # every check passed (a rare kind of value): move them
+                if isinstance(a, Shared):
+                    a._holders += 1
+                elif isinstance(a, Owned):
+                    a._moved = into
+                    a._holder = ref
+        finally:
+            release()
+
+    def _undo(self, moved: list) -> None:
+        for a in moved:
+            if type(a) is Shared:
+                a._holders -= 1
+            elif a._holder is self._ref:
+                a._moved = None
+                a._holder = None
 
     def _give_back(self, values, ctx: ExecContext | None = None) -> None:
-        with OWNERSHIP:
+        ref = self._ref
+        acquire()
+        try:
             for a in values:
-                if isinstance(a, Shared):
-                    a._release()
-                elif isinstance(a, Owned) and a.holder is self:
-                    a._give_back(ctx)
+                ta = type(a)
+                if ta is Shared:
+                    a._holders -= 1
+                elif (ta is Partition or ta is Tensor or isinstance(a, Owned)) and a._holder is ref:
+                    a._moved = None
+                    a._holder = None
+                    if ctx is not None and a._lent is not ctx:
+                        a._lent = ctx
+                        ctx.lent.append(a)
+        finally:
+            release()
 
     def _children(self):
         return tuple(a for a in self.args if isinstance(a, DeviceOp))
@@ -321,49 +431,58 @@ class LaunchOp(DeviceOp):
     # ------------------------------------------------------------------ execution
 
     def _run(self, ctx: ExecContext):
-        if not self._set_state(("built",), "running"):
-            raise DeviceOpError(f"{self.label} has {self._state_text()}; a launch runs once (use .shared() to "
-                                "reuse a result, or a graph to replay)")
-        resolved = list(self.args)
+        acquire()
+        state = self._state
+        if state == "built":
+            self._state = "running"
+        release()
+        if state != "built":
+            raise DeviceOpError(f"{self.label} has {self._state_text()}; a launch runs once (use .shared() "
+                                "to reuse a result, or a graph to replay)")
+        args = self.args
         try:
-            for i, a in enumerate(self.args):
-                if isinstance(a, DeviceOp):
-                    resolved[i] = a._run(ctx)
             plan = self._plan
             if plan is None:
-                produced = [r for r, a in zip(resolved, self.args) if isinstance(a, DeviceOp)]
-                self._take(produced, None)
-                try:
-                    with OWNERSHIP:  # the produced values were just taken: only duplicates can fail here
-                        _check_duplicates(self.kernel, resolved)
-                    plan = self._plan = prepare(self.kernel, tuple(resolved))
-                except BaseException:
-                    self._give_back(produced)
-                    raise
-            runtime = runtime_args(tuple(resolved))
+                args, plan = self._resolve(ctx)
             if ctx.capturing:
-                ctx.recorder.record(self.label, lambda stream, p=plan, r=runtime: run_plan(p, r, stream),
+                ctx.recorder.record(self.label, lambda stream, p=plan, r=self._runtime: run_plan(p, r, stream),
                                     plan.writes, plan.reads, plan.device)
             else:
-                self._execute(plan, runtime, ctx)
+                # the terminal's in-flight entry gets this launch's memory, atomically with the conflict
+                # check: conflicting work of other terminals is ordered first (this stream's by the stream)
+                entry = self._inflight = ctx.begin(self, plan, plan.writes, plan.reads)
+                try:
+                    run_plan(plan, self._runtime, ctx.stream)
+                finally:
+                    entry.set_enqueued()
         except BaseException:
+            self._give_back(args, ctx)
             self._state = "failed"
-            self._give_back(resolved, ctx)
             notify_all()
             raise
+        self._give_back(args, ctx)
         self._state = "done"
-        self._give_back(resolved, ctx)
         notify_all()
-        return tuple(resolved)
+        return args
 
-    def _execute(self, plan: Plan, runtime: tuple, ctx: ExecContext) -> None:
-        # the terminal's in-flight entry gets this launch's memory, atomically with the conflict check:
-        # conflicting work of other terminals is ordered first (work on this stream by the stream)
-        entry = self._inflight = ctx.begin(self, plan, plan.writes, plan.reads)
+    def _resolve(self, ctx: ExecContext) -> tuple[tuple, Plan]:
+        """Run the DeviceOp arguments, take what they produced, check the launch."""
+        resolved = list(self.args)
+        for i, a in enumerate(self.args):
+            if isinstance(a, DeviceOp):
+                resolved[i] = a._run(ctx)
+        resolved = tuple(resolved)
+        produced = [r for r, a in zip(resolved, self.args) if isinstance(a, DeviceOp)]
+        self._take(produced, None)
         try:
-            run_plan(plan, runtime, ctx.stream)
-        finally:
-            entry.set_enqueued()
+            with OWNERSHIP:  # the produced values were just taken: only duplicates can fail here
+                _check_duplicates(self.kernel, resolved)
+            self._plan, self._runtime = prepare_runtime(self.kernel, resolved)
+        except BaseException:
+            self._give_back(produced, ctx)
+            raise
+        self.args = resolved
+        return resolved, self._plan
 
 
 def _check_duplicates(kernel: EntryKernel, values: list) -> None:

@@ -256,6 +256,16 @@ class Registry:
         already submitted is ordered before ``entry``'s: its stream waits on an event (host
         accesses and CPU entries wait on the host, after registering). Call
         ``entry.set_enqueued()`` once the work is submitted (CPU: has run)."""
+        entries = self._entries  # the common case: this terminal's entry is the only one registered
+        if len(entries) == 1 and entries[0] is entry and id(key) in entry._added:
+            lock = self._lock
+            lock.acquire()
+            if self._entries is entries:  # unchanged since read: nobody else claimed meanwhile
+                entry.enqueued = False
+                entry._event = None
+                lock.release()
+                return
+            lock.release()
         while True:
             blockers, submitted = [], []
             with self._lock:

@@ -32,8 +32,8 @@ _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips i
 _basenames: dict[str, str] = {}
 
 
-def caller_site() -> str:
-    """``file:line`` of the first frame outside safetile (where the user made the call)."""
+def caller_location() -> tuple[str, int] | None:
+    """(file name, line) of the first frame outside safetile (where the user made the call)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
@@ -44,12 +44,24 @@ def caller_site() -> str:
                 _basenames.clear()
             skip = _internal[fn] = fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])
         if not skip:
-            base = _basenames.get(fn)
-            if base is None:
-                base = _basenames[fn] = os.path.basename(fn)
-            return f"{base}:{f.f_lineno}"
+            return fn, f.f_lineno
         f = f.f_back
-    return "<unknown>"
+    return None
+
+
+def format_location(loc: tuple[str, int] | None) -> str:
+    """``file:line`` of a ``caller_location``."""
+    if loc is None:
+        return "<unknown>"
+    base = _basenames.get(loc[0])
+    if base is None:
+        base = _basenames[loc[0]] = os.path.basename(loc[0])
+    return f"{base}:{loc[1]}"
+
+
+def caller_site() -> str:
+    """``file:line`` of the first frame outside safetile (where the user made the call)."""
+    return format_location(caller_location())
 
 
 class LazyText:
@@ -107,7 +119,7 @@ class Owned:
             if check:
                 self._check("moved")
             self._moved = into
-            self._holder = weakref.ref(holder) if holder is not None else None
+            self._holder = (getattr(holder, "_ref", None) or weakref.ref(holder)) if holder is not None else None
 
     @property
     def holder(self):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .claims import CLAIMS, FROZEN, WRITABLE
-from .errors import BorrowError, DeviceOpError, OwnershipError, PartitionError
+from .errors import OwnershipError, PartitionError
 from .ownership import OWNERSHIP, LazyText, Owned, caller_site
 from .tensor import Tensor
 

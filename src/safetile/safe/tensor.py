@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from .errors import BorrowError
+from .errors import BorrowError, TensorError
 from .memory import REGISTRY
 from .ownership import Owned
 
@@ -58,7 +58,7 @@ def normalize_device(device: Any) -> str:
         return "cuda:0"
     if s == "cpu" or s.startswith("cuda:"):
         return s
-    raise ValueError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
+    raise TensorError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
 
 
 class Tensor(Owned):
@@ -86,7 +86,7 @@ class Tensor(Owned):
                 self._data = as_numpy(data).view()
                 self._device = "cpu"
         else:
-            raise TypeError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
+            raise TensorError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
         self._torch = not isinstance(self._data, np.ndarray)
         self._dtype = dt.as_dtype(self._data.dtype)
         self._borrow = None  # the partition mutably borrowing this tensor, if any
@@ -228,7 +228,7 @@ class Tensor(Owned):
             return cls(torch.from_dlpack(x), name)
         if hasattr(x, "__dlpack__"):
             return cls(np.from_dlpack(x), name)
-        raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack")
+        raise TensorError(f"from_dlpack: {type(x).__name__} does not support DLPack")
 
     # ------------------------------------------------------------------ views
 
@@ -248,15 +248,15 @@ class Tensor(Owned):
             try:
                 v.shape = shape
             except AttributeError:
-                raise ValueError(f"reshape of {self.label} to {shape} needs a copy (non-contiguous "
+                raise TensorError(f"reshape of {self.label} to {shape} needs a copy (non-contiguous "
                                  "layout); make one with .dup() first") from None
             except ValueError as e:
-                raise ValueError(f"cannot reshape {self.label} to {shape}: {e}") from None
+                raise TensorError(f"cannot reshape {self.label} to {shape}: {e}") from None
         else:
             try:
                 v = self._data.view(shape)
             except RuntimeError as e:
-                raise ValueError(f"cannot reshape {self.label} to {shape} without a copy: {e}") from None
+                raise TensorError(f"cannot reshape {self.label} to {shape} without a copy: {e}") from None
         return self._view_of(v)
 
     view = reshape
@@ -268,13 +268,18 @@ class Tensor(Owned):
         for k in keys:
             if isinstance(k, slice):
                 if k.step is not None and k.step <= 0:
-                    raise ValueError("tensor slices need a positive step")
+                    raise TensorError("tensor slices need a positive step")
             elif not (k is Ellipsis or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
-                raise TypeError(f"tensor views take integers, slices and ..., got {k!r}")
-        return self._view_of(self._data[key])
+                raise TensorError(f"tensor views take integers, slices and ..., got {k!r}")
+        try:
+            return self._view_of(self._data[key])
+        except (IndexError, ValueError, TypeError, RuntimeError) as e:
+            raise TensorError(f"cannot take the view {key!r} of {self.label}: {e}") from None
 
     def slice(self, axis: int, start: int, stop: int) -> "Tensor":
         """The zero-copy view ``[start:stop]`` along ``axis``."""
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -self.ndim <= axis < self.ndim:
+            raise TensorError(f"slice of {self.label}: axis {axis!r} is not an axis of a rank-{self.ndim} tensor")
         key = [slice(None)] * self.ndim
         key[axis] = slice(start, stop)
         return self[tuple(key)]

@@ -118,6 +118,8 @@ def load(run, op, args):
     shape, order = op.attrs["shape"], op.attrs["order"]
     view = arr.transpose(order)
     nb = run.nb
+    if run.race_detector is not None:
+        run.race_detector.record_tile(run, op, view, index, shape, "read")
     fast = _fast_keys(run.blockset, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
@@ -197,6 +199,8 @@ def gather(run, op, args):
     n = arr.ndim
     elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
     mask = args[1 + n] if op.attrs["has_mask"] else None
+    if run.race_detector is not None:
+        run.race_detector.record_elements(run, op, arr, elems, None, mask, "read")
     full = np.broadcast_shapes(*(e.shape for e in elems), *(() if mask is None else (mask.shape,)))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):
@@ -258,6 +262,9 @@ def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc,
     Both give the result of applying the updates one after the other in block order.
     """
     every_block = run.blockset.batch_shape + (1,) * len(op.result.type.shape)
+    if run.race_detector is not None:
+        run.race_detector.record_elements(run, op, arr, elems, np.zeros(every_block, bool), None, "atomic",
+                                          values)
     full = np.broadcast_shapes(every_block, *(e.shape for e in elems), *(v.shape for v in values))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):
