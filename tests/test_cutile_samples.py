@@ -243,3 +243,30 @@ def test_samples_on_the_triton_backend():
         out = fmha(att, Q, K, V, True, tile=16)
     ref = F.scaled_dot_product_attention(Q.float(), K.float(), V.float(), is_causal=True)
     torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
+
+
+# ------------------------------------------------------------------------------ GPU fit (compile only)
+
+def test_sample_tiles_fit_an_h100_block(tmp_path, monkeypatch):
+    """The batched-matmul sample's 128x256x128 float16 tiles need more shared memory than an
+    H100 block has at Triton's default three pipeline stages (288 KiB): the Triton backend
+    compiles such kernels again with fewer stages (and a failing num_ctas hint with one CTA).
+    Compiled for sm_90 without a GPU."""
+    pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from safetile.backends.triton import cache, launcher as L
+    from safetile.backends.triton.codegen import Facts, generate
+    from safetile.runtime.args import arg_specs
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path))
+    bmm = load_sample("BatchMatMul")
+    args = (torch.zeros(4, 512, 256, dtype=torch.float16), torch.zeros(4, 256, 1024, dtype=torch.float16),
+            torch.zeros(4, 512, 1024, dtype=torch.float16), 128, 256, 128)
+    fn = bmm.batch_matmul_kernel.specialize(arg_specs(bmm.batch_matmul_kernel, args))
+    facts = Facts(tuple(L.array_facts(*L.array_parts(a)[:3]) for a in args[:3]), False, 90, True, True)
+    jitfn, gen = cache.load("sm90-fit-test", lambda: generate(fn, facts))
+    src = ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs))
+    compiled = L.compile_fitting(src, GPUTarget("cuda", 90, 32), L.compile_options(fn, gen, facts),
+                                 shared_limit=232448)
+    assert compiled.metadata.shared <= 232448

@@ -183,6 +183,40 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     return opts
 
 
+def _shared_limit() -> int:
+    """Shared memory one block may use on the current device (0: unknown)."""
+    try:
+        from triton.runtime.driver import driver
+        dev = driver.active.get_current_device()
+        return int(driver.active.utils.get_device_properties(dev)["max_shared_mem"])
+    except Exception:  # noqa: BLE001 - no limit known: compile as asked
+        return 0
+
+
+def compile_fitting(src, target, options: dict, shared_limit: int | None = None):
+    """``triton.compile(src, target, options)``, made to fit where the hints do not: a
+    ``num_ctas`` > 1 that Triton fails to plan is compiled with one CTA, and a binary that needs
+    more shared memory than a block has (a deep software pipeline of big tiles: the 128x256x128
+    tiles of NVIDIA's batched-matmul sample, the 32x1024 tiles of its LayerNorm backward) is
+    compiled again with fewer pipeline stages. Hints never make a correct kernel fail."""
+    import triton
+    opts = dict(options)
+    try:
+        compiled = triton.compile(src, target=target, options=opts)
+    except Exception:
+        if opts.get("num_ctas", 1) == 1:
+            raise
+        opts["num_ctas"] = 1
+        compiled = triton.compile(src, target=target, options=opts)
+    limit = _shared_limit() if shared_limit is None else shared_limit
+    stages = opts.get("num_stages") or 3  # Triton's default for CUDA
+    while limit and compiled.metadata.shared > limit and stages > 1:
+        stages -= 1
+        opts["num_stages"] = stages
+        compiled = triton.compile(src, target=target, options=opts)
+    return compiled
+
+
 # ---------------------------------------------------------------------------- variants
 
 class Variant:
@@ -200,7 +234,6 @@ class Variant:
         if loaded is not None:  # found through direct.load: no Triton objects
             self.call, self.prefix = loaded
             return
-        import triton
         from triton.compiler import ASTSource
         from triton.runtime.driver import driver
         target = driver.active.get_current_target()
@@ -211,7 +244,7 @@ class Variant:
         if self.compiled is None:
             cache.memoize_triton_key()
             building = cache.prebuild_launcher(gen.signature)  # a C compiler run, beside the kernel's
-            self.compiled = triton.compile(src, target=target, options=options)
+            self.compiled = compile_fitting(src, target, options)
             if key:
                 cache.remember_binary(key, src, target, options, self.compiled)
             if building is not None:
