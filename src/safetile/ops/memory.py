@@ -27,6 +27,7 @@ from ..ir.types import ArrayType, TileType
 from .elementwise import add, align_rank, cast, implicit_cast, maximum, minimum, mul, where
 from .factories import arange
 from .grid import cdiv
+from .memory_model import ATOMIC_DTYPES, MemoryOrder, MemoryScope, memory_attrs
 from .shape import broadcast_to, reshape
 from .values import Array, ArraySlice, Tile, as_tile, describe, is_const, static_int, static_shape
 
@@ -50,22 +51,6 @@ PAD_VALUES = {
     PaddingMode.UNDETERMINED: 0, PaddingMode.ZERO: 0, PaddingMode.NEG_ZERO: -0.0,
     PaddingMode.NAN: float("nan"), PaddingMode.POS_INF: float("inf"), PaddingMode.NEG_INF: float("-inf"),
 }
-
-
-class MemoryOrder(enum.Enum):
-    WEAK = "weak"
-    RELAXED = "relaxed"
-    ACQUIRE = "acquire"
-    RELEASE = "release"
-    ACQ_REL = "acq_rel"
-
-
-class MemoryScope(enum.Enum):
-    NONE = "none"
-    BLOCK = "block"
-    CLUSTER = "cluster"
-    DEVICE = "device"
-    SYS = "sys"
 
 
 ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
@@ -239,39 +224,6 @@ def _hints(latency, allow_tma) -> dict[str, Any]:
     return out
 
 
-_ORDERS = {
-    "tile_load": (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.WEAK),
-    "tile_store": (MemoryOrder.RELAXED, MemoryOrder.RELEASE, MemoryOrder.WEAK),
-    "tile_atomic_rmw": (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL),
-    "tile_atomic_cas": (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL),
-}
-_SCOPES = (MemoryScope.NONE, MemoryScope.BLOCK, MemoryScope.DEVICE, MemoryScope.SYS)
-
-
-def _mem(memory_order, memory_scope, default_order, default_scope, opcode: str | None = None) -> dict[str, Any]:
-    """Memory order and scope attributes, checked as cuTile checks them for ``opcode``: the
-    op's valid orders, a scope only with a non-WEAK order and always with one."""
-    mo = default_order if memory_order is None else memory_order
-    ms = default_scope if memory_scope is None else memory_scope
-    if not isinstance(mo, MemoryOrder):
-        raise TileTypeError(f"memory_order must be a ct.MemoryOrder, got {describe(mo)}")
-    if not isinstance(ms, MemoryScope):
-        raise TileTypeError(f"memory_scope must be a ct.MemoryScope, got {describe(ms)}")
-    if opcode is not None:
-        valid = _ORDERS[opcode]
-        if mo not in valid:
-            raise TileTypeError(f"Invalid memory order for {opcode}. Got {mo}, expected one of "
-                                f"{', '.join(str(o) for o in valid)}")
-        if ms not in _SCOPES:
-            raise TileTypeError(f"Invalid memory scope for {opcode}. Got {ms}, expected one of "
-                                f"{', '.join(str(o) for o in _SCOPES)}")
-        if mo is MemoryOrder.WEAK and ms is not MemoryScope.NONE:
-            raise TileTypeError(f"{opcode} with WEAK memory ordering cannot specify a memory scope")
-        if mo is not MemoryOrder.WEAK and ms is MemoryScope.NONE:
-            raise TileTypeError(f"{opcode} with {mo.name} memory ordering requires a memory scope")
-    return {"memory_order": mo, "memory_scope": ms}
-
-
 def _int_scalar(x, what: str) -> int | Tile:
     """An element position: a Python int, or a 0-d integer tile (as int32, like array sizes)."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
@@ -420,7 +372,7 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
     idx = _index_tuple(index, array.ndim, "load")
     attrs = {"shape": shp, "order": _order(order, array.ndim),
              "padding": _padding(padding_mode, array.dtype), **_hints(latency, allow_tma),
-             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_load")}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_load")}
     if isinstance(array, ArraySlice):
         t = _load_box(array, [mul(i, s) for i, s in zip(idx, shp)], shp, attrs["order"], attrs["padding"],
                       latency)
@@ -448,7 +400,7 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
     elif tile.ndim != array.ndim:
         raise TileTypeError(f"store: tile of rank {tile.ndim} cannot be stored to an array of rank {array.ndim}")
     attrs = {"order": _order(order, array.ndim), **_hints(latency, allow_tma),
-             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_store")}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_store")}
     if isinstance(array, ArraySlice):
         _store_box(array, [mul(i, s) for i, s in zip(idx, tile.shape)], tile, attrs["order"], latency)
     else:
@@ -534,17 +486,10 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     emit("scatter", [array.value] + [t.value for t in ops], attrs)
 
 
-_INT_32_64 = ("int32", "int64", "uint32", "uint64")
-# cuTile's element types per atomic (compare-and-swap as exchange)
-_ATOMIC_DTYPES = {"xchg": _INT_32_64 + ("float32", "float64"),
-                  "add": _INT_32_64 + ("float32", "float64", "float16", "bfloat16"),
-                  "max": _INT_32_64, "min": _INT_32_64, "and": _INT_32_64, "or": _INT_32_64, "xor": _INT_32_64}
-
-
 def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memory_scope, fn):
     array = _check_array(array, fn)
     idx = _element_indices(array, indices, fn)
-    if array.dtype.name not in _ATOMIC_DTYPES[kind]:
+    if array.dtype.name not in ATOMIC_DTYPES[kind]:
         raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
     if not isinstance(update, Tile) and not is_const(update):
         raise TileTypeError(f"{fn}: update must be a tile or number, got {describe(update)}")
@@ -555,7 +500,7 @@ def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memor
     val = implicit_cast(update, array.dtype, "Update is incompatible with the target dtype")
     ops = _aligned(idx + [val])
     attrs = {"kind": kind, "check_bounds": bool(check_bounds),
-             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_rmw")}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_rmw")}
     return Tile(emit("atomic_rmw", [array.value] + [t.value for t in ops], attrs).result)
 
 
@@ -584,7 +529,7 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
     """Atomically replace array[indices] by ``desired`` where it equals ``expected``; returns old values."""
     array = _check_array(array, "atomic_cas")
     idx = _element_indices(array, indices, "atomic_cas")
-    if array.dtype.name not in _ATOMIC_DTYPES["xchg"]:
+    if array.dtype.name not in ATOMIC_DTYPES["xchg"]:
         raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
     vals = []
     for what, v in (("expected", expected), ("desired", desired)):
@@ -594,7 +539,7 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
         vals.append(implicit_cast(v, array.dtype, f"{what.capitalize()} is incompatible with the array's dtype"))
     ops = _aligned(idx + vals)
     attrs = {"check_bounds": bool(check_bounds),
-             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_cas")}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_cas")}
     return Tile(emit("atomic_cas", [array.value] + [t.value for t in ops], attrs).result)
 
 
