@@ -13,8 +13,9 @@ A collective is a DeviceOp like a launch, under the safe style's rules. It owns 
 writes: that tensor moves into the operation when it is built (a writable claim keeps its
 memory from becoming ``Shared`` meanwhile) and its result gives it back. What it only
 reads moves in too (a ``Shared`` input is held, as a launch holds one). Before anything
-runs it refuses, naming the argument: a written tensor that overlaps another argument or
-itself, a non-contiguous tensor (the transports need dense memory), mismatched shapes,
+runs it refuses, naming the argument: a written tensor that overlaps another argument, a
+non-contiguous tensor (the transports need dense memory, so a written tensor's elements are
+distinct), mismatched shapes,
 element types or devices, a process group this process is not in, and a CPU tensor on an
 NCCL-only group. A refused collective leaves every argument untouched.
 
@@ -40,7 +41,7 @@ from ..errors import LaunchTypeError
 from ..safe.claims import CLAIMS, WRITABLE
 from ..safe.deviceop import DeviceOp
 from ..safe.errors import AliasError, DeviceOpError, LaunchDroppedWarning
-from ..safe.memory import distinct_elements, extent_of, notify_all, overlaps, wait_until
+from ..safe.memory import extent_of, notify_all, overlaps, wait_until
 from ..safe.ownership import OWNERSHIP, caller_site
 from ..safe.partition import Shared
 from ..safe.tensor import Tensor
@@ -121,12 +122,9 @@ class Collective(DeviceOp):
                                   "group's backend is nccl")
         exts = [extent_of(d) for d in datas]
         for i, (a, d, e, w) in enumerate(zip(args, datas, exts, written)):
-            if not _contiguous(d):
+            if not _contiguous(d):  # dense: so a written tensor's elements are distinct too
                 raise LaunchTypeError(f"{name}: {a.label} is not contiguous; collectives need dense memory "
                                       "(make a contiguous copy with .dup())")
-            if w and not distinct_elements(e):
-                raise AliasError(f"{name}: {a.label} overlaps itself (zero or overlapping strides); a written "
-                                 "tensor needs distinct elements")
             for j in range(i):
                 if (w or written[j]) and overlaps(e, exts[j]):
                     raise AliasError(f"{name}: {a.label} overlaps {args[j].label} in memory, and "

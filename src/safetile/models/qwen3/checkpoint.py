@@ -25,7 +25,8 @@ import numpy as np
 import safetile as ct
 
 from .config import CheckpointError, Qwen3Config
-from .parallel import Layout, layout as whole_model
+from .parallel import Layout
+from .parallel import layout as whole_model
 
 _INDEX = "model.safetensors.index.json"
 

@@ -1,0 +1,182 @@
+"""Tensor-parallel Qwen3 on the CPU over gloo: 4 processes (tests/tp_worker.py, one subprocess per
+rank, as torchrun starts them), each loading a random checkpoint through the real loader, sharded
+over all 4 ranks and, with ``tp_group=``, over pairs of ranks (two 2-rank models side by side); and
+``safetile generate`` under ``torchrun --nproc-per-node 2`` (only rank 0 prints). Every rank must
+return bit-identical results, equal to one process's (logits within float32 rounding, the same
+greedy and seeded-sampled tokens), for tied and untied heads, fewer key/value heads than ranks
+(replicated) and at least as many (split), vocabularies and MLP widths that do not divide;
+configurations that cannot split are refused naming the field. (One process's group of one:
+tests/test_distributed_ops.py.)"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import qwen3_reference as R
+
+from safetile.models import qwen3
+
+pytest.importorskip("safetensors")
+torch = pytest.importorskip("torch")
+if not torch.distributed.is_available():
+    pytest.skip("torch.distributed is not available", allow_module_level=True)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "src")
+PROMPT = [3, 17, 42, 5, 99, 7, 250, 11]
+CONFIGS = {  # name: (changes to R.TINY, seed)
+    "untied": (dict(), 41),  # 4 query heads, 2 key/value heads
+    "tied-odd": (dict(tie_word_embeddings=True, num_key_value_heads=1, vocab_size=383, intermediate_size=151), 42),
+    "wide": (dict(num_attention_heads=8, num_key_value_heads=4, hidden_size=128), 43),
+    "bad": (dict(num_attention_heads=6, num_key_value_heads=3), 44),  # 3 kv heads split over neither 2 nor 4
+}
+STEPS = {"pair": 64, "world": 16}
+WORLD = {"pair": 2, "world": 4}
+
+
+def _env(extra: dict) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, HERE]), OMP_NUM_THREADS="1", **extra)
+    if os.path.exists("/sys/class/net/lo"):
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network needed
+    return env
+
+
+def run_ranks(world: int, jobs: list[dict], tmp) -> dict:
+    """Start ``world`` worker processes on ``jobs``; return {job name: [per-rank results]}."""
+    out = tmp / f"out{world}"
+    out.mkdir()
+    (tmp / f"jobs{world}.json").write_text(json.dumps(jobs))
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "tp_worker.py"), str(tmp / f"jobs{world}.json"),
+                               str(out)], env=_env(dict(RANK=str(r), WORLD_SIZE=str(world),
+                                                        TP_STORE=str(tmp / f"store{world}"))),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(world)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=240)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for r, (p, log) in enumerate(zip(procs, logs)):
+        assert p.returncode == 0, f"rank {r} of {world} failed:\n{log[-3000:]}"
+    res = {}
+    for job in jobs:
+        ranks = [dict(np.load(out / f"{job['name']}-{r}.npz")) for r in range(world)]
+        for r, x in enumerate(ranks):
+            assert "failure" not in x, f"{job['name']} on rank {r} of {world}:\n{x['failure']}"
+        res[job["name"]] = ranks
+    return res
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tp")
+    ckpts = {}
+    for name, (change, seed) in CONFIGS.items():
+        cfg = dict(R.TINY, **change)
+        tensors = R.random_tensors(cfg, seed)
+        path = str(tmp / name)
+        R.write_checkpoint(path, cfg, tensors, shards=2 if name == "untied" else 1)
+        ckpts[name] = (path, cfg, tensors)
+
+    jobs = []
+    for group in ("world", "pair"):
+        jobs += [{"kind": "refuse", "name": f"bad-{group}", "path": ckpts["bad"][0], "group": group}]
+        jobs += [{"kind": "model", "name": f"{name}-{group}", "path": ckpts[name][0], "prompt": PROMPT,
+                  "steps": STEPS[group], "group": group,
+                  "tuning": {"decode_chunk": 4} if (name, group) == ("wide", "pair") else {}}
+                 for name in ("untied", "tied-odd", "wide")]
+        jobs.append({"kind": "collectives", "name": f"coll-{group}", "group": group})
+    return ckpts, run_ranks(4, jobs, tmp)
+
+
+@pytest.fixture(scope="module")
+def single(setup):
+    """One process's results for each checkpoint (the engine itself, no process group)."""
+    ckpts, _ = setup
+    out = {}
+    for name in ("untied", "tied-odd", "wide"):
+        path, cfg, tensors = ckpts[name]
+        m = qwen3.load(path, max_seq_len=128)
+        steps = []
+        for _ in m.stream(PROMPT, 3):
+            steps.append(m._logits().copy())
+        out[name] = dict(logits=m.logits(PROMPT), greedy=m.generate(PROMPT, max(STEPS.values())),
+                         topk=m.generate(PROMPT, 8, temperature=0.8, top_k=20, seed=3),
+                         topp=m.generate(PROMPT, 8, temperature=0.8, top_p=0.9, seed=4), step_logits=np.stack(steps),
+                         ops=m.decode_graph(1).num_ops, ref=R.forward(cfg, tensors, PROMPT)[-1])
+    return out
+
+
+def rel(a, b):
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("group", ["world", "pair"])
+@pytest.mark.parametrize("name", ["untied", "tied-odd", "wide"])
+def test_ranks_match_one_process(setup, single, group, name):
+    """Over 4 ranks: 2 (untied, wide) or 1 (tied-odd) key/value heads, each on several ranks; over
+    2: 1 or 2 key/value heads per rank (tied-odd: its one head on both)."""
+    ranks = setup[1][f"{name}-{group}"]
+    one = single[name]
+    first = ranks[0]
+    assert [int(r["world"]) for r in ranks] == [WORLD[group]] * 4
+    for r, got in enumerate(ranks):  # every rank returns the same, bit for bit
+        for key in ("logits", "greedy", "topk", "topp", "step_logits"):
+            assert np.array_equal(got[key], first[key]), (r, key)
+    assert first["logits"].shape == one["logits"].shape
+    assert rel(first["logits"], one["logits"]) < 1e-5 and rel(first["logits"], one["ref"]) < 1e-5
+    assert rel(first["step_logits"], one["step_logits"]) < 1e-5
+    assert first["greedy"].tolist() == one["greedy"][:STEPS[group]]
+    assert first["topk"].tolist() == one["topk"] and first["topp"].tolist() == one["topp"]
+
+
+@pytest.mark.parametrize("group", ["world", "pair"])
+def test_decode_graph_holds_the_collectives(setup, single, group):
+    """Two all-reduces per layer and two all-gathers for the argmax, recorded with the launches."""
+    ops = [str(o) for o in setup[1][f"untied-{group}"][0]["ops"]]
+    layers, world = R.TINY["num_hidden_layers"], WORLD[group]
+    assert len(ops) == single["untied"]["ops"] + 2 * layers + 2
+    assert sum(o == f"all_reduce over {world} ranks" for o in ops) == 2 * layers
+    assert sum(o == f"all_gather over {world} ranks" for o in ops) == 2
+
+
+@pytest.mark.parametrize("group", ["world", "pair"])
+def test_heads_that_do_not_split_are_refused(setup, group):
+    for got in setup[1][f"bad-{group}"]:
+        msg = str(got["error"])
+        assert "num_key_value_heads = 3" in msg and f"{WORLD[group]} tensor-parallel ranks" in msg
+
+
+@pytest.mark.parametrize("group", ["world", "pair"])
+def test_collective_ops_across_ranks(setup, group):
+    world = WORLD[group]
+    ranks = np.arange(world)
+    for got in setup[1][f"coll-{group}"]:
+        assert int(got["world"]) == world
+        assert got["summed"].tolist() == (world * np.arange(6) + 10 * ranks.sum()).tolist()
+        assert got["biggest"].tolist() == [world - 1] * 3
+        assert got["gathered"].tolist() == np.repeat(ranks, 2)[:, None].repeat(3, 1).tolist()
+        assert got["bf_sum"].tolist() == (world * np.arange(4) + ranks.sum()).tolist()
+        for k, rep in enumerate(got["replays"]):  # the graph read each replay's fresh input
+            assert rep.tolist() == (2 * world * (k + 1) * np.arange(8) + 2 * ranks.sum()).tolist()
+        assert [str(o) for o in got["graph_ops"]][-1] == f"all_reduce over {world} ranks"
+
+
+def test_generate_cli_under_torchrun(setup):
+    """``torchrun --nproc-per-node 2 -m safetile generate``: the tokens of one process, printed once."""
+    ckpts, _ = setup
+    path, cfg, tensors = ckpts["untied"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "safetile",
+           "generate", "--model", path, "--prompt-ids", "3,17,42,5", "--max-new-tokens", "8", "--device", "cpu",
+           "--print-ids", "--ignore-eos"]
+    p = subprocess.run(cmd, env=_env({}), capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    assert lines == [" ".join(str(t) for t in R.greedy(cfg, tensors, [3, 17, 42, 5], 8))]
+    assert p.stderr.count("prompt tokens") == 1 and "tensor parallel over 2 ranks" in p.stderr
