@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import qwen3_reference as R
 
+import safetile as ct
 from safetile.models import qwen3
 
 pytest.importorskip("safetensors")
@@ -180,3 +181,67 @@ def test_generate_cli_under_torchrun(setup):
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
     assert lines == [" ".join(str(t) for t in R.greedy(cfg, tensors, [3, 17, 42, 5], 8))]
     assert p.stderr.count("prompt tokens") == 1 and "tensor parallel over 2 ranks" in p.stderr
+
+
+# ---------------------------------------------------------------------------- the layout, in one process
+
+@pytest.mark.parametrize("nq, nkv, world", [(4, 2, 2), (4, 2, 4), (4, 1, 2), (8, 4, 4), (8, 8, 2), (64, 8, 8),
+                                           (64, 8, 16), (16, 8, 4)])
+def test_layout_covers_every_head_column_and_token(nq, nkv, world):
+    from safetile.models.qwen3.parallel import layout
+    cfg = qwen3.Qwen3Config(**dict(R.TINY, num_attention_heads=nq, num_key_value_heads=nkv, vocab_size=1001,
+                                   intermediate_size=150))
+    parts = [layout(cfg, r, world) for r in range(world)]
+    assert [p.q_heads for p in parts] == [(r * nq // world, (r + 1) * nq // world) for r in range(world)]
+    for p in parts:  # each rank's key/value heads are exactly those its query heads use
+        assert p.kv_heads == (p.q_heads[0] // cfg.group, (p.q_heads[1] - 1) // cfg.group + 1)
+        assert p.nq == p.group_size * p.nkv
+    if nkv >= world:  # split, each head once
+        assert sum(p.nkv for p in parts) == nkv
+    for attr, n in (("inter", 150), ("vocab", 1001)):
+        ranges = [getattr(p, attr) for p in parts]
+        assert ranges[0][0] == 0 and ranges[-1][1] == n and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert max(p.inter_size for p in parts) - min(p.inter_size for p in parts) <= 1
+    assert all(p.vocab[1] - p.vocab[0] <= p.vocab_shard for p in parts)
+
+
+@pytest.mark.parametrize("nq, nkv, world, field", [(6, 3, 2, "num_key_value_heads = 3"),
+                                                   (12, 6, 4, "num_key_value_heads = 6"),
+                                                   (4, 2, 8, "num_key_value_heads = 2")])
+def test_layout_refuses_heads_that_do_not_split(nq, nkv, world, field):
+    from safetile.models.qwen3.parallel import layout
+    cfg = qwen3.Qwen3Config(**dict(R.TINY, num_attention_heads=nq, num_key_value_heads=nkv))
+    with pytest.raises(qwen3.CheckpointError, match=field):
+        layout(cfg, 0, world)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_shards_put_together_are_the_weights(tied):
+    """Each rank's weights (the real loading code, given the rank's layout) are slices of the
+    model's: stacked back together they are the whole model."""
+    from safetile.models.qwen3.checkpoint import build_weights
+    from safetile.models.qwen3.parallel import layout
+    cfg_d = dict(R.TINY, tie_word_embeddings=tied, vocab_size=383, intermediate_size=151)
+    cfg, t = qwen3.Qwen3Config(**cfg_d), R.random_tensors(cfg_d, seed=61)
+    world, d = 2, cfg.head_dim
+    ws = [build_weights(cfg, t.__getitem__, t.__contains__, "cpu", ct.float32, layout(cfg, r, world))
+          for r in range(world)]
+    head = np.concatenate([w.head.to_numpy() for w in ws])
+    assert np.array_equal(head, t["model.embed_tokens.weight" if tied else "lm_head.weight"])
+    assert all(np.array_equal(w.embed.to_numpy(), t["model.embed_tokens.weight"]) for w in ws)
+    if tied:  # the head is a view of the rank's rows of the table, not a copy
+        assert np.shares_memory(ws[1].head._tensor._data, ws[1].embed._tensor._data)
+    lay = "model.layers.1."
+    q = np.concatenate([w.layers[1].wqkv.to_numpy()[:2 * d] for w in ws])
+    k = np.concatenate([w.layers[1].wqkv.to_numpy()[2 * d:3 * d] for w in ws])
+    assert np.array_equal(q, t[lay + "self_attn.q_proj.weight"]) and np.array_equal(k, t[lay + "self_attn.k_proj.weight"])
+    assert np.array_equal(np.concatenate([w.layers[1].wo.to_numpy() for w in ws], 1), t[lay + "self_attn.o_proj.weight"])
+    assert np.array_equal(np.concatenate([w.layers[1].w_up.to_numpy() for w in ws]), t[lay + "mlp.up_proj.weight"])
+    assert np.array_equal(np.concatenate([w.layers[1].w_down.to_numpy() for w in ws], 1), t[lay + "mlp.down_proj.weight"])
+
+
+def test_cuda_means_the_ranks_own_gpu(monkeypatch):
+    from safetile.models.qwen3.parallel import rank_device
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert rank_device("cuda", 4) == "cuda:3" and rank_device("cuda", 1) == "cuda" and rank_device("cpu", 4) == "cpu"
+    assert rank_device("cuda:1", 4) == "cuda:1"
