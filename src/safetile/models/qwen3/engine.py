@@ -310,8 +310,11 @@ class Qwen3:
         if not self.part.parallel:
             return self._read(name)
         pool = self._pool
-        out, part = self._all_gather(pool.pop(name + "_all"), pool.pop(name)).sync_on(self._stream)
-        pool[name + "_all"], pool[name] = out, part
+        out, part = pool.pop(name + "_all"), pool.pop(name)
+        try:  # a refused or failed collective gives both back unchanged
+            out, part = self._all_gather(out, part).sync_on(self._stream)
+        finally:
+            pool[name + "_all"], pool[name] = out, part
         return self._read(name + "_all")
 
     def _logits(self) -> np.ndarray:
