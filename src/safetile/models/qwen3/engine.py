@@ -138,9 +138,11 @@ class Qwen3:
         self._all_reduce, self._all_gather = all_reduce, all_gather
 
     def _res(self, name: str) -> str:
-        """The residual an output projection adds: ``name`` on rank 0, zeros on the other ranks
-        (the all-reduce after it adds the ranks' partial products to it once)."""
-        return name if self.part.rank == 0 else "zero"
+        """The residual an output projection adds: ``name`` on rank 0, zeros of its shape on the other
+        ranks (the all-reduce after it adds the ranks' partial products to it once)."""
+        if self.part.rank == 0:
+            return name
+        return "p_zero" if name.startswith("p_") else "zero"
 
     def _k(self, kernel: ct.EntryKernel, warps: int | None = None, stages: int | None = None, **generics):
         """``kernel`` with launch hints (GPU only) and generics, made once per engine."""
