@@ -36,7 +36,7 @@ CONFIGS = {  # name: (changes to R.TINY, seed)
     "wide": (dict(num_attention_heads=8, num_key_value_heads=4, hidden_size=128), 43),
     "bad": (dict(num_attention_heads=6, num_key_value_heads=3), 44),  # 3 kv heads split over neither 2 nor 4
 }
-STEPS = {"pair": 64, "world": 16}
+STEPS = {"pair": 32, "world": 12}
 WORLD = {"pair": 2, "world": 4}
 
 
@@ -138,7 +138,7 @@ def single(checkpoints):
         steps = []
         for _ in m.stream(PROMPT, 3):
             steps.append(m._logits().copy())
-        out[name] = dict(logits=m.logits(PROMPT), greedy=m.generate(PROMPT, max(STEPS.values())),
+        out[name] = dict(logits=m.logits(PROMPT), greedy=m.generate(PROMPT, 64),
                          topk=m.generate(PROMPT, 8, temperature=0.8, top_k=20, seed=3),
                          topp=m.generate(PROMPT, 8, temperature=0.8, top_p=0.9, seed=4), step_logits=np.stack(steps),
                          ops=m.decode_graph(1).num_ops, ref=R.forward(cfg, tensors, PROMPT)[-1])
