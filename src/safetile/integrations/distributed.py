@@ -103,8 +103,7 @@ class Collective(DeviceOp):
                  group: Any):
         self._state = "new"  # nothing to give back until the arguments are moved in
         self._name = name
-        rank, size = _check_group(group, name)
-        self._size = size
+        self._size = _check_group(group, name)[1]
         for i, (a, w) in enumerate(zip(args, written)):
             allowed = (Tensor,) if w else (Tensor, Shared)
             if not isinstance(a, allowed):
@@ -130,7 +129,6 @@ class Collective(DeviceOp):
                     raise AliasError(f"{name}: {a.label} overlaps {args[j].label} in memory, and "
                                      f"{'it' if w else 'the other'} is written by the collective")
         self.args = list(args)
-        self._written = list(written)
         self._call = call
         self._writes = [e for e, w in zip(exts, written) if w]
         self._reads = [e for e, w in zip(exts, written) if not w]
