@@ -40,8 +40,12 @@ STEPS = {"pair": 32, "world": 12}
 WORLD = {"pair": 2, "world": 4}
 
 
+# NVLink multicast stays off wherever NCCL runs (a multicast fault can take a shared host's GPUs down)
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
 def _env(extra: dict) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, HERE]), OMP_NUM_THREADS="1", **extra)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, HERE]), OMP_NUM_THREADS="1", **MULTICAST_OFF, **extra)
     if os.path.exists("/sys/class/net/lo"):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network needed
     return env
