@@ -324,3 +324,84 @@ def test_hasattr_sees_the_surface_only():
     y = np.zeros(4, np.float32)
     ct.launch(None, (1,), k, (np.ones(4, np.float32), y))
     np.testing.assert_array_equal(y, 1.0)
+
+
+# ----------------------------------------------------------------------------- gaps a red team found
+
+def test_an_instance_attribute_shadowing_a_class_attribute_recompiles():
+    class Cfg:
+        W = 2.0
+
+    cfg = Cfg()
+
+    @ct.kernel
+    def k(x, y):
+        t = ct.load(x, index=(0,), shape=(8,))
+        ct.store(y, index=(0,), tile=t * cfg.W)
+
+    x = RNG.standard_normal(8).astype(np.float32)
+    np.testing.assert_allclose(_run(k, x), x * 2.0, rtol=1e-6)
+    cfg.W = 6.0  # now found on the instance, before the class
+    np.testing.assert_allclose(_run(k, x), x * 6.0, rtol=1e-6)
+
+
+def test_negative_zero_is_a_different_constant():
+    global SIGN
+    x = np.abs(RNG.standard_normal(8).astype(np.float32)) + 1
+    k = ct.kernel(_signed_zero_kernel)
+    try:
+        SIGN = 0.0
+        assert not np.signbit(_run(k, x)).any()
+        SIGN = -0.0
+        assert np.signbit(_run(k, x)).all()
+    finally:
+        SIGN = 0.0
+
+
+SIGN = 0.0
+
+
+def _signed_zero_kernel(x, y):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(y, index=(0,), tile=t * SIGN)
+
+
+def test_a_helpers_code_or_defaults_changed_in_place_recompiles():
+    def add_bias(t, bias=1.0):
+        return t + bias
+
+    def sub_bias(t, bias=1.0):
+        return t - bias
+
+    @ct.kernel
+    def k(x, y):
+        ct.store(y, index=(0,), tile=add_bias(ct.load(x, index=(0,), shape=(8,))))
+
+    x = RNG.standard_normal(8).astype(np.float32)
+    np.testing.assert_allclose(_run(k, x), x + 1.0, rtol=1e-6)
+    add_bias.__defaults__ = (5.0,)
+    np.testing.assert_allclose(_run(k, x), x + 5.0, rtol=1e-6)
+    add_bias.__code__ = sub_bias.__code__
+    np.testing.assert_allclose(_run(k, x), x - 5.0, rtol=1e-6)
+
+
+ENTRY_SCALE = 2.0
+
+
+@ct.entry
+def _scaled_entry(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(ct.load_tile_like(x, z) * ENTRY_SCALE)
+
+
+def test_entry_kernels_recompile_when_python_state_changes():
+    global ENTRY_SCALE
+    x = ct.rand(64, seed=4).sync()
+    z = ct.zeros(64).sync().partition(16)
+    try:
+        z, x = _scaled_entry(z, x).sync()
+        np.testing.assert_allclose(z.to_numpy(), 2.0 * x.to_numpy(), rtol=1e-6)
+        ENTRY_SCALE = 3.0  # the same argument objects: the cached plan must not run stale code
+        z, x = _scaled_entry(z, x).sync()
+        np.testing.assert_allclose(z.to_numpy(), 3.0 * x.to_numpy(), rtol=1e-6)
+    finally:
+        ENTRY_SCALE = 2.0

@@ -16,6 +16,7 @@ time (documented in docs/semantics.md).
 """
 from __future__ import annotations
 
+import math
 import threading
 import types
 from typing import Any
@@ -41,13 +42,17 @@ def is_library(obj: Any) -> bool:
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Identity, or equal plain constants of the same type (NaN equals NaN)."""
+    """Identity, or equal plain constants of the same type (NaN equals NaN; 0.0 and -0.0 differ)."""
     if a is b:
         return True
     if type(a) is not type(b):
         return False
+    if isinstance(a, float):
+        return (a == b and math.copysign(1.0, a) == math.copysign(1.0, b)) or (a != a and b != b)
+    if isinstance(a, complex):
+        return same_value(a.real, b.real) and same_value(a.imag, b.imag)
     if isinstance(a, _SCALARS):
-        return a == b or (a != a and b != b)
+        return a == b
     if isinstance(a, tuple):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     return False
@@ -77,34 +82,60 @@ class Captures:
         self._entries.setdefault((id(cell), None), (cell, None, value))
 
     def attribute(self, obj: Any, attr: str, value: Any) -> None:
-        """``obj.attr`` read at compile time: recorded on the namespace that holds it."""
+        """``obj.attr`` read at compile time: recorded on the namespace that holds it, and as
+        absent from every namespace searched before it (an instance attribute set later would
+        shadow a class attribute)."""
         if is_library(obj):
             return
-        holder = _holder(obj, attr)
-        if holder is not None:
-            self._entries.setdefault((id(holder), attr), (holder, attr, value))
+        found = _lookup_path(obj, attr)
+        if found is None:
+            return
+        before, holder = found
+        for ns in before:
+            self._entries.setdefault((id(ns), attr), (ns, attr, ABSENT))
+        self._entries.setdefault((id(holder), attr), (holder, attr, value))
+
+    def function(self, fn: Any) -> None:
+        """A Python function inlined as tile code: its code, defaults and closure cells are part
+        of what was compiled (``fn.__code__ = ...`` or new defaults recompile)."""
+        self._entries.setdefault((id(fn), FUNCTION_STATE), (fn, FUNCTION_STATE, _function_state(fn)))
 
     def freeze(self) -> tuple:
         return tuple(self._entries.values())
 
 
-def _holder(obj: Any, attr: str) -> Any:
-    """The dict-like namespace that ``obj.attr`` was read from (None: a computed attribute)."""
+def _lookup_path(obj: Any, attr: str) -> tuple[list, Any] | None:
+    """The namespaces searched for ``obj.attr`` before the one holding it, and that one
+    (None: a computed attribute, e.g. a property or a slot)."""
+    before: list = []
     own = getattr(obj, "__dict__", None)
-    if own is not None and attr in own:
-        return own
+    if own is not None:
+        if attr in own:
+            return before, own
+        if not isinstance(obj, type):
+            before.append(own)
     for klass in (obj.__mro__ if isinstance(obj, type) else type(obj).__mro__):
         ns = klass.__dict__
         if attr in ns:
             member = ns[attr]
             if hasattr(member, "__get__") and not isinstance(member, (types.FunctionType, staticmethod, classmethod)):
                 return None  # a property or other descriptor: computed, read once
-            return ns
+            return before, ns
+        before.append(ns)
     return None
 
 
+FUNCTION_STATE = object()  # the key of a function's recorded state (code, defaults, closure)
+
+
+def _function_state(fn: Any) -> tuple:
+    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__, fn.__closure__)
+
+
 def closure_scope(fn: Any, captures: Captures) -> dict[str, Any]:
-    """``fn``'s closure variables, each read recorded (a cell not yet bound is an ``Undefined``)."""
+    """``fn``'s closure variables, each read recorded (a cell not yet bound is an ``Undefined``);
+    ``fn`` is about to be compiled, so its code and defaults are recorded too."""
+    captures.function(fn)
     scope: dict[str, Any] = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         value = _cell_value(cell)
@@ -116,6 +147,10 @@ def closure_scope(fn: Any, captures: Captures) -> dict[str, Any]:
 def current(entries: tuple) -> bool:
     """Whether every recorded read would still give the same value."""
     for holder, key, value in entries:
+        if key is FUNCTION_STATE:
+            if any(a is not b for a, b in zip(_function_state(holder), value)):
+                return False
+            continue
         now = _cell_value(holder) if key is None else holder.get(key, ABSENT)
         if now is not value and not same_value(now, value):
             return False

@@ -69,7 +69,7 @@ class SourceIndex:
         return parsed
 
     def _parse(self, fn: Callable, code) -> ParsedFunction:
-        name = getattr(fn, "__name__", "<function>")
+        name = code.co_name if code is not None else getattr(fn, "__name__", "<function>")
         filename = code.co_filename if code is not None else None
         lines = _file_lines(fn, filename)
         if lines is None:

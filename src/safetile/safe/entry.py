@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..frontend.captures import Captures, closure_scope
+from ..frontend.captures import CaptureSet, Captures, closure_scope
+from ..frontend.captures import current as captures_current
 from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
                                validate_hints)
 from ..frontend.source import parse_function, require_source
@@ -70,7 +71,7 @@ class KernelCaches:
     fact it depends on. Reads are plain dict reads (atomic); stores take the lock, and the
     first result stored wins."""
 
-    __slots__ = ("compiled", "types", "plans", "lock", "compile_lock")
+    __slots__ = ("compiled", "types", "plans", "lock", "compile_lock", "captured")
     LIMIT = 256  # type checks / plans kept (then that table starts over)
 
     def __init__(self):
@@ -79,6 +80,17 @@ class KernelCaches:
         self.plans: dict[tuple, Any] = {}
         self.lock = threading.Lock()
         self.compile_lock = threading.Lock()
+        self.captured = CaptureSet()  # the Python state compiled specialisations read
+
+    def refresh(self) -> None:
+        """Drop compiled code, and the checks and plans that hold it, if Python state it read
+        has changed since (docs/semantics.md: values read at compile time)."""
+        with self.compile_lock, self.lock:
+            if not captures_current(self.captured.entries):
+                self.compiled.clear()
+                self.types.clear()
+                self.plans.clear()
+                self.captured.clear()
 
     def store(self, table: dict, key: tuple, value: Any) -> Any:
         with self.lock:
@@ -207,6 +219,7 @@ class EntryKernel:
                     fn = compile_entry(self.fn, self.param_names, keys, generics, self.hints)
                     verify_entry(fn, keys)  # what runs keeps the ownership rules, whatever the Python did
                     shim = Kernel(self.fn, self.hints)
+                    self.caches.captured.add(fn.captures)
                     c = cache[cache_key] = Compiled(fn, shim, tuple(k.spec() for k in keys))
         return c
 

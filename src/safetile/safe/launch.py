@@ -18,6 +18,7 @@ import weakref
 import warnings
 from typing import Any
 
+from ..frontend.captures import current as captures_current
 from ..runtime.env import backend_override
 from .checks import Junk, Plan, check_memory, check_types
 from .deviceop import DeviceOp, ExecContext
@@ -94,6 +95,9 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
                            a._data if isinstance(a, Tensor) else a)
     key = (kernel.config_key, backend_override(), tuple(key))
     caches = kernel.caches
+    read = caches.captured.entries  # Python state the compiled code folded in: unchanged?
+    if read and not captures_current(read):
+        caches.refresh()
     plan = caches.plans.get(key)
     if plan is None:
         plan = _check(kernel, args, key)
