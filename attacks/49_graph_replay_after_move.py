@@ -30,6 +30,20 @@ with ct.borrow_mut(t) as b:
     except Exception as e:  # noqa: BLE001
         if not is_safetile_error(e):
             fails.append(f"non-safetile {type(e).__name__}")
+# 3) a graph captured inside a borrow_mut block outlives the borrow
+t3 = ct.zeros(256).sync()
+with ct.borrow_mut(t3) as b3:
+    g3 = fill(b3.partition(64), x).graph()
+p3 = t3.partition(64)                 # the borrow ended: t3 is ours again, re-partitioned
+op3 = fill(p3, ct.zeros(256).sync())  # ... and moved into an unrun launch
+before3 = t3 if False else None
+try:
+    g3.launch()
+    fails.append("a graph captured on a borrowed partition replayed after the borrow ended, writing memory now owned by another (unrun) launch")
+except Exception as e:  # noqa: BLE001
+    if not is_safetile_error(e):
+        fails.append(f"borrow graph: non-safetile {type(e).__name__}")
+op3.cancel()
 g.close()
 try:
     g.launch()

@@ -2,6 +2,7 @@
 outside the tensor.' The tensor is a slice view base[0:100] of a 256-element buffer: the
 edge sub-tensor [64:128] must not touch base[100:128] (which is valid memory). Active
 backend (cpu / triton)."""
+# BACKENDS: cpu triton
 from _common import *
 
 buf = make_buf(256)

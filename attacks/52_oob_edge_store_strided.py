@@ -1,6 +1,7 @@
 """Promise: edge blocks never write outside the tensor — strided views: v = base[1::3] has
 elements interleaved with foreign ones; with partition 64 and 85 elements the edge block
 covers indices 85..127 whose addresses (1+3i) run past the view into the buffer."""
+# BACKENDS: cpu triton
 from _common import *
 
 buf = make_buf(600)

@@ -1,6 +1,7 @@
 """Promise (semantics.md 'Python values read at compile time'): 'If one changed (SCALE =
 3.0 after a launch ...) the kernel's compiled code is dropped and the next launch compiles
 again.' Entry kernel reading a module global, fresh argument objects every launch."""
+# BACKENDS: cpu triton
 from _common import *
 
 SCALE = 2.0

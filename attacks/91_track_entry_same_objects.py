@@ -1,6 +1,7 @@
 """Promise (semantics.md + safe.md 'What a repeated launch costs'): validation results are
 reused, but compiled code is dropped when a global read at compile time changes. With the
 *same argument objects* (the whole validated plan reused) the change must still be seen."""
+# BACKENDS: cpu triton
 from _common import *
 
 SCALE = 2.0

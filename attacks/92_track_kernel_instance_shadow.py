@@ -1,6 +1,7 @@
 """Promise (semantics.md): attribute reads of user objects are tracked ('cfg.width = 16 on
 a user object'). Kernel reads cfg.W where W lives on the class; then (a) Cfg.W changes,
 (b) an instance attribute cfg.W shadows the class attribute. Both must recompile."""
+# BACKENDS: cpu triton
 from _common import *
 
 

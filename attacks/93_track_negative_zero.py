@@ -1,6 +1,7 @@
 """Promise (semantics.md): 'Values are compared by identity, except plain scalars ...,
 which compare by type and value (assigning an equal constant does not recompile).' 0.0 and
 -0.0 are equal but not the same value for the kernel: x * SCALE changes sign."""
+# BACKENDS: cpu triton
 from _common import *
 
 SCALE = 0.0

@@ -1,6 +1,7 @@
 """Promise (semantics.md): 'a redefined helper function' recompiles. Redefining a helper by
 assigning its __code__ (same function object: functools.wraps-style patching, hot reload)
 or its __defaults__ changes what the kernel computes."""
+# BACKENDS: cpu triton
 from _common import *
 
 

@@ -3,6 +3,7 @@ helper), a user module attribute, a new global shadowing a builtin (and its remo
 nested attribute chains, a global named inside ct.static_eval."""
 import types
 
+# BACKENDS: cpu triton
 from _common import *
 
 x = np.ones(64, np.float32)
