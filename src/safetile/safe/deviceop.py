@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
-from .ownership import LazyText
+from .ownership import Handle, LazyText
 from .streams import Stream, default_pool, executing, execution
 
 
@@ -85,8 +85,8 @@ def _check_terminal(what: str) -> None:
                               "same stream")
 
 
-class DeviceOp:
-    """A lazy unit of device work producing a value."""
+class DeviceOp(Handle):
+    """A lazy unit of device work producing a value (``copy.copy(op)`` is ``op``: it still runs once)."""
 
     __slots__ = ("__dict__", "__weakref__")  # subclasses may declare slots of their own (LaunchOp)
     arity: int | None = None  # the length of the tuple it produces, when known

@@ -20,7 +20,7 @@ from .deviceop import DeviceOp
 from .claims import CLAIMS, WRITABLE
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError, TensorError
 from .memory import REGISTRY, distinct_elements, extent_of, notify_all, overlaps, wait_until
-from .ownership import OWNERSHIP, caller_site
+from .ownership import OWNERSHIP, Unique, caller_site
 from .tile_api import tile_api
 from .tensor import Tensor, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
 
@@ -198,7 +198,7 @@ def from_numpy(a: Any, device: Any = None, dtype: Any = None) -> DeviceOp:
 tensor = from_numpy
 
 
-class Memcpy(DeviceOp):
+class Memcpy(DeviceOp, Unique):
     """``ct.memcpy(dst, src)``: copy into existing memory (no allocation; recordable). Like a
     launch it holds ``dst`` from construction until it runs, is cancelled or is dropped."""
 

@@ -20,6 +20,7 @@ from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import GraphCaptureError
 from .memory import REGISTRY, Extent, InFlight
+from .ownership import Handle, NoCopy, Unique
 from .streams import Stream, default_pool, execution
 
 
@@ -50,8 +51,9 @@ class Recorder:
                                 "and refresh inputs with ct.memcpy(dst, src)")
 
 
-class Graph:
-    """A captured sequence of device work; ``launch()`` replays it and returns its value."""
+class Graph(Handle, Unique):
+    """A captured sequence of device work; ``launch()`` replays it and returns its value
+    (``copy.copy(g)`` is ``g``)."""
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
         self._steps = recorder.steps
@@ -153,12 +155,18 @@ class Graph:
         g.close()
         return self
 
+    @property
+    def label(self) -> str:
+        return f"a graph of {self.num_ops} op(s) on {self.stream.device}"
+
     def __repr__(self) -> str:
         return f"<safetile Graph: {self.num_ops} op(s) on {self.stream.device}>"
 
 
-class GraphScope:
+class GraphScope(NoCopy):
     """Records several operations into one graph (see ``ct.graph_scope``)."""
+
+    label = "a graph scope"
 
     def __init__(self, stream: Stream | None = None):
         self._stream = stream

@@ -26,7 +26,7 @@ from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
 from .memory import notify_all, wait_until
-from .ownership import OWNERSHIP, LazyText, Owned, caller_location, format_location
+from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
 from .tensor import Tensor
@@ -215,7 +215,7 @@ def run_plan(plan: Plan, runtime: tuple, stream=None, race_detector=None) -> Non
     runner(getattr(stream, "torch_stream", None), plan.grid3, runtime)
 
 
-class LaunchOp(DeviceOp):
+class LaunchOp(DeviceOp, Unique):
     """A lazy launch of an entry kernel; running it returns the arguments, same kinds in as out.
 
     States: built (arguments moved in) → running → done / failed; or built → cancelled

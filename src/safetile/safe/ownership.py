@@ -13,7 +13,7 @@ import sys
 import threading
 import weakref
 
-from .errors import UseAfterMoveError
+from .errors import OwnershipError, UseAfterMoveError
 from .streams import current_context
 
 _ids = itertools.count(1)
@@ -84,10 +84,61 @@ class LazyText:
         return repr(str(self))
 
 
-class Owned:
+def _no_copy(obj, how: str, instead: str):
+    raise OwnershipError(f"{obj.label} cannot be {how}: it owns or holds device memory, and a duplicate would be a "
+                         f"second owner of it; {instead}")
+
+
+class NoCopy:
+    """A value that is the only owner (or holder) of what it refers to: ``copy.copy``,
+    ``copy.deepcopy`` and pickling are refused (a duplicate would be a second owner, outside
+    every ownership rule)."""
+
+    __slots__ = ()
+    _copy_hint = "make a new one instead"  # what to do instead of copying
+    _pickle_hint = "pickle its data (.to_numpy()) instead"
+
+    def __copy__(self):
+        _no_copy(self, "copied", self._copy_hint)
+
+    def __deepcopy__(self, memo):
+        _no_copy(self, "deep-copied", self._copy_hint)
+
+    def __reduce_ex__(self, protocol):
+        _no_copy(self, "pickled", self._pickle_hint)
+
+
+class Handle(NoCopy):
+    """A handle on one-shot work (a DeviceOp, a graph): a copy is the handle itself, as when the
+    same object is referenced twice (the work still runs once); pickling is refused."""
+
+    __slots__ = ()
+    _pickle_hint = "build it again where it is needed"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class Unique(NoCopy):
+    """``NoCopy``, and final outside safetile: a subclass could override the ownership checks."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__module__.split(".")[0] != __name__.split(".")[0]:
+            raise OwnershipError(f"{cls.__name__}: safetile's {cls.__mro__[1].__name__} cannot be subclassed (its "
+                            "ownership checks would be open to overriding)")
+
+
+class Owned(Unique):
     """Base of host values with move semantics."""
 
     _kind = "value"
+    _copy_hint = "use .dup() (a lazy copy of the data) or a view instead"
 
     def __init__(self, name: str | None = None):
         self._id = next(_ids)

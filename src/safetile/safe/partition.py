@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from .claims import CLAIMS, FROZEN, WRITABLE
-from .errors import OwnershipError, PartitionError
-from .ownership import OWNERSHIP, LazyText, Owned, caller_site
+from .errors import OwnershipError, PartitionError, TensorError
+from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
 from .tensor import Tensor
 
 MAX_MUT_RANK = 3
@@ -47,8 +47,21 @@ class Partition(Owned):
 
     _kind = "partition"
 
-    def __init__(self, tensor: Tensor, shape: tuple[int, ...], prefix: bool, borrowed: bool):
-        super().__init__(tensor._name)
+    def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> "Partition":
+        """``ct.Partition(t, shape)`` is ``t.partition(shape)`` (``prefix=True``: ``t.partition_prefix``):
+        it moves ``t``. A borrowed partition is made only by ``ct.borrow_mut(t).partition(shape)``."""
+        if borrowed:
+            raise PartitionError("ct.Partition(..., borrowed=True): a borrowed partition is made by "
+                                 "ct.borrow_mut(t).partition(shape), which ends the borrow when its block ends")
+        if not isinstance(tensor, Tensor):
+            raise PartitionError(f"ct.Partition partitions a Tensor, got {type(tensor).__name__}")
+        return cls._take(tensor, shape, bool(prefix))
+
+    def __init__(self, *args, **kwargs):
+        """Made by ``_take`` (see ``__new__``)."""
+
+    def _setup(self, tensor: Tensor, shape: tuple[int, ...], prefix: bool, borrowed: bool) -> None:
+        Owned.__init__(self, tensor._name)
         self._tensor = tensor
         self._pshape = shape
         self._prefix = prefix
@@ -81,7 +94,8 @@ class Partition(Owned):
         if math.prod(sub) > MAX_TILE_ELEMENTS:
             raise PartitionError(f"{what}: a sub-tensor of shape {sub} has {math.prod(sub)} elements; a sub-tensor "
                                  f"is one tile, at most {MAX_TILE_ELEMENTS} (2**24) elements")
-        p = cls(tensor, pshape, prefix, borrowed)
+        p = object.__new__(cls)
+        p._setup(tensor, pshape, prefix, borrowed)
         site = caller_site()
         with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
             tensor._check("partitioned")
@@ -209,7 +223,8 @@ class Partition(Owned):
         if not 1 <= int(n) <= total:
             raise PartitionError(f"map of {self.label}: num_tile_blocks={int(n)} is out of range; it must be "
                                  f"between 1 and the number of sub-tensors ({total})")
-        m = MappedPartition(self, int(n))
+        m = object.__new__(MappedPartition)
+        m._setup(self, int(n))
         site = caller_site()
         with OWNERSHIP:
             self._move(f"{m.label} (by .map() at {site}); get it back with .unmap()")
@@ -226,8 +241,17 @@ class MappedPartition(Owned):
 
     _kind = "mapped partition"
 
-    def __init__(self, partition: Partition, num_tile_blocks: int):
-        super().__init__(partition._name)
+    def __new__(cls, partition: Partition, num_tile_blocks: int) -> "MappedPartition":
+        """``ct.MappedPartition(p, n)`` is ``p.map(n)``: it moves ``p``."""
+        if not isinstance(partition, Partition):
+            raise PartitionError(f"ct.MappedPartition maps a Partition, got {type(partition).__name__}")
+        return partition.map(num_tile_blocks)
+
+    def __init__(self, *args, **kwargs):
+        """Made by ``Partition.map`` (see ``__new__``)."""
+
+    def _setup(self, partition: Partition, num_tile_blocks: int) -> None:
+        Owned.__init__(self, partition._name)
         self._partition = partition
         self._n = num_tile_blocks
         self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
@@ -283,15 +307,26 @@ class MappedPartition(Owned):
         return self.unmap().unpartition()
 
 
-class Shared:
+class Shared(Unique):
     """A read-only handle on a tensor (the ``Arc`` analogue): any number of readers at once.
 
     Launches read it for ``ct.Ref[...]`` parameters and give it back as a ``Shared``;
     host code may read it at any time. ``try_unwrap()`` gives the tensor back when no
-    launch holds the handle any more.
+    launch (or live graph) holds the handle any more. ``ct.Shared(t)`` is ``t.shared()``
+    (it moves ``t``); a copy of a handle (``clone()``, ``copy.copy``) is the handle itself.
     """
 
-    def __init__(self, tensor: Tensor):
+    def __new__(cls, tensor: Tensor) -> "Shared":
+        if isinstance(tensor, Shared):
+            return tensor.clone()
+        if not isinstance(tensor, Tensor):
+            raise TensorError(f"ct.Shared shares a Tensor, got {type(tensor).__name__}")
+        return cls._take(tensor)
+
+    def __init__(self, *args, **kwargs):
+        """Made by ``_take`` (see ``__new__``)."""
+
+    def _setup(self, tensor: Tensor) -> None:
         self._tensor = tensor
         self._holders = 0  # launches built but not finished that read this handle (under OWNERSHIP)
         self._unwrapped: str | None = None
@@ -300,7 +335,8 @@ class Shared:
 
     @classmethod
     def _take(cls, tensor: Tensor) -> "Shared":
-        s = cls(tensor)
+        s = object.__new__(cls)
+        s._setup(tensor)
         site = caller_site()
         with OWNERSHIP:  # usable, no writable alias, then moved: one step
             tensor._check("shared")
@@ -365,6 +401,12 @@ class Shared:
         self._check("cloned")
         return self
 
+    def __copy__(self) -> "Shared":
+        return self.clone()
+
+    def __deepcopy__(self, memo) -> "Shared":
+        return self.clone()
+
     def shared(self) -> "Shared":
         return self.clone()
 
@@ -403,10 +445,10 @@ def shared(x):
         return x.clone()
     if isinstance(x, Tensor):
         return x.shared()
-    raise TypeError(f"ct.shared expects a Tensor or a DeviceOp, got {type(x).__name__}")
+    raise TensorError(f"ct.shared expects a Tensor or a DeviceOp, got {type(x).__name__}")
 
 
-class MutBorrow:
+class MutBorrow(Unique):
     """``ct.borrow_mut(t)``: partition ``t`` in place; ``t`` is unusable until the borrow ends.
 
     As a context manager, leaving the block (normally or by an exception) waits for launches
@@ -419,9 +461,15 @@ class MutBorrow:
     """
 
     def __init__(self, tensor: Tensor):
+        if not isinstance(tensor, Tensor):
+            raise TensorError(f"ct.borrow_mut expects a Tensor, got {type(tensor).__name__}")
         tensor._check("borrowed")
         self._tensor = tensor
         self._parts: list[Partition] = []
+
+    @property
+    def label(self) -> str:
+        return f"the borrow of {self._tensor.label}"
 
     def partition(self, shape) -> Partition:
         p = Partition._take(self._tensor, shape, prefix=False, borrowed=True)
@@ -471,6 +519,4 @@ class MutBorrow:
 
 def borrow_mut(tensor: Tensor) -> MutBorrow:
     """Borrow ``tensor`` mutably to partition it in place (see ``MutBorrow``)."""
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"ct.borrow_mut expects a Tensor, got {type(tensor).__name__}")
     return MutBorrow(tensor)
