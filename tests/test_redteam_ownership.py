@@ -132,3 +132,149 @@ def test_a_copied_graph_is_the_graph_and_closes_with_it():
     with pytest.raises(ct.GraphCaptureError, match="closed"):
         gc_.launch()
     assert np.array_equal(s.to_numpy(), before, equal_nan=True)
+
+
+# ----------------------------------------------------------------------------- graphs hold what they use (39, 49)
+
+def test_a_live_graph_holds_the_shared_handles_it_reads():
+    s = ct.full(64, 1.0).sync().shared()
+    g = fill(poisoned(64).partition(16), s).graph()
+    e = refused([s], lambda: s.try_unwrap(), ct.OwnershipError, "live graph")
+    assert "g.close()" in str(e)
+    z, s2 = g.launch()
+    assert s2 is s and np.array_equal(z.to_numpy(), np.full(64, 2.0, np.float32))
+    g.close()
+    s.try_unwrap().partition(16).unpartition()  # the hold ended with the graph
+
+
+def test_a_collected_graph_releases_its_holds():
+    import gc
+    s = ct.full(64, 1.0).sync().shared()
+    g = fill(poisoned(64).partition(16), s).graph()
+    del g
+    gc.collect()
+    s.try_unwrap()
+
+
+def test_a_replay_refuses_values_moved_elsewhere_and_leaves_them_untouched():
+    x = rnd(64, seed=10)
+    g = fill(poisoned(64).partition(16), x).graph()
+    z, x2 = g.launch()
+    want = z.to_numpy()
+    op = fill(z, rnd(64, seed=11))  # z moved into an unrun launch
+    e = refused([x2], lambda: g.launch(), ct.UseAfterMoveError, "used by a replay of a graph")
+    assert "launch 'fill'" in str(e)
+    z, _ = op.cancel()
+    assert np.array_equal(z.to_numpy(), want)
+    t = z.unpartition()  # the partition is consumed: the graph can never write through it again
+    with ct.borrow_mut(t) as b:
+        p = b.partition(32)
+        refused([p], lambda: g.launch(), ct.UseAfterMoveError, "moved into the tensor returned by .unpartition")
+    refused([t], lambda: g.launch(), ct.UseAfterMoveError)
+    assert np.array_equal(t.to_numpy(), want)
+
+
+def test_a_graph_on_a_borrowed_partition_refuses_to_replay_after_the_borrow():
+    t = poisoned(64)
+    with ct.borrow_mut(t) as b:
+        g = fill(b.partition(16), rnd(64, seed=12)).graph()
+        g.launch()  # inside the borrow it replays
+    after = t.to_numpy()
+    p = t.partition(16)
+    op = fill(p, rnd(64, seed=13))
+    refused([], lambda: g.launch(), ct.OwnershipError, "released")
+    op.cancel()
+    assert np.array_equal(p.unpartition().to_numpy(), after)
+
+
+def test_values_consumed_during_the_capture_are_represented_by_what_they_became():
+    x = rnd(64, seed=14)
+    op = fill(poisoned(64).partition(16), x).then(lambda r: fill(r[0].unpartition().partition(32), r[1]))
+    g = op.graph()
+    for _ in range(2):
+        z, x2 = g.launch()
+        assert np.allclose(z.to_numpy(), x.to_numpy() + 1)
+    op2 = fill(z, x2)
+    refused([], lambda: g.launch(), ct.UseAfterMoveError, "launch 'fill'")
+    op2.cancel()
+    g.launch()
+
+
+def test_replays_of_one_graph_from_two_threads_take_turns():
+    import threading
+    g = fill(poisoned(4096).partition(256), rnd(4096, seed=15)).graph()
+    errors = []
+
+    def replay():
+        try:
+            for _ in range(20):
+                g.launch()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=replay) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and g.replays == 60
+
+
+# ----------------------------------------------------------------------------- asyncio (109)
+
+def test_values_given_back_by_an_await_are_the_awaiting_coroutines_until_it_resumes():
+    p = poisoned(1 << 16).partition(4096)
+    x = rnd(1 << 16, seed=16)
+    op = fill(p, x)
+    seen = {}
+
+    async def waiter():
+        seen["result"] = await op
+
+    async def thief():
+        await asyncio.sleep(0)
+        deadline = time.time() + 30
+        while op._state != "done" and time.time() < deadline:  # block the loop: the waiter cannot resume
+            time.sleep(0.001)
+        try:
+            fill(p, x)
+            seen["stolen"] = True
+        except ct.UseAfterMoveError as e:
+            seen["refusal"] = str(e)
+
+    async def main():
+        await asyncio.gather(waiter(), thief())
+    asyncio.run(main())
+    assert "stolen" not in seen and "unfinished await" in seen["refusal"]
+    z, x2 = seen["result"]
+    assert np.allclose(z.to_numpy(), x.to_numpy() + 1)
+    fill(z, x2).cancel()  # the waiter's own, and free now
+
+
+def test_a_failed_await_frees_its_values_once_the_work_has_ended():
+    p = poisoned(64).partition(16)
+
+    def boom(_):
+        raise RuntimeError("host step failed")
+
+    async def main():
+        with pytest.raises(RuntimeError, match="host step failed"):
+            await fill(p, rnd(64, seed=17)).then(boom)
+    asyncio.run(main())
+    fill(p, rnd(64, seed=17)).cancel()
+
+
+# ----------------------------------------------------------------------------- terminal devices (the graph() pitfall)
+
+def test_a_terminal_never_drives_gpu_work_from_a_stream_it_was_given_for_another_device():
+    from safetile.safe.deviceop import ExecContext
+    ctx = ExecContext(ct.Stream("cpu"), pinned=True)
+    with pytest.raises(ct.DeviceOpError, match="runs on cuda:0, but this terminal drives .*the stream given"):
+        ctx.switch("cuda:0", "launch 'k'")
+    assert ctx.stream.device == "cpu"
+
+
+def test_a_graph_given_a_stream_of_another_device_is_refused():
+    from safetile.safe.graph import _stream_for
+    with pytest.raises(ct.GraphCaptureError, match="recorded work runs on cuda:0 but the stream is on cpu"):
+        _stream_for("cuda:0", ct.Stream("cpu"), "graph()")
+    assert _stream_for(None, None, "graph()").device == ct.default_device()

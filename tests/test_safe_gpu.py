@@ -113,3 +113,29 @@ def test_values_of_an_unfinished_await_are_refused_outside_and_waited_for_inside
     xs = x.to_numpy().astype(np.float64)
     np.testing.assert_allclose(seen[0], 10 * 2.0 * xs, rtol=1e-5)
     np.testing.assert_allclose(final, steps * 2.0 * xs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_chain_without_a_device_runs_on_its_launches_device(device):
+    """A chain whose first op has no device (``ct.empty()``) is driven on the device of the
+    launches it drives: a graph of GPU launches is a CUDA graph on a GPU stream, and a sync
+    waits on that stream; a CPU stream given by the caller is refused for GPU work."""
+    z, x, y = inputs(11, device)
+    xs, ys = x.to_numpy(), y.to_numpy()
+    box = {"z": z}
+
+    def step(_):
+        return add(box["z"], x, y)
+    z, _, _ = ct.empty().then(step).sync()
+    np.testing.assert_array_equal(z.to_numpy(), xs + ys)
+    box["z"] = z
+    g = ct.empty().then(step).graph()
+    assert g.stream.device == z.device
+    assert (g._cuda_graph is not None) == (device == "cuda")
+    z2, _, _ = g.launch()
+    np.testing.assert_array_equal(z2.to_numpy(), xs + ys)
+    g.close()
+    if device == "cuda":
+        with pytest.raises(ct.DeviceOpError, match="the stream given"):
+            ct.empty().then(step).sync_on(ct.Stream("cpu"))
+        z2.to_numpy()  # the refused chain gave its values back

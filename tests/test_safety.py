@@ -297,7 +297,7 @@ def test_ownership_values_of_a_running_chain_are_refused_to_other_threads():
     t.start()
     z, x, y = add(z, x, y).then(pause).sync()
     t.join()
-    assert len(errors) == 2 and all("in use by a running sync_on()" in e for e in errors), errors
+    assert len(errors) == 2 and all("in use by a running sync()" in e for e in errors), errors
     assert np.allclose(z.to_numpy(), x.to_numpy() + y.to_numpy())  # the chain's result, undisturbed
 
 

@@ -220,9 +220,9 @@ class Collective(DeviceOp):
                     call(views)
 
             if ctx.capturing:
-                ctx.recorder.record(self.label, step, self._writes, self._reads, self._device_name)
+                ctx.recorder.record(self.label, step, self._writes, self._reads, self._device_name, self.args)
             else:
-                entry = ctx.begin(self, self, self._writes, self._reads)
+                entry = ctx.begin(self, self, self._writes, self._reads, self._device_name)
                 try:
                     step(ctx.stream)
                 finally:

@@ -16,7 +16,7 @@ import asyncio
 import threading
 from typing import Any, Callable
 
-from .errors import DeviceOpError, NestedSyncError
+from .errors import DeviceOpError, LaunchTypeError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
 from .ownership import Handle, LazyText
 from .streams import Stream, default_pool, executing, execution
@@ -24,40 +24,84 @@ from .streams import Stream, default_pool, executing, execution
 
 class ExecContext:
     """Where an operation runs: its stream, the graph recorder while capturing, and the
-    in-flight entry covering the memory its launches use (one per terminal)."""
+    in-flight entry covering the memory its launches use (one per terminal).
 
-    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended")
+    A terminal that was not given a stream (``sync()``, ``await``) starts on a stream of the
+    operation's device; when that is not known (a chain starting with ``ct.empty()``) it starts
+    on the CPU and moves to a stream of the device of the first GPU work it drives (``switch``).
+    A stream given by the caller (``sync_on``) is kept: GPU work of another device is refused."""
 
-    def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal"):
+    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered")
+
+    def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal",
+                 pinned: bool = True):
         self.stream = stream
         self.recorder = recorder  # graph.Recorder while capturing
         self.entry: InFlight | None = None
         self.lent: list = []  # values given back while it runs (see Owned._give_back)
         self.label = label
         self.ended = False
+        self.pinned = pinned  # the stream was chosen by the caller
+        self._entered: list = []  # stream contexts entered by switch(), left by leave()
 
     @property
     def capturing(self) -> bool:
         return self.recorder is not None
 
-    def begin(self, label: Any, key: Any, writes, reads) -> InFlight:
-        """Before submitting work on these extents: claim them for this terminal's in-flight entry
-        (made by its first launch), atomically with ordering the work after conflicting work of
-        other terminals (``Registry.claim``). Call ``set_enqueued()`` on the returned entry once
-        the work is submitted."""
+    def begin(self, label: Any, key: Any, writes, reads, device: str | None = None) -> InFlight:
+        """Before submitting work on these extents (on ``device``): claim them for this terminal's
+        in-flight entry (made by its first launch), atomically with ordering the work after
+        conflicting work of other terminals (``Registry.claim``). Call ``set_enqueued()`` on the
+        returned entry once the work is submitted."""
+        if device is not None and device != self.stream.device:
+            self.switch(device, label)
         e = self.entry
         if e is None:
             e = self.entry = InFlight(label, self.stream)
         REGISTRY.claim(e, key, writes, reads)
         return e
 
+    def switch(self, device: str, what: Any) -> None:
+        """Work of ``what`` runs on ``device``, not on this terminal's stream's device. Host work in
+        a GPU terminal runs where it is (synchronously); a terminal on a CPU stream it was not given
+        moves to a stream of ``device`` (its CPU work so far has all run: CPU work runs while it
+        is submitted); anything else is refused: one terminal never drives GPU work from a CPU
+        stream, or work of one GPU from another's stream."""
+        s = self.stream
+        if device == "cpu" and s.is_cuda:
+            return
+        if s.is_cuda or self.pinned:
+            raise DeviceOpError(f"{what} runs on {device}, but this terminal drives {s!r}"
+                                + (" (the stream given to it)" if self.pinned else "")
+                                + f"; drive it on a stream of {device} (ct.Stream({device!r}))")
+        if self.entry is not None:
+            REGISTRY.remove(self.entry)
+            self.entry = None
+        self.stream = default_pool(device).next()
+        cm = self.stream.context()
+        cm.__enter__()
+        self._entered.append(cm)
+
+    def leave(self) -> None:
+        """Leave the stream contexts ``switch`` entered (the terminal's execution ends)."""
+        while self._entered:
+            self._entered.pop().__exit__(None, None, None)
+
     def finish(self, completed: bool) -> None:
-        """The terminal has ended: what it gave back is free for everyone. Its in-flight entry
-        goes too when its work is known to be over: the terminal waited for it (``completed``),
-        or on the CPU, where nothing outlives the terminal's own thread. (After a failure on
-        the GPU the entry stays until its stream is seen idle: host reads of that memory wait.)"""
+        """The terminal has ended: ``retire`` its in-flight entry and ``end`` its hold on the values."""
+        self.retire(completed)
+        self.end()
+
+    def retire(self, completed: bool) -> None:
+        """The terminal's work has ended: its in-flight entry goes when that work is known to be over:
+        the terminal waited for it (``completed``), or on the CPU, where nothing outlives the
+        terminal's own thread. (After a failure on the GPU the entry stays until its stream is seen
+        idle: host reads of that memory wait.)"""
         if self.entry is not None and (completed or not self.stream.is_cuda):
             REGISTRY.remove(self.entry)
+
+    def end(self) -> None:
+        """What the terminal gave back is free for everyone (its result has been handed over)."""
         from .ownership import OWNERSHIP
         with OWNERSHIP:
             for v in self.lent:
@@ -172,23 +216,29 @@ class DeviceOp(Handle):
 
     def _execute_on(self, ctx: ExecContext) -> Any:
         with execution(ctx), ctx.stream.context():
-            return self._run(ctx)
+            try:
+                return self._run(ctx)
+            finally:
+                ctx.leave()
 
     def sync(self) -> Any:
-        """Run on the next stream of the default pool and wait for the result."""
+        """Run on the next stream of the default pool (of the op's device) and wait for the result."""
         self._refuse("sync()")
-        return self.sync_on(self._pick_stream())
+        return self._drive(self._pick_stream(), False)
 
     def sync_on(self, stream: Stream) -> Any:
         """Run on ``stream`` and wait for the result."""
         self._refuse("sync_on()")
         if not isinstance(stream, Stream):
-            raise TypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
-        ctx = ExecContext(stream, label="a running sync_on()")
+            raise LaunchTypeError(f"sync_on expects a ct.Stream, got {type(stream).__name__}")
+        return self._drive(stream, True)
+
+    def _drive(self, stream: Stream, pinned: bool) -> Any:
+        ctx = ExecContext(stream, label="a running sync_on()" if pinned else "a running sync()", pinned=pinned)
         completed = False
         try:
             value = stream.run(lambda: self._execute_on(ctx))
-            stream.synchronize()
+            ctx.stream.synchronize()  # the stream it ended on (a chain may move to its GPU's stream)
             completed = True
         finally:
             ctx.finish(completed)
@@ -200,20 +250,36 @@ class DeviceOp(Handle):
     async def _await(self) -> Any:
         self._refuse("await")
         stream = self._pick_stream()
-        ctx = ExecContext(stream, label=LazyText(_await_of, self))
+        ctx = ExecContext(stream, label=LazyText(_await_of, self), pinned=False)
         if not stream.is_cuda:
-            def job():  # on the stream's worker thread; the terminal ends with it
+            def job():  # on the stream's worker thread
+                completed = False
                 try:
-                    return self._execute_on(ctx)
+                    v = self._execute_on(ctx)
+                    if ctx.stream.is_cuda:  # the chain moved to its GPU's stream: wait here, not in the loop
+                        ctx.stream.synchronize()
+                    completed = True
+                    return v
                 finally:
-                    ctx.finish(True)
-            return await asyncio.wrap_future(stream.submit(job))
+                    ctx.retire(completed)
+            fut = stream.submit(job)
+            try:
+                value = await asyncio.wrap_future(fut)
+            except BaseException:
+                # not resumed with the value (cancelled, or the work failed): the values are free
+                # once the work has ended, not before
+                fut.add_done_callback(lambda _: ctx.end())
+                raise
+            # resumed: the values the work gave back belong to this coroutine from now on (until
+            # here no other coroutine could take them, even after the work ended)
+            ctx.end()
+            return value
         import torch
         completed = False
         try:
             value = self._execute_on(ctx)
             event = torch.cuda.Event()
-            event.record(stream.torch_stream)
+            event.record(ctx.stream.torch_stream)
             while not event.query():
                 await asyncio.sleep(2e-5)
             completed = True

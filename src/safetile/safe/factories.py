@@ -50,6 +50,8 @@ class Alloc(DeviceOp):
     def _run(self, ctx):
         if ctx.capturing:
             ctx.recorder.reject(self._label)
+        if self.device != ctx.stream.device:
+            ctx.switch(self.device, self._label)  # e.g. the first GPU work of a chain begun with ct.empty()
         return Tensor(self.make(self.device))
 
 
@@ -312,9 +314,10 @@ class Memcpy(DeviceOp, Unique):
                 if dev != "cpu" and isinstance(sdata, np.ndarray):
                     ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from "
                                         "a device tensor")
-                ctx.recorder.record(self.label, step, [extent_of(ddata)], [extent_of(sdata)], dev)
+                ctx.recorder.record(self.label, step, [extent_of(ddata)], [extent_of(sdata)], dev,
+                                    (self.dst, self.src))
             else:
-                entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)])
+                entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)], dev)
                 try:
                     step(ctx.stream)
                 finally:

@@ -14,18 +14,20 @@ replay runs the recorded sequence.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, Callable
 
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import GraphCaptureError
 from .memory import REGISTRY, Extent, InFlight
-from .ownership import Handle, NoCopy, Unique
+from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
+from .partition import Shared
 from .streams import Stream, default_pool, execution
 
 
 class Recorder:
-    """Collects the steps of a capture."""
+    """Collects the steps of a capture, and the values its steps were recorded with."""
 
     def __init__(self):
         self.steps: list[tuple[str, Callable[[Stream], None]]] = []
@@ -34,9 +36,10 @@ class Recorder:
         self.writes: dict[Extent, None] = {}
         self.reads: dict[Extent, None] = {}
         self.device: str | None = None
+        self.values: dict[int, Any] = {}  # id -> every host value a recorded step uses
 
     def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
-               device: str) -> None:
+               device: str, values=()) -> None:
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
@@ -45,17 +48,83 @@ class Recorder:
             self.writes[e] = None
         for e in reads:
             self.reads[e] = None
+        for v in values:
+            if isinstance(v, (Owned, Shared)):
+                self.values[id(v)] = v
 
     def reject(self, label: str, why: str = "it allocates memory") -> None:
         raise GraphCaptureError(f"{label} cannot be recorded into a graph: {why}; allocate before capturing "
                                 "and refresh inputs with ct.memcpy(dst, src)")
 
 
+def _host_values(v: Any, out: dict[int, Any]) -> None:
+    """The safetile host values in a captured value (tuples, lists and dicts walked)."""
+    if isinstance(v, (Owned, Shared)):
+        out[id(v)] = v
+    elif isinstance(v, (tuple, list)):
+        for x in v:
+            _host_values(x, out)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _host_values(x, out)
+
+
+def _release(claim: int, shared: list) -> None:
+    """End what a graph holds (``Graph.close``, or the graph collected)."""
+    CLAIMS.release(claim)
+    for s in shared:
+        s._release()
+
+
+def _replay_label(g: "Graph") -> str:
+    return f"a replay of {g.label}; it is given back when the replay ends"
+
+
+def _used_by(g: "Graph") -> str:
+    return f"used by a replay of {g.label}"
+
+
+def _stream_for(device: str | None, stream: Stream | None, what: str) -> Stream:
+    """The stream a graph of work on ``device`` replays on: ``stream`` if given (it must be on that
+    device: a CPU stream never drives GPU work), else the next of the device's pool."""
+    if stream is None:
+        return default_pool(device).next()
+    if device is not None and stream.device != device:
+        raise GraphCaptureError(f"{what}: the recorded work runs on {device} but the stream is on {stream.device}; "
+                                f"capture on a stream of {device} (or leave the stream out)")
+    return stream
+
+
+def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]:
+    """Capture ``op``: its steps, its value and the stream to replay on."""
+    op._refuse("graph()")
+    rec = Recorder()
+    # the stream is chosen once the recorded work's device is known: a chain that starts with an op
+    # of no device (ct.empty(), ct.value(...)) replays on the device of its launches
+    ctx = ExecContext(stream or default_pool(op._device()).next(), rec, label="a graph capture")
+    try:
+        with execution(ctx):
+            value = op._run(ctx)
+    finally:
+        ctx.finish(True)
+    return rec, value, _stream_for(rec.device, stream, "graph()")
+
+
 class Graph(Handle, Unique):
     """A captured sequence of device work; ``launch()`` replays it and returns its value
-    (``copy.copy(g)`` is ``g``)."""
+    (``copy.copy(g)`` is ``g``).
+
+    While it lives (until ``close()``) a graph holds what its replays use: the memory they
+    write has a writable claim (it cannot become ``Shared``), every ``Shared`` they read is
+    held (``try_unwrap`` refuses), and each replay first takes every tensor and partition it
+    was captured with, as a launch does: one moved elsewhere, borrowed, released or in use
+    by a running terminal refuses the replay, naming where it is."""
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
+        self._lock = threading.Lock()  # replays, close() and update() one at a time
+        self._setup(recorder, value, stream)
+
+    def _setup(self, recorder: Recorder, value: Any, stream: Stream) -> None:
         self._steps = recorder.steps
         self._writes = list(recorder.writes)
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
@@ -63,28 +132,33 @@ class Graph(Handle, Unique):
         self.value = value
         self.stream = stream
         self._cuda_graph = None
-        self._lock = threading.Lock()
         self.replays = 0
-        # while the graph lives its replays may write this memory: it can never become Shared meanwhile
-        self._claim = CLAIMS.claim(self, WRITABLE, self._writes, f"a graph ({len(self._steps)} ops) whose replays "
-                                   "write it (close it with g.close())", "capturing the graph is refused")
         self._closed = False
+        # the values a replay uses: those still usable when the capture ended (what a host closure
+        # consumed during the capture lives on in what it became, which the captured value returns)
+        values = dict(recorder.values)
+        _host_values(value, values)
+        self._owned = tuple(v for v in values.values() if isinstance(v, Owned) and not v.is_moved)
+        shared = [v for v in values.values() if isinstance(v, Shared)]
+        self._hold(shared)
         if stream.is_cuda and self._steps:
             self._capture_cuda()
 
+    def _hold(self, shared: list) -> None:
+        """Claim the written memory and hold every Shared read, until ``close()`` or collection."""
+        with OWNERSHIP:
+            for s in shared:
+                s._check("held by a graph")
+            # while the graph lives its replays may write this memory: it can never become Shared meanwhile
+            claim = CLAIMS.claim(self, WRITABLE, self._writes, f"a graph ({len(self._steps)} ops) whose replays "
+                                 "write it (close it with g.close())", "capturing the graph is refused")
+            for s in shared:
+                s._holders += 1
+        self._held = weakref.finalize(self, _release, claim, shared)
+
     @classmethod
     def capture(cls, op: DeviceOp, stream: Stream | None = None) -> "Graph":
-        op._refuse("graph()")
-        if stream is None:
-            stream = default_pool(op._device()).next()
-        rec = Recorder()
-        ctx = ExecContext(stream, rec, label="a graph capture")
-        try:
-            with execution(ctx):
-                value = op._run(ctx)
-        finally:
-            ctx.finish(True)
-        return cls(rec, value, stream)
+        return cls(*_record(op, stream))
 
     @property
     def num_ops(self) -> int:
@@ -111,48 +185,70 @@ class Graph(Handle, Unique):
     def launch(self) -> Any:
         """Replay the graph on its stream, wait for it, and return the captured value.
 
-        The replay claims its memory in the in-flight registry for its whole duration (CPU
-        and GPU alike): conflicting launches, replays and host reads wait for it."""
+        The replay takes the values it was captured with for its duration, as a launch does
+        (refused, naming where one is, if any is not usable), and claims its memory in the
+        in-flight registry (CPU and GPU alike): conflicting launches, replays and host reads
+        wait for it."""
         _check_terminal("Graph.launch()")
-        if self._closed:
-            raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
-        stream = self.stream
-        entry = InFlight(self._label, stream)
-        REGISTRY.claim(entry, self, self._writes, self._reads)
+        with self._lock:  # replays of one graph run one at a time (each takes the same values)
+            return self._replay()
+
+    def _replay(self) -> Any:
+        label = LazyText(_replay_label, self)
+        with OWNERSHIP:
+            if self._closed:
+                raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
+            owned = self._owned
+            for v in owned:
+                v._check(LazyText(_used_by, self))
+            for v in owned:
+                v._moved = label
         try:
-            if self._cuda_graph is not None:
-                with stream.context():
-                    self._cuda_graph.replay()
-                entry.set_enqueued()
-                stream.synchronize()
-            else:
-                def replay():
-                    with execution():
-                        for _, fn in self._steps:
-                            fn(stream)
-                stream.run(replay)
+            stream = self.stream
+            entry = InFlight(self._label, stream)
+            REGISTRY.claim(entry, self, self._writes, self._reads)
+            try:
+                if self._cuda_graph is not None:
+                    with stream.context():
+                        self._cuda_graph.replay()
+                    entry.set_enqueued()
+                    stream.synchronize()
+                else:
+                    def replay():
+                        with execution():
+                            for _, fn in self._steps:
+                                fn(stream)
+                    stream.run(replay)
+            finally:
+                REGISTRY.remove(entry)
         finally:
-            REGISTRY.remove(entry)
-        with self._lock:
-            self.replays += 1
+            with OWNERSHIP:
+                for v in owned:
+                    if v._moved is label:
+                        v._moved = None
+        self.replays += 1
         return self.value
 
     def close(self) -> None:
-        """Release the graph: it can no longer be replayed, and its memory may become Shared."""
-        self._closed = True
-        CLAIMS.release(self._claim)
-        self._cuda_graph = None
+        """Release the graph: it can no longer be replayed, its memory may become Shared, and the
+        Shared handles it read may be unwrapped (waits for a replay running in another thread)."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        with OWNERSHIP:
+            self._closed = True
+            self._cuda_graph = None
+        self._held()
 
     replay = launch
 
     def update(self, op: DeviceOp) -> "Graph":
-        """Re-capture from ``op`` on the same stream (returns self)."""
-        g = Graph.capture(op, self.stream)
-        self.close()
-        self.__dict__.update(g.__dict__)
-        self._claim = CLAIMS.claim(self, WRITABLE, self._writes, "a graph whose replays write it",
-                                   "updating the graph is refused")
-        g.close()
+        """Re-capture from ``op`` on the same stream (returns self); what the old capture held is released."""
+        captured = _record(op, self.stream)
+        with self._lock:
+            self._close()
+            self._setup(*captured)
         return self
 
     @property
@@ -169,6 +265,7 @@ class GraphScope(NoCopy):
     label = "a graph scope"
 
     def __init__(self, stream: Stream | None = None):
+        self._given = stream  # the stream asked for, if any
         self._stream = stream
         self._rec = Recorder()
         self._values: list[Any] = []
@@ -200,7 +297,7 @@ class GraphScope(NoCopy):
     def __exit__(self, et, ev, tb) -> bool:
         self._open = False
         if et is None:
-            stream = self._stream or default_pool(None).next()
+            stream = _stream_for(self._rec.device, self._given, "graph_scope()")
             self.graph = Graph(self._rec, tuple(self._values), stream)
         return False
 

@@ -450,11 +450,11 @@ class LaunchOp(DeviceOp, Unique):
                 args, plan = self._resolve(ctx)
             if ctx.capturing:
                 ctx.recorder.record(self.label, lambda stream, p=plan, r=self._runtime: run_plan(p, r, stream),
-                                    plan.writes, plan.reads, plan.device)
+                                    plan.writes, plan.reads, plan.device, args)
             else:
                 # the terminal's in-flight entry gets this launch's memory, atomically with the conflict
                 # check: conflicting work of other terminals is ordered first (this stream's by the stream)
-                entry = self._inflight = ctx.begin(self, plan, plan.writes, plan.reads)
+                entry = self._inflight = ctx.begin(self, plan, plan.writes, plan.reads, plan.device)
                 try:
                     run_plan(plan, self._runtime, ctx.stream)
                 finally:

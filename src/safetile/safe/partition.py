@@ -416,8 +416,8 @@ class Shared(Unique):
         with OWNERSHIP:
             self._check("unwrapped")
             if self._holders:
-                raise OwnershipError(f"{self.label} is still held by {self._holders} launch(es) that have not "
-                                     "finished; sync them first")
+                raise OwnershipError(f"{self.label} is still held by {self._holders} launch(es) or live graph(s); "
+                                     "run or cancel those launches, close those graphs (g.close()), first")
             self._unwrapped = site
             CLAIMS.release(self._claim)
             self._tensor._give_back()
