@@ -278,3 +278,39 @@ def test_a_graph_given_a_stream_of_another_device_is_refused():
     with pytest.raises(ct.GraphCaptureError, match="recorded work runs on cuda:0 but the stream is on cpu"):
         _stream_for("cuda:0", ct.Stream("cpu"), "graph()")
     assert _stream_for(None, None, "graph()").device == ct.default_device()
+
+
+# ----------------------------------------------------------------------------- preconditions (73)
+
+LIMIT = 1000
+
+
+@ct.entry(preconditions=[lambda z: z.shape[0] <= LIMIT, "dim(x, 0) >= 1"])
+def limited(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(ct.load_tile_like(x, z) + 1.0)
+
+
+def test_callable_preconditions_run_on_every_launch_of_a_cached_plan():
+    global LIMIT
+    z, x = poisoned(256).partition(64), rnd(256, seed=18)
+    z, x = limited(z, x).sync()
+    z, x = limited(z, x).sync()  # the same objects: the whole plan is reused
+    LIMIT = 0
+    try:
+        e = refused([z, x], lambda: limited(z, x), ct.PreconditionError, "does not hold")
+        assert "LIMIT" in str(e)
+    finally:
+        LIMIT = 1000
+    z, x = limited(z, x).sync()
+    assert np.allclose(z.unpartition().to_numpy(), x.to_numpy() + 1)
+
+
+@pytest.mark.parametrize("cond", ["9**9**9 > 0", "dim(x, 0) ** 100000 > 1", "(2**4000) * (2**4000) > 1"])
+def test_huge_precondition_arithmetic_is_refused_quickly(cond):
+    @ct.entry(preconditions=[cond])
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(z.load())
+    z, x = poisoned(64).partition(16), rnd(64, seed=19)
+    t0 = time.perf_counter()
+    refused([z, x], lambda: k(z, x), ct.PreconditionError, "could not be evaluated: OverflowError")
+    assert time.perf_counter() - t0 < 1.0

@@ -59,6 +59,7 @@ class Plan:
     writes: list[Extent] = field(default_factory=list)
     reads: list[Extent] = field(default_factory=list)
     bound: Any = None  # the backend's launch with its arguments resolved (GPU, first run; False: none)
+    precondition_values: dict | None = None  # what callable preconditions are given (run on every launch)
 
     @property
     def compiled(self) -> Compiled:
@@ -294,6 +295,7 @@ def check_memory(kernel: EntryKernel, tc: TypeCheck, facts: tuple) -> Plan:
                 raise AliasError(f"kernel {kernel.__name__!r}: mutable argument {mut!r} overlaps argument "
                                  f"{other!r} in memory; a mutable argument must not alias any other argument "
                                  "(views included)")
+    values = None
     if kernel.preconditions:
         values = dict(tc.infos)
         values.update(scalars)
@@ -301,4 +303,4 @@ def check_memory(kernel: EntryKernel, tc: TypeCheck, facts: tuple) -> Plan:
             pc.check(values)
     if tc.compiled is None:
         tc.compiled = kernel.specialize(tc.keys, tc.generics)
-    return Plan(tc, writes, reads)
+    return Plan(tc, writes, reads, precondition_values=values)

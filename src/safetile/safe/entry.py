@@ -122,6 +122,9 @@ class EntryKernel:
         self.const_flags = tuple(isinstance(d, ConstParam) for d in self.decls)
         self.mut_flags = tuple(isinstance(d, TensorParam) and d.mutable for d in self.decls)
         self.preconditions = [Precondition(c, fn.__name__) for c in (preconditions or ())]
+        # callables may read any Python state, so they run on every launch (strings are a pure
+        # function of the facts a plan is cached on: they run when the plan is made)
+        self.callable_preconditions = tuple(pc for pc in self.preconditions if pc.fn is not None)
         self.explicit_generics = dict(generics or {})
         self.explicit_grid = grid
         self.backend_name = backend

@@ -101,6 +101,9 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
     plan = caches.plans.get(key)
     if plan is None:
         plan = _check(kernel, args, key)
+    elif kernel.callable_preconditions:  # a reused plan: the callables may read state that changed
+        for pc in kernel.callable_preconditions:
+            pc.check(plan.precondition_values)
     return plan, tuple(runtime)
 
 
