@@ -335,3 +335,40 @@ def test_store_to_a_ref_in_any_form_is_refused():
         z.store(z.load())
     for k in (atomic_on_ref, tiled_view_store_on_ref):
         compile_refused(k, "read-only", exc=TileTypeError)
+
+
+@ct.entry
+def _store_inner_tile(z: ct.Mut[ct.f32, "B"], i: int):
+    z.partition((16,)).store(ct.full((16,), 1.0, ct.float32) * (ct.bid(0) + 1), (i,))
+
+
+@ct.entry
+def _load_tile(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], i: int):
+    z.store(ct.load(x, (i,), (64,), padding_mode=ct.PaddingMode.ZERO) + 1.0)
+
+
+WRAPPING = [-1, 4, 2**31 - 1, 2**28, 2**28 + 1, 2**27 * 3, -(2**31), -(2**28)]
+
+
+def _index_wraps_write_nothing():
+    xs = np.random.default_rng(3).standard_normal(4 * 64).astype(np.float32)
+    for i in WRAPPING:
+        buf = np.full(256, np.nan, np.float32)
+        _store_inner_tile(ct.from_dlpack(buf).partition(64), i).sync()
+        assert np.isnan(buf).all(), f"inner index {i} wrote into the output"
+        out = np.full(64, np.nan, np.float32)
+        _load_tile(ct.from_dlpack(out).partition(64), ct.from_dlpack(xs.copy()), i).sync()
+        # a tile index whose element offset would wrap round in int32 reads padding, not a tile
+        # inside the array
+        want = xs[64 * i:64 * i + 64] + 1 if 0 <= i < 4 else np.ones(64, np.float32)
+        np.testing.assert_array_equal(out, want, err_msg=f"tile index {i}")
+
+
+def test_tile_indices_whose_offsets_wrap_in_int32_address_nothing_cpu():
+    _index_wraps_write_nothing()
+
+
+def test_tile_indices_whose_offsets_wrap_in_int32_address_nothing_triton():
+    from triton_interp import triton_interpreter
+    with triton_interpreter():
+        _index_wraps_write_nothing()

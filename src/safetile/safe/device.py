@@ -138,10 +138,18 @@ class OwnedPartition:
         n = len(self._shape)
         indices, mask = [], None
         for axis, (i, s) in enumerate(zip(index, self._shape)):
+            p = o._shape[axis]  # the sub-tensor's size on this axis (whole trailing axes included)
+            tiles = -(-p // s)
+            # the tile index is range-checked before it is multiplied, so ``i * s`` cannot wrap round
+            # (an int32 index of 2**28 times 16 would be 0) into the sub-tensor
+            if isinstance(i, Tile):
+                valid = (i >= 0) & (i < tiles)
+                mask = valid if mask is None else mask & valid
+            elif not 0 <= int(i) < tiles:
+                return  # a constant index past the sub-tensor: nothing is written
             lane = reshape(arange(s, dtype=dt.int32), tuple(s if a == axis else 1 for a in range(n)))
             r = lane + i * s  # the element index inside the sub-tensor along this axis
             if axis < o._grid_rank:
-                p = o._shape[axis]
                 inside = (r >= 0) & (r < p)
                 mask = inside if mask is None else mask & inside
                 indices.append(bid(axis) * p + r)

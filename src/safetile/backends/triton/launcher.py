@@ -96,15 +96,19 @@ def _numpy_to_torch(a):
     return torch.from_numpy(a)
 
 
+_I32_TILE_MARGIN = 2**25  # twice the largest tile: a clamped tile index stays past the array (memory._tile_index)
+
+
 def needs_idx64(shape: tuple, strides: tuple) -> bool:
-    """Whether element offsets into this array may not fit in int32."""
+    """Whether element offsets into this array may not fit in int32 (with room for a tile past its end)."""
     span = 0
+    limit = _I32_LIMIT - _I32_TILE_MARGIN
     for n, s in zip(shape, strides):
-        if n >= _I32_LIMIT or s >= _I32_LIMIT or s <= -_I32_LIMIT:
+        if n >= limit or s >= _I32_LIMIT or s <= -_I32_LIMIT:
             return True
         if n:
             span += (n - 1) * (s if s >= 0 else -s)
-    return span >= _I32_LIMIT
+    return span >= limit
 
 
 def _pow2_div(x: int) -> int:

@@ -59,6 +59,26 @@ def _expand(x: str, d: int, rank: int) -> str:
     return f"{x}[{', '.join(':' if k == d else 'None' for k in range(rank))}]"
 
 
+def _tile_index(g: Gen, i, s: int, wide: bool, coordinate: bool = False) -> str:
+    """A run-time tile index ``i`` clamped so that ``i * s`` plus a lane cannot wrap round in its
+    integer type (an int32 index of 2**28 times 16 would be 0: a tile inside the array). A
+    clamped index still addresses no element: past the top, every lane is at least
+    ``2**31 - 2s``, beyond any array that uses 32-bit offsets (``launcher.needs_idx64``);
+    below zero every lane is negative."""
+    iv = g.val(i)
+    d = i.type.dtype
+    if wide and d.bits < 64:
+        return f"{iv}.to(tl.int64)"  # a narrower index times s cannot overflow 64 bits
+    limit = 2**63 if d.bits == 64 and not coordinate else 2**31  # a descriptor's coordinates are int32
+    clamped = f"tl.minimum({iv}, {limit // s - 1})"
+    if d.is_signed:
+        clamped = f"tl.maximum({clamped}, {-(limit // s)})"
+    if coordinate and d.bits != 32:
+        clamped = f"({clamped}).to(tl.int32)"
+    iv = g.tmp(clamped, "i")
+    return f"{iv}.to(tl.int64)" if wide else iv
+
+
 def _tile_access(g: Gen, info: ArrayInfo, index, shape, order, full: bool = False):
     """(pointers, mask or None, pointer shape) for the tile at ``index``. Unit tile axes address
     with scalars, so the pointers have the tile's shape without its size-1 axes; ``full`` puts
@@ -83,9 +103,7 @@ def _tile_access(g: Gen, info: ArrayInfo, index, shape, order, full: bool = Fals
                 if info.idx64:
                     off = f"(tl.arange(0, {s}).to(tl.int64) + {start})"
             else:
-                iv = g.val(i)
-                if info.idx64:
-                    iv = f"{iv}.to(tl.int64)"
+                iv = _tile_index(g, i, s, info.idx64)
                 off = f"{iv} * {s} + tl.arange(0, {s})"
             e = _expand(g.tmp(off, "o"), kept.index(d), rank)
         stride = info.strides[ax]
@@ -217,10 +235,14 @@ def _descriptor(g: Gen, op, info: ArrayInfo, shape, order, padding) -> str | Non
 
 
 def _desc_offsets(g: Gen, index, shape) -> str:
+    """The element coordinates (int32) of the tile at ``index``; run-time indices are clamped so
+    that an index far past either end is still out of bounds (read as padding, never stored),
+    not wrapped round onto a tile inside the tensor."""
     offs = []
     for i, s in zip(index, shape):
         c = g.const(i)
-        offs.append(str(int(c) * s) if c is not None else (f"{g.val(i)} * {s}" if s != 1 else g.val(i)))
+        offs.append(str(int(c) * s) if c is not None else (f"{_tile_index(g, i, s, False, True)} * {s}" if s != 1
+                                                            else g.val(i)))
     return "[" + ", ".join(offs) + "]"
 
 
