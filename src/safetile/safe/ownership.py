@@ -25,7 +25,10 @@ OWNERSHIP = threading.RLock()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, os.sep + "threading.py")
+# frames that are not where the user made a call: the package, the event loop and thread machinery,
+# and mutmut's trampolines (mutation testing wraps every function of the package in one)
+_SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, os.sep + "threading.py",
+         os.sep + "mutmut" + os.sep)
 
 
 _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips its frames
