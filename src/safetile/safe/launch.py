@@ -377,7 +377,7 @@ class LaunchOp(DeviceOp):
                 "rejected": "been rejected", "cancelled": "been cancelled", "abandoned": "been abandoned",
                 "dropped": "been dropped"}.get(self._state, self._state)
 
-    def __del__(self):
+    def __del__(self):  # pragma: no mutate function (a finalizer: mutmut cannot trace inside one)
         try:
             if self._state == "built" and self._set_state(("built",), "dropped"):
                 self._give_back(self.args)
