@@ -19,7 +19,7 @@ LAYERS = {
     "frontend": 3,
     "runtime": 4,
     "backends": 5,
-    "safe": 6, "basic": 6, "tune": 6, "models": 7, "integrations": 7, "cli": 8, "cli_tools": 8, "__init__": 8, "__main__": 8,
+    "safe": 6, "basic": 6, "tune": 6, "models": 7, "integrations": 7, "cli": 8, "cli_tools": 8, "cli_generate": 8, "__init__": 8, "__main__": 8,
 }
 
 

@@ -29,3 +29,5 @@ def test_lazily_imported_dependencies_are_extras():
     assert any(r.startswith("matplotlib") for r in extras["plot"])
     assert any(r.startswith("matplotlib") for r in extras["dev"])  # the picture tests draw images
     assert any(r.startswith("torch") for r in extras["gpu"])
+    for name in ("safetensors", "tokenizers"):  # Qwen3 checkpoints and tokenizers; the tests write and read both
+        assert any(r.startswith(name) for r in extras["models"]) and any(r.startswith(name) for r in extras["dev"])

@@ -12,6 +12,8 @@
 ``safetile cache info|clear``, ``safetile bench [SECTION]``
     Compile the kernels of a Python file, manage the disk cache, run the benchmarks
     (``cli_tools.py``).
+``safetile generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-new-tokens N]``
+    Stream a Qwen3 checkpoint's continuation of a prompt (``cli_generate.py``).
 
 Exit status: 0 success, 1 an error in the program (compile or run time), 2 bad usage or
 inputs.
@@ -23,7 +25,7 @@ import os
 import sys
 from typing import Any
 
-from . import cli_tools
+from . import cli_generate, cli_tools
 
 
 def _read(path: str) -> str:
@@ -162,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the tokens, syntax tree or IR (BASIC); the IR or Triton source (kernels)")
     cli_tools.extend_check(c)
     cli_tools.add_commands(sub)
+    cli_generate.add_command(sub)
     return p
 
 
@@ -176,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             return cli_tools.COMMANDS[args.command](args)
         if args.command == "check":
             return _cmd_check(args)
+        if args.command == "generate":
+            return cli_generate.cmd_generate(args)
         return _cmd_run(args)
-    except (_Usage, cli_tools.UsageError) as e:
+    except (_Usage, cli_tools.UsageError, cli_generate.GenerateUsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,6 +8,10 @@ will run, after compilation, and refuses the kernel unless
 * a ``ct.Mut`` parameter is used only by ``load``/``store`` at the block's own index
   ``(bid(0), ..., bid(r-1), 0, ...)`` with the sub-tensor shape and the natural axis order
   (``r`` = the partition's rank), or by size/stride queries;
+* a ``ct.Mut`` parameter may also be written by a masked ``scatter`` whose element index on
+  each partitioned axis is ``bid(axis) · P + r`` with ``r >= 0`` and ``r < P`` among the
+  mask's conjuncts (P the sub-tensor's size on that axis; ``z.partition(shape).store``):
+  every lane it keeps is inside the block's sub-tensor;
 * a ``ct.MappedMut`` parameter is used only by ``load``/``store`` whose index is the
   unflattening ``divmod`` chain of the induction variable of a grid-stride loop
   ``for iv in range(bid(0), stop, num_blocks(0))`` (distinct blocks get distinct ``iv``
@@ -64,6 +68,9 @@ def verify_entry(fn: Function, keys: tuple) -> None:
                 continue
             if op.name in METADATA:
                 continue
+            if op.name == "scatter" and pos == 0:
+                _check_owned_scatter(op, p)
+                continue
             if op.name not in TILE_ACCESS or pos != 0:
                 _refuse(op, f"{op.name} uses the mutable parameter {p.name!r}; only {p.name}.load() and "
                         f"{p.name}.store(...) may touch it, so that no block reaches another block's sub-tensor")
@@ -94,6 +101,70 @@ def _check_access(op: Op, p: _Param, loops: dict[int, Op]) -> None:
         return
     if not _mapped_index(coords, op.operands[0], loops):
         _refuse(op, f"{op.name} of {p.name!r} is not at an index produced by {p.name}.iter_indices()")
+
+
+def _check_owned_scatter(op: Op, p: _Param) -> None:
+    """A scatter that keeps only lanes inside the block's own sub-tensor (see the module doc)."""
+    if p.kind != "mut" or not op.attrs.get("has_mask"):
+        _refuse(op, f"scatter to the mutable parameter {p.name!r} is only possible through "
+                f"{p.name}.partition(shape).store(tile, index), which masks every lane to this block's sub-tensor")
+    index = op.operands[1:1 + len(p.shape)]
+    conjuncts = _conjuncts(op.operands[-1])
+    for axis in range(p.grid_rank):
+        r = _own_offset(index[axis], axis, p.shape[axis])
+        if r is None or not _bounded(conjuncts, r, p.shape[axis]):
+            _refuse(op, f"scatter to {p.name!r}: on axis {axis} its index is not bid({axis}) * {p.shape[axis]} + r "
+                    f"with 0 <= r < {p.shape[axis]} in its mask, so a lane could leave this block's sub-tensor")
+
+
+def _strip(v: Value) -> Value:
+    """``v`` through reshapes and broadcasts (they keep every element's value)."""
+    o = v.owner
+    while o is not None and o.name in ("reshape", "broadcast_to") and o.operands:
+        v = o.operands[0]
+        o = v.owner
+    return v
+
+
+def _own_offset(v: Value, axis: int, size: int) -> Value | None:
+    """r, when ``v`` is ``bid(axis) * size + r`` (either order of either operation)."""
+    add = _owner(_strip(v), "add")
+    if add is None:
+        return None
+    for base, r in ((add.operands[0], add.operands[1]), (add.operands[1], add.operands[0])):
+        mul = _owner(_strip(base), "mul")
+        if mul is None:
+            continue
+        a, b = (_strip(x) for x in mul.operands)
+        if (_is_grid_query(a, "bid", axis) and _constant(b) == size) or \
+           (_is_grid_query(b, "bid", axis) and _constant(a) == size):
+            return _strip(r)
+    return None
+
+
+def _conjuncts(v: Value) -> list[Op]:
+    """The operations and-ed together into the bool tile ``v``."""
+    out, todo = [], [v]
+    while todo:
+        o = _strip(todo.pop()).owner
+        if o is None:
+            continue
+        if o.name == "bitwise_and":
+            todo.extend(o.operands)
+        else:
+            out.append(o)
+    return out
+
+
+def _bounded(conjuncts: list[Op], r: Value, size: int) -> bool:
+    """Whether the conjuncts include ``r >= c`` with c >= 0 and ``r < c`` with c <= size."""
+    def bound(name: str):
+        for o in conjuncts:
+            if o.name == name and _strip(o.operands[0]) is r:
+                c = _constant(_strip(o.operands[1]))
+                if isinstance(c, int) and not isinstance(c, bool):
+                    yield c
+    return any(c >= 0 for c in bound("greater_equal")) and any(c <= size for c in bound("less"))
 
 
 def _owner(v: Value, name: str) -> Op | None:
