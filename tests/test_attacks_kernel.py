@@ -235,7 +235,24 @@ IR_ATTACKS = {
                                                                  m.load(_param(1), (0,), (64,))),
     "store at num_blocks() instead of bid()": lambda g, m: m.store(_param(0), (g.num_blocks(0) - 1,),
                                                                    m.load(_param(1), (0,), (64,))),
+    "masked scatter whose mask lanes are transposed against its index lanes": lambda g, m: _transposed_scatter(g, m),
+    "masked scatter bounded on another offset": lambda g, m: _scatter_bounded_elsewhere(g, m),
 }
+
+
+def _transposed_scatter(g, m):
+    """Index lanes r[i] (beyond the sub-tensor) kept by mask lanes r[j] (inside it): a reshape
+    between the index and the mask misaligns them."""
+    r = ct.arange(64, dtype=ct.int32) + 32
+    idx = ct.reshape(g.bid(0) * 64 + r, (64, 1))
+    mask = ct.reshape((r >= 0) & (r < 64), (1, 64))
+    m.scatter(_param(0), (idx,), ct.full((64, 64), 1.0, ct.float32), mask=mask)
+
+
+def _scatter_bounded_elsewhere(g, m):
+    r = ct.arange(64, dtype=ct.int32)
+    q = r + 48
+    m.scatter(_param(0), (g.bid(0) * 64 + q,), ct.full((64,), 1.0, ct.float32), mask=(r >= 0) & (r < 64))
 
 
 @pytest.mark.parametrize("name", list(IR_ATTACKS))
