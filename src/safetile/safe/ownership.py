@@ -35,9 +35,10 @@ _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips i
 _basenames: dict[str, str] = {}
 
 
-def caller_location() -> tuple[str, int] | None:
-    """(file name, line) of the first frame outside safetile (where the user made the call)."""
-    f = sys._getframe(1)
+def caller_location(depth: int = 1) -> tuple[str, int] | None:
+    """(file name, line) of the first frame outside safetile (where the user made the call),
+    looking from ``depth`` frames up (callers that know their own depth skip frames of the package)."""
+    f = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
         skip = _internal.get(fn)
