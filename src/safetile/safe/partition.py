@@ -375,7 +375,7 @@ class Shared:
             self._check("unwrapped")
             if self._holders:
                 raise OwnershipError(f"{self.label} is still held by {self._holders} launch(es) that have not "
-                                     "finished; sync them first")
+                                     "finished; run or cancel them first")
             self._unwrapped = site
             CLAIMS.release(self._claim)
             self._tensor._give_back()
