@@ -833,7 +833,7 @@ def bench_safe(args, res):
     for name, args_t in (("safe_prepare_us", (st["z"], xs, x2s)), ("safe_prepare_torch_refs_us", (st["z"], x, x2))):
         t0 = time.perf_counter()
         for _ in range(2000):
-            prepare(safe_add, args_t, check_ownership=False)
+            prepare(safe_add, args_t)
         host[name] = (time.perf_counter() - t0) / 2000 * 1e6
     out["host"] = host
     print("  host us per launch: " + ", ".join(f"{k} {v:.1f}" for k, v in host.items()), flush=True)
