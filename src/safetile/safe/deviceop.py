@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
-from .ownership import LazyText
+from .ownership import OWNERSHIP, LazyText
 from .streams import Stream, default_pool, executing, execution
 
 
@@ -58,13 +58,14 @@ class ExecContext:
         the GPU the entry stays until its stream is seen idle: host reads of that memory wait.)"""
         if self.entry is not None and (completed or not self.stream.is_cuda):
             REGISTRY.remove(self.entry)
-        from .ownership import OWNERSHIP
-        with OWNERSHIP:
-            for v in self.lent:
-                if v._lent is self:
-                    v._lent = None
-            self.lent.clear()
-            self.ended = True
+        lent = self.lent
+        if lent:
+            with OWNERSHIP:
+                for v in lent:
+                    if v._lent is self:
+                        v._lent = None
+                lent.clear()
+        self.ended = True
         notify_all()
 
     def wait_ended(self) -> None:

@@ -274,6 +274,17 @@ class Registry:
         ``entry.set_enqueued()`` once the work is submitted (CPU: has run)."""
         if self.reclaim(entry, key):
             return
+        if not self._entries:  # nothing registered: nothing to wait for or order after
+            lock = self._lock
+            lock.acquire()
+            if not self._entries:
+                entry.enqueued = False
+                entry._event = None
+                entry.add(key, writes, reads)
+                self._entries = (entry,)
+                lock.release()
+                return
+            lock.release()
         while True:
             blockers, submitted = [], []
             with self._lock:
