@@ -352,3 +352,72 @@ def test_store_to_a_ref_in_any_form_is_refused():
         z.store(z.load())
     for k in (atomic_on_ref, tiled_view_store_on_ref):
         compile_refused(k, "read-only", exc=TileTypeError)
+
+
+# ----------------------------------------------------------------------------- in-block scatters (z.partition(...).store)
+
+def _owned_scatter(r_offset=0, lo=0, hi=64, mul=64, axis_fn=lambda g: g.bid(0), order="bid*P+r",
+                   mask="both", reshape_r=None, bound_on=None):
+    """A hand-built masked scatter into the first parameter: index = bid(0)*mul + r, mask from r."""
+    def body(g, m):
+        r = ct.arange(64, dtype=ct.int32) + r_offset
+        base = axis_fn(g) * mul
+        idx = base + r if order == "bid*P+r" else r + base
+        if reshape_r is not None:
+            idx = reshape_r(idx)
+        b = r if bound_on is None else bound_on(r)
+        conds = {"both": (b >= lo) & (b < hi), "low": b >= lo, "high": b < hi, "none": None}[mask]
+        m.scatter(_param(0), (idx,), ct.full((64,), 1.0, ct.float32), mask=conds)
+    return body
+
+
+OWNED_SCATTER_REFUSED = {
+    "no mask": _owned_scatter(mask="none"),
+    "no lower bound": _owned_scatter(mask="high"),
+    "no upper bound": _owned_scatter(mask="low"),
+    "a negative lower bound": _owned_scatter(lo=-1),
+    "an upper bound past the sub-tensor": _owned_scatter(hi=65),
+    "another block's base": _owned_scatter(axis_fn=lambda g: g.bid(0) + 1),
+    "a base of a wrong size": _owned_scatter(mul=32),
+    "a base on another grid axis": _owned_scatter(axis_fn=lambda g: g.bid(1)),
+    "bounds on another value": _owned_scatter(bound_on=lambda r: r - 16),
+}
+
+
+@pytest.mark.parametrize("name", list(OWNED_SCATTER_REFUSED))
+def test_ir_check_refuses_scatters_that_may_leave_the_sub_tensor(name):
+    compile_refused(_compile_raw(OWNED_SCATTER_REFUSED[name]), "ownership check of the compiled kernel: scatter",
+                    exc=TileSafetyError)
+
+
+@pytest.mark.parametrize("variant", ["bid*P+r", "r+bid*P", "broadcast index", "unit-axis reshape", "tighter bounds"])
+def test_ir_check_accepts_scatters_kept_inside_the_sub_tensor(variant):
+    body = {"bid*P+r": _owned_scatter(), "r+bid*P": _owned_scatter(order="r+bid*P"),
+            "broadcast index": _owned_scatter(reshape_r=lambda i: ct.broadcast_to(i, (64,))),
+            "unit-axis reshape": _owned_scatter(reshape_r=lambda i: ct.reshape(i, (1, 64))),
+            "tighter bounds": _owned_scatter(lo=8, hi=32)}[variant]
+    k = _compile_raw(body)
+    z = poisoned(N).partition(T)
+    x = rnd(N, seed=7)
+    z, x = k(z, x).sync()  # the scatter's lanes are overwritten by the block's store of x
+    assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy())
+
+
+def test_mapped_partition_cannot_be_scattered_into():
+    def body(g, m):
+        m.scatter(_param(0), (g.bid(0) * 64 + ct.arange(64, dtype=ct.int32),), ct.full((64,), 1.0, ct.float32),
+                  mask=ct.arange(64, dtype=ct.int32) < 64)
+
+    @ct.entry
+    def k(c: ct.MappedMut[ct.f32, ("B",)], x: ct.Ref[ct.f32, -1]):
+        ct.static_eval(_emit_mapped(body))
+        for idx in c.iter_indices():
+            c.store(x.partition((B,)).load(idx), idx)  # noqa: F821
+    objs, action = launch_mapped(k)
+    refused(objs, action, TileSafetyError, "scatter to the mutable parameter 'c' is only possible through")
+
+
+def _emit_mapped(body):
+    from safetile.ops import grid as g
+    from safetile.ops import memory as m
+    body(g, m)
