@@ -469,3 +469,93 @@ def test_a_borrow_ended_without_leftovers_warns_nothing():
             p = b.partition(16)
             p.release()
     t.to_numpy()
+
+
+# ----------------------------------------------------------------------------- combinators, tensors, handles
+
+def test_tuple_combinators_pick_and_refuse_exactly():
+    op = ct.zip(ct.value(1), ct.value("b"), 3)
+    assert op.arity == 3 and op.first().sync() == 1 and op.last().sync() == 3
+    a, b, c = op.unzip()
+    assert (a.sync(), b.sync(), c.sync()) == (1, "b", 3)
+    assert [o.sync() for o in ct.value([4, 5]).unzip(2)] == [4, 5]
+    with pytest.raises(ct.DeviceOpError, match=r"^unzip\(\): the number of outputs is not known; pass it: op\.unzip\(n\)$"):
+        ct.value((1, 2)).unzip()
+    for name in ("first", "last"):
+        with pytest.raises(ct.DeviceOpError, match=rf"^{name}\(\) needs an operation producing a tuple, got int$"):
+            getattr(ct.value(7), name)().sync()
+    with pytest.raises(ct.DeviceOpError, match=r"^unzip\(\) needs an operation producing a tuple, got str$"):
+        ct.value("ab").unzip(1)[0].sync()
+    with pytest.raises(ct.DeviceOpError, match=r"^map\(\) closure returned a DeviceOp; use then\(\) to chain device work$"):
+        ct.value(1).map(lambda v: ct.value(v)).sync()
+    assert ct.zip(ct.zeros(4, device="cpu"), 1)._device() == "cpu" and ct.zip(1, 2)._device() is None
+    assert ct.empty().sync() is None and ct.value(5).inspect(lambda v: None).sync() == 5
+
+
+def test_tensor_host_interfaces():
+    t = ct.from_dlpack(np.arange(12, dtype=np.float32).reshape(3, 4)).named("w")
+    assert repr(t) == "<safetile tensor 'w' on cpu>" and t.label == "tensor 'w'"
+    assert t.strides == (4, 1) and t.nbytes == 48 and t.size == 12 and t.numel == 12 and len(t) == 3 and t.ndim == 2
+    assert np.array_equal(np.asarray(t, dtype=np.int64), np.arange(12).reshape(3, 4))
+    assert np.asarray(t).dtype == np.float32
+    assert np.array_equal(t.slice(1, 1, 3).to_numpy(), np.arange(12, dtype=np.float32).reshape(3, 4)[:, 1:3])
+    assert np.array_equal(t.slice(-2, 0, 2).to_numpy(), np.arange(8, dtype=np.float32).reshape(2, 4))
+    assert np.array_equal(t.to_host().sync().to_numpy(), t.to_numpy())
+    assert np.array_equal(np.from_dlpack(t), t.to_numpy()) and t.__dlpack_device__() == (1, 0)
+    assert t.data_ptr == t._data.__array_interface__["data"][0]
+    p = t.partition((1, 4))
+    assert repr(t).startswith("<safetile tensor 'w' on cpu, moved into partition 'w'")
+    for action, verb in ((lambda: t.__dlpack__(), "exported"), (lambda: t.__dlpack_device__(), "exported"),
+                         (lambda: np.asarray(t), "read"), (lambda: t.slice(0, 0, 1), "sliced"),
+                         (lambda: t.reshape(12), "reshaped"), (lambda: t.strides, "inspected")):
+        with pytest.raises(ct.UseAfterMoveError, match=rf"^tensor 'w' cannot be {verb}: it was moved into"):
+            action()
+    p.unpartition()
+
+
+def test_handle_metadata():
+    t = ct.zeros((4, 6)).sync()
+    p = t.partition((2, 4))
+    assert (p.partition_shape, p.tile_shape, p.tensor_shape, p.shape, p.grid(), p.num_tiles, p.is_prefix) == \
+        ((2, 4), (2, 4), (4, 6), (4, 6), (2, 2), 4, False)
+    assert p.dtype is ct.float32 and p.device == "cpu"
+    m = p.map(3)
+    assert (m.grid(), m.tile_shape, m.num_tile_blocks, m.dtype) == ((3, 1, 1), (2, 4), 3, ct.float32)
+    assert np.array_equal(m.to_numpy(), np.zeros((4, 6), np.float32))
+    s = m.unpartition().shared()
+    assert s.clone() is s and s.shared() is s and ct.shared(s) is s
+    assert (s.shape, s.ndim, s.strides, s.dtype, s.device) == ((4, 6), 2, (6, 1), ct.float32, "cpu")
+    assert repr(s) == f"<safetile {s.label}>" and s.label.startswith("shared tensor#")
+    assert np.array_equal(np.asarray(s, dtype=np.int32), np.zeros((4, 6), np.int32))
+    t2 = s.try_unwrap()
+    for action in (lambda: s.clone(), lambda: s.shape, lambda: s.to_numpy()):
+        with pytest.raises(ct.OwnershipError, match="it was unwrapped at"):
+            action()
+    pp = t2.partition_prefix((2,))
+    assert (pp.is_prefix, pp.tile_shape, pp.grid()) == (True, (2, 6), (2,))
+    with pytest.raises(TypeError, match="^ct.shared expects a Tensor or a DeviceOp, got int$"):
+        ct.shared(3)
+    with pytest.raises(TypeError, match="^ct.borrow_mut expects a Tensor, got int$"):
+        ct.borrow_mut(3)
+
+
+def test_host_access_waits_for_a_submitting_entry():
+    import threading
+    from safetile.safe.memory import REGISTRY
+    t = ct.zeros(16).sync()
+    ext = t._extent()
+    entry = InFlight("a test launch", None)
+    REGISTRY.claim(entry, entry, [ext], [])  # registered and marked as submitting
+    done = []
+    reader = threading.Thread(target=lambda: done.append(t.to_numpy()))
+    reader.start()
+    reader.join(0.3)
+    assert not done, "a host read ran while a launch on its memory was being submitted"
+    entry.set_enqueued()
+    REGISTRY.remove(entry)
+    reader.join(10)
+    assert len(done) == 1 and not reader.is_alive()
+    other = InFlight("elsewhere", None)
+    REGISTRY.claim(other, other, [extent_of(np.zeros(4))], [])  # unrelated memory: no wait
+    REGISTRY.wait_for_host(ext, True)
+    REGISTRY.remove(other)
