@@ -421,3 +421,66 @@ def _emit_mapped(body):
     from safetile.ops import grid as g
     from safetile.ops import memory as m
     body(g, m)
+
+
+# ----------------------------------------------------------------------------- hand-built mapped walks (rank 2)
+
+def _walk_store(i, divisor, mod_divisor=None, shift=0):
+    """Store ones at unflatten(i) of the 2-D mapped parameter, with the divisors given."""
+    from safetile.ops import memory as m
+    c = _param(0)
+    d = divisor(m, c)
+    dm = d if mod_divisor is None else mod_divisor(m, c)
+    q = i // d if not shift else i // d + shift
+    m.store(c, (q, i % dm), ct.full((8, 8), 1.0, ct.float32))
+
+
+DIVISORS = {
+    "its own tile count": (lambda m, c: m.num_tiles(c, 1, (8, 8)), None, 0, True),
+    "a positive constant": (lambda m, c: 3, None, 0, True),
+    "another axis's tile count": (lambda m, c: m.num_tiles(c, 0, (8, 8)), None, 0, False),
+    "the input's tile count": (lambda m, c: m.num_tiles(_param(1), 1, (8, 8)), None, 0, False),
+    "a constant zero": (lambda m, c: 0, None, 0, False),
+    "a negative constant": (lambda m, c: -2, None, 0, False),
+    "a run-time value": (lambda m, c: ct.bid(0) + 1, None, 0, False),
+    "different divisors for // and %": (lambda m, c: m.num_tiles(c, 1, (8, 8)), lambda m, c: 2, 0, False),
+    "a shifted first coordinate": (lambda m, c: m.num_tiles(c, 1, (8, 8)), None, 1, False),
+}
+
+
+@pytest.mark.parametrize("name", list(DIVISORS))
+def test_ir_check_of_hand_built_mapped_walks(name):
+    div, mod_div, shift, accepted = DIVISORS[name]
+
+    @ct.entry
+    def walk(c: ct.MappedMut[ct.f32, (8, 8)], x: ct.Ref[ct.f32, (-1, -1)]):
+        total = ct.num_tiles(x, 0, (8, 8)) * ct.num_tiles(x, 1, (8, 8))
+        for i in range(ct.bid(0), total, ct.num_blocks(0)):
+            ct.static_eval(_walk_store(i, div, mod_div, shift))
+    c = poisoned((32, 24)).partition((8, 8)).map(5)
+    x = rnd((32, 24), seed=8)
+    if not accepted:
+        refused([c, x], lambda: walk(c, x), TileSafetyError, "not at an index produced by c.iter_indices")
+        return
+    c, x = walk(c, x).sync()
+    out = c.unpartition().to_numpy()
+    if name == "its own tile count":
+        assert np.array_equal(out, np.ones((32, 24), np.float32))
+    else:  # unflattening by 3: still one block per sub-tensor, and the walk covers rows 0..3, columns 0..2
+        assert np.array_equal(out[:, :24], np.ones((32, 24), np.float32))
+
+
+def test_ir_check_of_mapped_loops_needs_the_grid_stride():
+    for start, step in (("1", "num_blocks"), ("bid", "2")):
+        def loop_body(i):
+            from safetile.ops import memory as m
+            m.store(_param(0), (i,), ct.full((64,), 1.0, ct.float32))
+
+        @ct.entry
+        def walk(c: ct.MappedMut[ct.f32, ("B",)], x: ct.Ref[ct.f32, -1]):
+            lo = ct.bid(0) if start == "bid" else 1
+            st = ct.num_blocks(0) if step == "num_blocks" else 2
+            for i in range(lo, 4, st):
+                ct.static_eval(loop_body(i))
+        objs, action = launch_mapped(walk)
+        refused(objs, action, TileSafetyError, "not at an index produced by c.iter_indices")
