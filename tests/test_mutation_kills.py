@@ -559,3 +559,64 @@ def test_host_access_waits_for_a_submitting_entry():
     REGISTRY.claim(other, other, [extent_of(np.zeros(4))], [])  # unrelated memory: no wait
     REGISTRY.wait_for_host(ext, True)
     REGISTRY.remove(other)
+
+
+def test_ref_loads_whole_or_by_index():
+    @ct.entry
+    def whole(z: ct.Mut[ct.f32, 8], x: ct.Ref[ct.f32, 8], y: ct.Ref[ct.f32, (-1,)]):
+        z.store(x.load() + y.load((ct.bid(0),), (8,)))
+
+    @ct.entry
+    def dynamic(z: ct.Mut[ct.f32, 8], x: ct.Ref[ct.f32, -1]):
+        z.store(x.load())
+    x, y = rnd(8, seed=9), rnd(16, seed=10)
+    z, x, y = whole(poisoned(16).partition(8), x, y).sync()
+    out = z.unpartition().to_numpy()
+    assert np.allclose(out, np.r_[x.to_numpy(), x.to_numpy()] + y.to_numpy())
+    from safetile.errors import TileTypeError
+    with pytest.raises(TileTypeError, match=r"x\.load\(\) needs a static shape; use x\.partition\(shape\)\.load\(index\)"):
+        dynamic(poisoned(8).partition(8), rnd(8))
+
+
+def test_map_refusals_are_exact():
+    p = poisoned(64).partition(16)
+    for bad, text in ((True, "True"), (2.0, "2.0"), ("2", "'2'")):
+        with pytest.raises(ct.PartitionError, match=rf"^map: num_tile_blocks must be an integer, got {re.escape(text)}$"):
+            p.map(bad)
+    with pytest.raises(ct.PartitionError, match=re.escape(f"map of {p.label}: num_tile_blocks=5 is out of range; it "
+                                                          "must be between 1 and the number of sub-tensors (4)")):
+        p.map(5)
+    m = p.map(np.int64(4))
+    assert m.num_tile_blocks == 4 and isinstance(m.num_tile_blocks, int)
+
+
+def test_claim_refusals_name_the_holder():
+    t = ct.zeros(64).sync()
+    v = t[:16]
+    p = t.partition(16)
+    with pytest.raises(ct.AliasError) as info:
+        v.shared()
+    assert str(info.value) == (f".shared() of {v.label} is refused: its memory overlaps memory held by {p.label}, and "
+                               "it can still be written; a Shared value has no writable alias anywhere")
+    t = p.unpartition()
+    s = v.shared()
+    with pytest.raises(ct.AliasError) as info:
+        t.partition(8)
+    assert str(info.value) == (f"partition of {t.label} is refused: its memory overlaps memory held by {s.label}, and "
+                               "it is read-only shared memory; a Shared value has no writable alias anywhere")
+
+
+def test_in_flight_conflicts_by_kind():
+    keep = np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros(2)  # alive: distinct addresses
+    a, b = extent_of(keep[0]), extent_of(keep[1])
+    e = InFlight("x", None, writes=[a], reads=[b])
+    assert e.conflicts(a, False) and e.conflicts(a, True)  # its writes conflict with any access
+    assert e.conflicts(b, True) and not e.conflicts(b, False)  # its reads only with writes
+    assert e.conflicts_any([b], []) and not e.conflicts_any([], [b]) and e.conflicts_any([], [a])
+    assert not e.conflicts_any([], []) and not e.on_gpu and e.submitted() and not e.finished()
+    e.add(e, [b], [a])
+    assert e.writes == [a, b] and e.reads == [b, a]
+    e.add(e, [extent_of(keep[2])], [])  # the same key again: nothing added
+    assert len(e.writes) == 2
+    e.set_done()
+    assert e.finished() and e.done
