@@ -211,8 +211,10 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     """The one-pass path (CUDA only) checked with CPU torch tensors and a recording launcher."""
     torch = pytest.importorskip("torch")
     from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
     monkeypatch.setattr(L, "_get_device", lambda: -1)
     monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
     monkeypatch.setattr(L, "_get_stream", lambda device: 77)
     calls = []
 
@@ -223,11 +225,13 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
         def call(*a):
             calls.append(a)
 
-    fast = L.FastPath(fill)
+    fast = FastPath(fill)
     z = torch.zeros(8)
     fast.learn(FakeVariant(), (2, 1, 1), (z, 3.0, 4))
+    assert fast.fast is not None  # the reader generated for (tensor, float, Constant)
     assert fast(None, (2,), (z, 5.0, 4))
     assert calls == [(2, 1, 1, 77, "fn", "meta", z.data_ptr(), 8, 1, 5.0)]
+    assert not fast(None, (2,), (z, 5.0, [4]))  # an unhashable Constant: the checked path reports it
     # anything the checked path decides on is in the key: a miss, not a wrong launch
     assert not fast(None, (2,), (z, 5.0, 8))  # another Constant
     assert not fast(None, (2,), (z, 5, 4))  # an int scalar instead of a float
@@ -238,3 +242,33 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     assert not fast(None, (2,), (z.numpy(), 5.0, 4))  # not a torch tensor: the checked path
     assert not fast(None, (1, 70000), (z, 5.0, 4))  # a grid launched flat: the checked path
     assert len(calls) == 1
+    fast.fast = None  # the generic reader takes the same keys
+    assert fast(None, (2,), (z, 6.0, 4)) and calls[-1][-1] == 6.0
+    assert not fast(None, (2,), (z, 6.0, 8)) and len(calls) == 2
+
+
+def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 5)
+    calls = []
+
+    class FakeVariant:
+        prefix = ()
+        call = staticmethod(lambda *a: calls.append(a))
+
+    @ct.kernel
+    def add3(x, y, z, TILE: ct.Constant[int]):
+        ct.store(z, (0,), ct.load(x, (0,), (TILE,)) + ct.load(y, (0,), (TILE,)))
+    x, y, z = torch.zeros(4), torch.zeros(4), torch.zeros(4)
+    fast = FastPath(add3)
+    fast.learn(FakeVariant(), (1, 1, 1), (x, x, z, 4))
+    assert fast(None, (1,), (x, x, z, 4))
+    assert fast(None, (1,), (y, x, z, 4)) and fast(None, (1,), (z, z, z, 4))  # any same-shaped tensors
+    assert [c[4::3] for c in calls] == [(x.data_ptr(), x.data_ptr(), z.data_ptr()),
+                                        (y.data_ptr(), x.data_ptr(), z.data_ptr()),
+                                        (z.data_ptr(),) * 3]
+    assert not fast(None, (1,), (x, torch.zeros(8), z, 4))  # another shape: a miss

@@ -6,6 +6,10 @@ tokenises the prompt with the checkpoint's ``tokenizer.json`` (the ``tokenizers`
 streams the generated text to stdout as it is produced (token ids with ``--prompt-ids`` and no
 tokenizer, or with ``--print-ids``), stops at the checkpoint's end-of-sequence tokens unless
 ``--ignore-eos``, and prints the timings (prefill, tokens/s) to stderr.
+
+Under ``torchrun --nproc-per-node N`` (``WORLD_SIZE`` > 1) every process joins the process
+group (gloo on the CPU, NCCL on the GPU, each rank on GPU ``LOCAL_RANK``), the model is
+sharded over the N ranks (tensor parallelism), and only rank 0 prints.
 """
 from __future__ import annotations
 
@@ -64,10 +68,32 @@ def _tokenizer(model_dir: str, needed: bool):
     return Tokenizer.from_file(path)
 
 
+class _Discard:
+    """Where the output of ranks other than 0 goes."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _join_group(device: str) -> tuple[int, bool]:
+    """Under torchrun (``WORLD_SIZE`` > 1): this process's rank, after joining the default process
+    group unless the caller already has (then the second value is False)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, False
+    import torch
+    import torch.distributed as dist
+    if dist.is_initialized():
+        return dist.get_rank(), False
+    if device.startswith("cuda"):
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("gloo" if device == "cpu" else "nccl")
+    return dist.get_rank(), True
+
+
 def cmd_generate(args) -> int:
-    from .models import qwen3
-    if args.max_new_tokens < 0:
-        raise GenerateUsageError("--max-new-tokens must be >= 0")
     device = args.device
     if device is None:
         try:
@@ -75,6 +101,24 @@ def cmd_generate(args) -> int:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         except ImportError:
             device = "cpu"
+    rank, joined = _join_group(device)
+    try:
+        return _generate(args, device, sys.stdout if rank == 0 else _Discard(),
+                         sys.stderr if rank == 0 else _Discard())
+    except GenerateUsageError:
+        if rank == 0:
+            raise
+        return 2  # every rank refuses alike; rank 0 says why
+    finally:
+        if joined:
+            import torch.distributed as dist
+            dist.destroy_process_group()
+
+
+def _generate(args, device: str, stdout: Any, stderr: Any) -> int:
+    from .models import qwen3
+    if args.max_new_tokens < 0:
+        raise GenerateUsageError("--max-new-tokens must be >= 0")
     tok = _tokenizer(args.model, needed=args.prompt is not None)
     ids = tok.encode(args.prompt).ids if args.prompt is not None else _prompt_ids(args.prompt_ids)
     try:
@@ -94,16 +138,17 @@ def cmd_generate(args) -> int:
     for t in stream:
         out.append(t)
         if as_ids:
-            sys.stdout.write(("" if len(out) == 1 else " ") + str(t))
+            stdout.write(("" if len(out) == 1 else " ") + str(t))
         else:  # decode the whole continuation: a character may span several tokens
             text = tok.decode(out)
             if not text.endswith("\ufffd"):
-                sys.stdout.write(text[len(shown):])
+                stdout.write(text[len(shown):])
                 shown = text
-        sys.stdout.flush()
-    sys.stdout.write("\n")
+        stdout.flush()
+    stdout.write("\n")
     st = model.stats
     print(f"{st.prompt_tokens} prompt tokens, prefill {st.prefill_s * 1e3:.1f} ms "
           f"({st.prompt_tokens / max(st.prefill_s, 1e-9):.0f} tokens/s); {st.new_tokens} new tokens, decode "
-          f"{st.decode_tokens_per_s:.1f} tokens/s on {model.device}", file=sys.stderr)
+          f"{st.decode_tokens_per_s:.1f} tokens/s on {model.device}"
+          + (f" (tensor parallel over {model.part.world} ranks)" if model.part.parallel else ""), file=stderr)
     return 0

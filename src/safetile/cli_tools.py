@@ -170,7 +170,7 @@ def cmd_cache(args) -> int:
 
 # ---------------------------------------------------------------------------------- bench
 
-_GPU_SECTIONS = ("copy", "add", "gemm", "rows", "attention", "launch", "compile", "safe")
+_GPU_SECTIONS = ("copy", "add", "gemm", "rows", "attention", "others", "launch", "compile", "safe")
 _CPU_SECTIONS = ("add", "gemm", "softmax", "exec-modes")
 
 

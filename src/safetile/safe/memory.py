@@ -125,7 +125,10 @@ def distinct_elements(e: Extent) -> bool:
 
 # ------------------------------------------------------------------------------ in flight
 
-_FLAGS = threading.Condition(threading.Lock())  # one condition for every in-flight state change
+# One condition for every in-flight state change. Its lock is re-entrant: a waiter's test runs
+# under it, and anything that allocates there may run a finalizer (an unrun LaunchOp given back
+# when it is dropped) that notifies this same condition from the same thread.
+_FLAGS = threading.Condition(threading.RLock())
 _WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
 
 

@@ -72,8 +72,10 @@ def pow_(g: Gen, op):
     if d.is_int:
         helper = "_st_upow" if d.kind == "u" else "_st_ipow"
         return f"{helper}({x}, {y}, {d.bits})"
-    if g.const(op.operands[1]) == 2:
-        return g.down(f"({g.up(x, d)} * {g.up(x, d)})", d)
+    e = g.splat(op.operands[1])
+    if e == 2:  # x * x is pow(x, 2) correctly rounded: one rounding either way
+        xs = g.tmp(g.up(x, d), "t") if g.up(x, d) != x else x
+        return g.down(f"({xs} * {xs})", d)
     return g.down(f"_ld.pow({g.up(x, d)}, {g.up(y, d)})", d)
 
 

@@ -22,8 +22,7 @@ from ...errors import LaunchTypeError, TileRuntimeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
-from . import cache
-from ...runtime.launch import normalize_grid
+from . import cache, direct
 from .codegen import ArrayFacts, Facts, Generated, generate
 
 _I32_LIMIT = 2**31 - 1
@@ -36,6 +35,14 @@ def interpreting() -> bool:
 
 def tma_enabled() -> bool:
     return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+
+
+def loop_stages(target: int) -> int:
+    """Pipelining depth of tile-streaming loops (``Facts.loop_stages``); ``SAFETILE_PIPELINE_LOOPS=0`` turns it off."""
+    if target < 80:
+        return 0
+    v = os.environ.get("SAFETILE_PIPELINE_LOOPS", "3")
+    return int(v) if v.isdigit() else 0
 
 
 def pdl_enabled(target: int) -> bool:
@@ -182,11 +189,15 @@ class Variant:
     ``call(gx, gy, gz, stream, *prefix, *kernel_args)`` (Triton's C launcher, or its Python
     wrapper where the kernel needs per-launch scratch memory)."""
 
-    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = ""):
+    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = "",
+                 loaded: tuple | None = None):
         self.gen = gen
         self.interp = interp
         self.jitfn = jitfn
         if interp:
+            return
+        if loaded is not None:  # found through direct.load: no Triton objects
+            self.call, self.prefix = loaded
             return
         import triton
         from triton.compiler import ASTSource
@@ -197,10 +208,16 @@ class Variant:
         # a binary compiled by an earlier process: straight from Triton's cache (see cache.py)
         self.compiled = cache.load_binary(key, src, target, options) if key else None
         if self.compiled is None:
+            cache.memoize_triton_key()
+            building = cache.prebuild_launcher(gen.signature)  # a C compiler run, beside the kernel's
             self.compiled = triton.compile(src, target=target, options=options)
             if key:
                 cache.remember_binary(key, src, target, options, self.compiled)
-        launcher = self.compiled.run  # loads the binary and builds Triton's C launcher
+            if building is not None:
+                building.join()
+        launcher = self.compiled.run  # loads the binary and builds (or finds) Triton's C launcher
+        if key:
+            direct.remember(key, options, facts.target, self.compiled, gen.signature)
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
         scratch = getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0)
@@ -252,9 +269,10 @@ class Specialization:
     # -------------------------------------------------------------- facts
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
-        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp)
+        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
+                     0 if interp else loop_stages(target))
 
-    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool) -> Variant:
+    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
         derived once per key; keys with the same facts share one compiled variant."""
         with self.lock:
@@ -267,12 +285,23 @@ class Specialization:
                 if self.ir_text is None:
                     self.ir_text = format_function(self.fn)
                 k = cache.digest(self.ir_text, facts)
-                jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                v = self.by_facts[(facts, interp)] = Variant(jitfn, gen, facts, self.fn, interp, k)
+                v = None if interp else self._warm(k, facts, device)
+                if v is None:
+                    jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+                    v = Variant(jitfn, gen, facts, self.fn, interp, k)
+                self.by_facts[(facts, interp)] = v
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
             return v
+
+    def _warm(self, k: str, facts: Facts, device: int) -> "Variant | None":
+        """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
+        gen = cache.load_meta(k)
+        if gen is None:
+            return None
+        loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device, len(gen.signature))
+        return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
     def __call__(self, stream, grid3, args) -> "Variant | None":
@@ -333,7 +362,7 @@ class Specialization:
         key = tuple(key)
         v = self.variants.get(key)
         if v is None:
-            v = self.variant(key, self.parts(args), big, _capability(device), False)
+            v = self.variant(key, self.parts(args), big, _capability(device), False, device)
         if big:
             flat += self.flat_grid(grid3)
             grid3 = (gx * gy * gz, 1, 1)
@@ -424,82 +453,6 @@ def _capability(device: int) -> int:
 
 # ---------------------------------------------------------------------------- interpreter
 
-class FastPath:
-    """``ct.launch`` for torch CUDA tensors and plain scalars in one pass over the arguments.
-
-    The key holds everything the checked path's decisions depend on: per tensor its exact
-    type, dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
-    specialisation, and the variant's facts); per scalar its type (and int32 range); per
-    Constant its type and value. A key seen after a checked launch maps to the compiled
-    variant, so the launch reads each tensor's attributes once and calls Triton's launcher.
-    Anything else (other array types, NumPy scalars, huge grids, another current device)
-    returns False and takes the checked path."""
-
-    __slots__ = ("consts", "table")
-
-    def __init__(self, kernel):
-        self.consts = tuple(kernel.constant_params)
-        self.table: dict[tuple, tuple] = {}
-
-    def parts(self, args):
-        key: list = []
-        flat: list = []
-        for is_const, a in zip(self.consts, args):
-            t = type(a)
-            if t is _Tensor:
-                if is_const:
-                    return None
-                ptr = a.data_ptr()
-                shape = a.shape
-                strides = a.stride()
-                key.append((a.dtype, a.get_device(), ptr & 15, shape, strides))
-                flat.append(ptr)
-                flat += shape
-                flat += strides
-            elif t is int:
-                if is_const:
-                    key.append((t, a))
-                else:
-                    key.append(-2147483648 <= a < 2147483648)
-                    flat.append(a)
-            elif t is float or t is bool:
-                key.append((t, a) if is_const else t)
-                if not is_const:
-                    flat.append(a)
-            elif is_const and (t is str or t is type(None)):
-                key.append((t, a))
-            else:
-                return None
-        return tuple(key), flat
-
-    def learn(self, v: Variant, grid3, args) -> None:
-        """Remember the variant a checked launch with these arguments ran."""
-        p = self.parts(args)
-        if p is None or grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT:
-            return
-        if len(self.table) >= 1024:
-            self.table.clear()
-        self.table[p[0]] = (v.call, v.prefix, _current_device())
-
-    def __call__(self, stream, grid, args) -> bool:
-        p = self.parts(args)
-        if p is None:
-            return False
-        hit = self.table.get(p[0])
-        if hit is None:
-            return False
-        call, prefix, device = hit
-        gx, gy, gz = normalize_grid(grid)
-        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != _current_device():
-            return False
-        if stream is None:
-            stream = _get_stream(device)
-        elif type(stream) is not int:
-            stream = stream_handle(stream, device)
-        call(gx, gy, gz, stream, *prefix, *p[1])
-        return True
-
-
 class Bound:
     """A resolved launch: calling it with a raw stream handle submits the kernel."""
 
@@ -554,6 +507,7 @@ def learn_fast(kernel, v: Variant, grid3, args) -> None:
     """After a checked ``ct.launch`` ran ``v`` on CUDA: teach the kernel's fast path."""
     fast = kernel.gpu_fast
     if fast is None:
+        from .fastpath import FastPath
         fast = kernel.gpu_fast = FastPath(kernel)
     fast.learn(v, grid3, args)
 
@@ -596,5 +550,5 @@ def function_source(fn: Function, arrays: list, target: int | None = None) -> st
             except ImportError:
                 pass
     facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
-                  pdl_enabled(target))
+                  pdl_enabled(target), loop_stages(target))
     return generate(fn, facts).source

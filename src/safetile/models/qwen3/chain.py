@@ -31,6 +31,13 @@ class In:
     name: str
 
 
+@dataclass(frozen=True)
+class Own:
+    """A pool tensor moved whole into an operation that writes it in place (a collective)."""
+
+    name: str
+
+
 class Chain:
     """Named tensors threaded through a chain of launches (see the module docstring)."""
 
@@ -41,13 +48,15 @@ class Chain:
         self._out: dict[str, Any] = {}  # what a running step has taken from the pool (see recover)
 
     def launch(self, kernel: Any, *args: Any) -> None:
-        """Append ``kernel(*args)``: ``Out``/``In`` name pool tensors, anything else passes as is."""
+        """Append ``kernel(*args)``: ``Out``/``In``/``Own`` name pool tensors, anything else passes as
+        is. ``kernel`` returns a DeviceOp whose value gives its arguments back (a tuple in argument
+        order, or the one argument)."""
         pool, out = self.pool, self._out
 
         def step(_):
             real = []
             for a in args:
-                if isinstance(a, (Out, In)):
+                if isinstance(a, (Out, In, Own)):
                     t = pool.pop(a.name)
                     out[a.name] = t
                     if isinstance(a, Out):
@@ -57,8 +66,8 @@ class Chain:
                     real.append(a)
 
             def give_back(values):
-                for a, v in zip(args, values):
-                    if isinstance(a, (Out, In)):
+                for a, v in zip(args, values if isinstance(values, tuple) else (values,)):
+                    if isinstance(a, (Out, In, Own)):
                         pool[a.name] = v.unpartition() if isinstance(a, Out) else v
                         out.pop(a.name, None)
             return kernel(*real).map(give_back)

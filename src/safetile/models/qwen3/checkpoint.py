@@ -5,7 +5,11 @@ listed by ``model.safetensors.index.json``). Weights are read one at a time (saf
 maps the files), converted to the engine's dtype, placed on the device and wrapped as
 read-only ``ct.Shared`` handles, so every launch can read them at once and none can write
 them. The query, key and value projections are stacked into one matrix (one GEMV reads
-all three); a tied ``lm_head`` is the embedding table itself.
+all three); a tied ``lm_head`` is the embedding table itself. Under tensor parallelism
+(``parallel.Layout``) each rank keeps only its share: its heads' rows of q/k/v and columns
+of the output projection, its intermediate rows of gate/up and columns of down, its
+vocabulary rows of the head (a view of the embedding table when tied; the table itself
+stays whole).
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ import numpy as np
 import safetile as ct
 
 from .config import CheckpointError, Qwen3Config
+from .parallel import Layout
+from .parallel import layout as whole_model
 
 _INDEX = "model.safetensors.index.json"
 
@@ -41,15 +47,17 @@ class LayerWeights:
 @dataclass
 class Weights:
     embed: ct.Shared
-    head: ct.Shared  # the embedding table itself when tied
+    head: ct.Shared  # the embedding table (or this rank's rows of it) when tied
     norm: ct.Shared
     layers: list[LayerWeights]
     dtype: ct.DType
+    tied: bool = False
 
     def nbytes(self) -> int:
         seen, total = set(), 0
-        for s in (self.embed, self.head, self.norm, *(getattr(lw, f) for lw in self.layers
-                                                      for f in LayerWeights.__dataclass_fields__)):
+        head = () if self.tied else (self.head,)
+        for s in (self.embed, *head, self.norm, *(getattr(lw, f) for lw in self.layers
+                                                  for f in LayerWeights.__dataclass_fields__)):
             if id(s) not in seen:
                 seen.add(id(s))
                 total += int(np.prod(s.shape)) * s.dtype.itemsize
@@ -148,9 +156,12 @@ def _cat_rows(parts: list[Any]) -> Any:
 
 
 def build_weights(cfg: Qwen3Config, get: Callable[[str], Any], has: Callable[[str], bool], device: str,
-                  dtype: ct.DType) -> Weights:
-    """Device weights from a name → tensor accessor (Hugging Face names and [out, in] shapes)."""
+                  dtype: ct.DType, part: Layout | None = None) -> Weights:
+    """Device weights from a name → tensor accessor (Hugging Face names and [out, in] shapes);
+    ``part``: this rank's share under tensor parallelism (default: the whole model)."""
     h, i, d = cfg.hidden_size, cfg.intermediate_size, cfg.head_dim
+    part = part or whole_model(cfg)
+    (q0, q1), (k0, k1), (i0, i1), (v0, v1) = part.q_heads, part.kv_heads, part.inter, part.vocab
 
     def take(name: str, shape: tuple[int, ...]) -> Any:
         if not has(name):
@@ -160,30 +171,39 @@ def build_weights(cfg: Qwen3Config, get: Callable[[str], Any], has: Callable[[st
             raise CheckpointError(f"tensor {name!r} has shape {tuple(x.shape)}, but config.json implies {shape}")
         return x
 
-    def put(name: str, shape: tuple[int, ...]) -> ct.Shared:
-        return _to_device(take(name, shape), device, dtype).shared()
+    def put(name: str, shape: tuple[int, ...], rows: tuple[int, int] | None = None,
+            cols: tuple[int, int] | None = None) -> ct.Shared:
+        x = take(name, shape)
+        if rows is not None and rows != (0, shape[0]):
+            x = x[rows[0]:rows[1]]
+        if cols is not None and cols != (0, shape[1]):
+            x = x[:, cols[0]:cols[1]]
+        return _to_device(x, device, dtype).shared()
 
-    embed = put("model.embed_tokens.weight", (cfg.vocab_size, h))
+    embed_t = _to_device(take("model.embed_tokens.weight", (cfg.vocab_size, h)), device, dtype)
     if cfg.tie_word_embeddings:
-        head = embed
+        head_t = embed_t if (v0, v1) == (0, cfg.vocab_size) else embed_t[v0:v1]  # a view: no copy
+        embed = embed_t.shared()
+        head = embed if head_t is embed_t else head_t.shared()
     elif has("lm_head.weight"):
-        head = put("lm_head.weight", (cfg.vocab_size, h))
+        embed = embed_t.shared()
+        head = put("lm_head.weight", (cfg.vocab_size, h), rows=(v0, v1))
     else:
         raise CheckpointError("tie_word_embeddings is false but the checkpoint has no 'lm_head.weight'")
     layers = []
     for n in range(cfg.num_hidden_layers):
         p = f"model.layers.{n}."
-        qkv = _cat_rows([take(p + "self_attn.q_proj.weight", (cfg.q_size, h)),
-                         take(p + "self_attn.k_proj.weight", (cfg.kv_size, h)),
-                         take(p + "self_attn.v_proj.weight", (cfg.kv_size, h))])
+        qkv = _cat_rows([take(p + "self_attn.q_proj.weight", (cfg.q_size, h))[q0 * d:q1 * d],
+                         take(p + "self_attn.k_proj.weight", (cfg.kv_size, h))[k0 * d:k1 * d],
+                         take(p + "self_attn.v_proj.weight", (cfg.kv_size, h))[k0 * d:k1 * d]])
         layers.append(LayerWeights(
             input_norm=put(p + "input_layernorm.weight", (h,)),
             wqkv=_to_device(qkv, device, dtype).shared(),
             q_norm=put(p + "self_attn.q_norm.weight", (d,)),
             k_norm=put(p + "self_attn.k_norm.weight", (d,)),
-            wo=put(p + "self_attn.o_proj.weight", (h, cfg.q_size)),
+            wo=put(p + "self_attn.o_proj.weight", (h, cfg.q_size), cols=(q0 * d, q1 * d)),
             post_norm=put(p + "post_attention_layernorm.weight", (h,)),
-            w_gate=put(p + "mlp.gate_proj.weight", (i, h)),
-            w_up=put(p + "mlp.up_proj.weight", (i, h)),
-            w_down=put(p + "mlp.down_proj.weight", (h, i))))
-    return Weights(embed, head, put("model.norm.weight", (h,)), layers, dtype)
+            w_gate=put(p + "mlp.gate_proj.weight", (i, h), rows=(i0, i1)),
+            w_up=put(p + "mlp.up_proj.weight", (i, h), rows=(i0, i1)),
+            w_down=put(p + "mlp.down_proj.weight", (h, i), cols=(i0, i1))))
+    return Weights(embed, head, put("model.norm.weight", (h,)), layers, dtype, cfg.tie_word_embeddings)

@@ -115,9 +115,11 @@ SHAPES: dict[str, dict[str, Any]] = {
                num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
     "8B": dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
                num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=False),
+    "32B": dict(hidden_size=5120, intermediate_size=25600, num_hidden_layers=64, num_attention_heads=64,
+                num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=False),
 }
 
 
 def shape_config(name: str, **over: Any) -> Qwen3Config:
-    """The configuration of a public Qwen3 model shape ('0.6B', '4B', '8B')."""
+    """The configuration of a public Qwen3 model shape ('0.6B', '4B', '8B', '32B')."""
     return Qwen3Config(**{**SHAPES[name], **over})

@@ -55,16 +55,18 @@ def rms_gemv(y: ct.Mut[ct.f32, (1, "BN")], x: ct.Ref[ct.f32, (-1, "K")], gamma: 
 @ct.entry
 def rms_gemv_argmax(y: ct.Mut[ct.f32, (1, "BN")], pmax: ct.Mut[ct.f32, (1, 1)], pidx: ct.Mut[ct.i32, (1, 1)],
                     x: ct.Ref[ct.f32, (-1, "K")], gamma: ct.Ref["W", ("K",)], w: ct.Ref["W", (-1, "K")],
-                    row: ct.i32, eps: ct.f32, tma: ct.Constant[bool], unroll: ct.Constant[bool]):
-    """The LM head: logits = RMSNorm(x[row]) · headᵀ, plus each block's largest logit and its index
-    (the first stage of the argmax, so the logits are not read again)."""
+                    row: ct.i32, eps: ct.f32, tma: ct.Constant[bool], unroll: ct.Constant[bool], base: ct.i32):
+    """The LM head: logits = RMSNorm(x[row]) · headᵀ, plus each block's largest logit and its token
+    id (the first stage of the argmax, so the logits are not read again). ``w`` holds vocabulary
+    rows ``base, base + 1, ...`` (a tensor-parallel rank's share; 0 for the whole head); logits past
+    its last row (a partial tile, or a last rank's shorter share) are -inf."""
     n = ct.bid(1)
     v = _rms_dots(x, gamma, w, row, n, eps, tma, unroll, BN, BK, K)
-    y.store(v.reshape((1, BN)))
     rows = n * BN + ct.arange(BN, dtype=ct.int32)
-    v = ct.where(rows < w.shape[0], v, -np.inf)  # padded rows past the vocabulary never win
+    v = ct.where(rows < w.shape[0], v, -np.inf)
+    y.store(v.reshape((1, BN)))
     pmax.store(ct.max(v).reshape((1, 1)))
-    pidx.store((ct.argmax(v) + n * BN).reshape((1, 1)))
+    pidx.store((ct.argmax(v) + n * BN + base).reshape((1, 1)))
 
 
 def _gate_up_step(ag, au, ss, x, gamma, wg, wu, row, n, k, tma, BN, BK):
