@@ -255,18 +255,26 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
     """
     from .entry import EntryKernel
     if isinstance(kernel, EntryKernel):
-        from .launch import check_ownership, prepare, runtime_args
-        k = kernel.grid(grid) if grid is not None else kernel
-        args = tuple(args)
-        check_ownership(k, args)
-        plan = prepare(k, args)
-        if plan.device != "cpu":
-            raise ValueError("the race detector runs on the CPU backend (host memory)")
-        runtime = runtime_args(args)
-        named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
-        det = RaceDetector(kernel.__name__, plan.grid3, named)
         from ..runtime.launch import run_cpu
-        run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)
+        from .memory import REGISTRY, InFlight
+        k = kernel.grid(grid) if grid is not None else kernel
+        op = k(*args)  # a launch like any other: checked, and its arguments taken, before it runs
+        try:
+            plan, runtime = op._plan, op._runtime
+            if plan is None:
+                raise TypeError("detect_races runs a launch of host values: resolve DeviceOp arguments first")
+            if plan.device != "cpu":
+                raise ValueError("the race detector runs on the CPU backend (host memory)")
+            named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
+            det = RaceDetector(kernel.__name__, plan.grid3, named)
+            entry = InFlight(f"the race detector's run of {op.label}", None)
+            REGISTRY.claim(entry, plan, plan.writes, plan.reads)  # other launches and host reads wait
+            try:
+                run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)
+            finally:
+                REGISTRY.remove(entry)
+        finally:
+            op.cancel_unrun()  # the arguments come back (the op itself never runs)
     else:
         from ..runtime.args import arg_specs, as_numpy, is_cuda
         from ..runtime.launch import check_args, normalize_grid, run_cpu
