@@ -349,6 +349,7 @@ def test_stream_ordering_and_pools():
     with pytest.raises(ValueError, match="at least one stream"):
         ct.StreamPool("cpu", 0)
     pool = ct.StreamPool("cpu", 3)
+    assert pool.device == "cpu" and all(st.device == "cpu" for st in pool.streams)
     picked = [pool.next() for _ in range(6)]
     assert picked[:3] == pool.streams and picked[3:] == pool.streams and len(set(map(id, picked))) == 3
     assert ct.default_pool("cpu") is ct.default_pool("cpu") and len(ct.default_pool("cpu").streams) == 4
@@ -488,6 +489,11 @@ def test_tuple_combinators_pick_and_refuse_exactly():
         ct.value("ab").unzip(1)[0].sync()
     with pytest.raises(ct.DeviceOpError, match=r"^map\(\) closure returned a DeviceOp; use then\(\) to chain device work$"):
         ct.value(1).map(lambda v: ct.value(v)).sync()
+    for name in ("first", "last"):
+        with pytest.raises(ct.DeviceOpError, match=rf"^{name}\(\) closure returned a DeviceOp"):
+            getattr(ct.value((ct.value(1),)), name)().sync()
+    with pytest.raises(ct.DeviceOpError, match=r"^unzip\[0\]\(\) closure returned a DeviceOp"):
+        ct.value((ct.value(1),)).unzip(1)[0].sync()
     assert ct.zip(ct.zeros(4, device="cpu"), 1)._device() == "cpu" and ct.zip(1, 2)._device() is None
     assert ct.empty().sync() is None and ct.value(5).inspect(lambda v: None).sync() == 5
 
@@ -528,8 +534,11 @@ def test_handle_metadata():
     assert repr(s) == f"<safetile {s.label}>" and s.label.startswith("shared tensor#")
     assert np.array_equal(np.asarray(s, dtype=np.int32), np.zeros((4, 6), np.int32))
     t2 = s.try_unwrap()
-    for action in (lambda: s.clone(), lambda: s.shape, lambda: s.to_numpy()):
-        with pytest.raises(ct.OwnershipError, match="it was unwrapped at"):
+    for action, verb in ((lambda: s.clone(), "cloned"), (lambda: s.shape, "inspected"), (lambda: s.to_numpy(), "read"),
+                         (lambda: s.try_unwrap(), "unwrapped"), (lambda: s.dtype, "inspected"),
+                         (lambda: s.device, "inspected"), (lambda: s.strides, "inspected")):
+        with pytest.raises(ct.OwnershipError, match=rf"^{re.escape(s.label)} cannot be {verb}: it was unwrapped at "
+                           r"test_mutation_kills\.py:\d+$"):
             action()
     pp = t2.partition_prefix((2,))
     assert (pp.is_prefix, pp.tile_shape, pp.grid()) == (True, (2, 6), (2,))
