@@ -629,3 +629,137 @@ def test_in_flight_conflicts_by_kind():
     assert len(e.writes) == 2
     e.set_done()
     assert e.finished() and e.done
+
+
+def test_copies_of_raw_arrays_and_their_labels():
+    a = np.arange(6, dtype=np.float32)
+    op = ct.copy(a)
+    assert op.label == "copy" and op._device() == "cpu"
+    c = op.sync()
+    a[0] = 99.0  # a copy, not a view
+    assert c.to_numpy()[0] == 0.0 and c.to_numpy()[1] == 1.0
+    to = ct.to_device(a, "cpu")
+    assert to.label == "to_device(cpu)" and to._device() == "cpu"
+    assert np.array_equal(to.sync().to_numpy(), a)
+    torch = pytest.importorskip("torch")
+    tt = torch.arange(4, dtype=torch.float32)
+    assert np.array_equal(ct.copy(tt).sync().to_numpy(), np.arange(4, dtype=np.float32))
+    assert np.array_equal(ct.to_device(tt).sync().to_numpy(), np.arange(4, dtype=np.float32))
+
+
+def test_reshape_refusals_are_exact():
+    t = ct.from_dlpack(np.arange(12, dtype=np.float32).reshape(3, 4)).named("r")
+    assert t.reshape(4, 3).shape == (4, 3) and t.reshape((2, 6)).shape == (2, 6) and t.view(12).shape == (12,)
+    with pytest.raises(ct.TensorError, match=re.escape("cannot reshape tensor 'r' to (5, 5): ")):
+        t.reshape(5, 5)
+    cols = t[:, 1:3]
+    with pytest.raises(ct.TensorError, match=re.escape(f"reshape of {cols.label} to (6,) needs a copy (non-contiguous "
+                                                       "layout); make one with .dup() first")):
+        cols.reshape(6)
+    torch = pytest.importorskip("torch")
+    tt = ct.from_dlpack(torch.arange(12, dtype=torch.float32).reshape(3, 4))
+    assert tt.reshape(2, 6).to_numpy().tolist()[1] == [6, 7, 8, 9, 10, 11]
+
+
+def test_memo_replays_its_failure():
+    calls = []
+
+    def boom(v):
+        calls.append(v)
+        raise RuntimeError("first failure")
+    op = ct.value(3).map(boom).shared()
+    with pytest.raises(RuntimeError, match="first failure"):
+        op.sync()
+    with pytest.raises(ct.DeviceOpError, match=r"^value\(int\) followed by 1 step\(s\)\.shared\(\) failed earlier: "
+                       r"first failure$"):
+        op.sync()
+    assert calls == [3]
+    ok = ct.value(4).map(lambda v: v + 1)
+    memo = ok.shared()
+    assert memo.sync() == 5 and memo.sync() == 5 and memo.arity is None and memo._device() is None
+
+
+def test_graph_capture_on_a_given_stream_and_its_device_check():
+    s = ct.Stream("cpu")
+    z, x = poisoned(16).partition(16), rnd(16, seed=11)
+    g = add(z, x).graph(s)
+    assert g.stream is s and g.value[0] is z
+    g.close()
+    from safetile.safe.graph import Recorder
+    r = Recorder()
+    r.record("a", lambda st: None, [], [], "cpu")
+    with pytest.raises(ct.GraphCaptureError, match=r"^b: a graph runs on one device \(cpu\), not cuda:0$"):
+        r.record("b", lambda st: None, [], [], "cuda:0")
+    with pytest.raises(ct.GraphCaptureError, match=r"^c cannot be recorded into a graph: it allocates memory; allocate "
+                       r"before capturing and refresh inputs with ct\.memcpy\(dst, src\)$"):
+        r.reject("c")
+    assert r.steps[0][0] == "a" and r.device == "cpu"
+
+
+def test_race_report_regions_of_reversed_and_broadcast_outputs():
+    @ct.kernel
+    def first_tile(x, out, T: ct.Constant[int]):
+        ct.store(out, index=(0,), tile=ct.load(x, index=(ct.bid(0),), shape=(T,)))
+    rev = np.zeros(16, np.float32)[::-1]
+    rep = ct.detect_races(first_tile, (2, 1, 1), (rnd(8).to_numpy(), rev, 4), raise_on_race=False)
+    c = rep.conflicts[0]  # a reversed view: located by its own coordinates
+    assert (c.array, c.lo, c.hi, c.count, rep.racy_elements) == ("out", (0,), (3,), 4, 4)
+    one = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (8,), (0,))  # eight elements, one address
+    rep = ct.detect_races(first_tile, (2, 1, 1), (rnd(8).to_numpy(), one, 4), raise_on_race=False)
+    assert (rep.conflicts[0].array, rep.conflicts[0].count, rep.racy_elements) == ("out", 1, 1)
+    out2 = np.zeros((4, 8), np.float32)
+
+    @ct.kernel
+    def col(x, out, T: ct.Constant[int]):
+        ct.store(out, index=(0, 1), tile=ct.load(x, index=(0, 0), shape=(T, T)))
+    rep = ct.detect_races(col, (2, 1, 1), (rnd((4, 4)).to_numpy(), out2, 4), raise_on_race=False)
+    c = rep.conflicts[0]
+    assert (c.array, c.lo, c.hi, c.count) == ("out", (0, 4), (3, 7), 16)
+
+
+def test_scatter_races_respect_masks():
+    @ct.kernel
+    def masked(x, out, T: ct.Constant[int]):
+        i = ct.arange(T, dtype=ct.int32)
+        ct.scatter(out, i, ct.gather(x, i), mask=i < ct.bid(0) * 2)  # block 0 writes nothing, block 1 two lanes
+    assert not ct.detect_races(masked, (2, 1, 1), (rnd(8).to_numpy(), np.zeros(8, np.float32), 8))
+    rep = ct.detect_races(masked, (3, 1, 1), (rnd(8).to_numpy(), np.zeros(8, np.float32), 8), raise_on_race=False)
+    assert rep.racy_elements == 2 and rep.written_elements == 4  # blocks 1 and 2 share lanes 0 and 1
+
+
+def test_preconditions_are_declared_as_strings_or_callables():
+    from safetile.safe.preconditions import Precondition
+    p = Precondition("dim(x, 0) > 1", "k")
+    assert p.text == "dim(x, 0) > 1" and p.fn is None and p.kernel == "k"
+
+    def check_me(x):
+        return True
+    q = Precondition(check_me, "k")
+    assert q.text == "check_me" and q.tree is None and q.fn is check_me
+    with pytest.raises(TypeError, match=r"^kernel 'k': a precondition is a string or a callable, got 3$"):
+        Precondition(3, "k")
+    with pytest.raises(SyntaxError, match=r"^kernel 'k': precondition 'x >' is not an expression: "):
+        Precondition("x >", "k")
+
+
+def test_borrow_end_waits_for_a_launch_running_in_another_thread():
+    import threading
+    t = ct.zeros(1 << 16).sync()
+    started, release = threading.Event(), threading.Event()
+    results = []
+
+    def chain(b):
+        def pause(r):
+            started.set()
+            release.wait(10)
+            return inc(*r)
+        results.append(inc(b).then(pause).sync())
+    with ct.borrow_mut(t) as b:
+        p = b.partition(1 << 12)
+        th = threading.Thread(target=chain, args=(p,))
+        th.start()
+        started.wait(10)
+        threading.Timer(0.2, release.set).start()
+    # leaving the block waited for the chain (its partition was lent to that terminal)
+    assert results and np.array_equal(t.to_numpy(), np.full(1 << 16, 2.0, np.float32))
+    th.join()
