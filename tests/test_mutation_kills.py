@@ -548,6 +548,7 @@ def test_handle_metadata():
         ct.borrow_mut(3)
 
 
+@pytest.mark.threads
 def test_host_access_waits_for_a_submitting_entry():
     import threading
     from safetile.safe.memory import REGISTRY
@@ -742,6 +743,7 @@ def test_preconditions_are_declared_as_strings_or_callables():
         Precondition("x >", "k")
 
 
+@pytest.mark.threads
 def test_borrow_end_waits_for_a_launch_running_in_another_thread():
     import threading
     t = ct.zeros(1 << 16).sync()
