@@ -235,7 +235,24 @@ IR_ATTACKS = {
                                                                  m.load(_param(1), (0,), (64,))),
     "store at num_blocks() instead of bid()": lambda g, m: m.store(_param(0), (g.num_blocks(0) - 1,),
                                                                    m.load(_param(1), (0,), (64,))),
+    "masked scatter whose mask lanes are transposed against its index lanes": lambda g, m: _transposed_scatter(g, m),
+    "masked scatter bounded on another offset": lambda g, m: _scatter_bounded_elsewhere(g, m),
 }
+
+
+def _transposed_scatter(g, m):
+    """Index lanes r[i] (beyond the sub-tensor) kept by mask lanes r[j] (inside it): a reshape
+    between the index and the mask misaligns them."""
+    r = ct.arange(64, dtype=ct.int32) + 32
+    idx = ct.reshape(g.bid(0) * 64 + r, (64, 1))
+    mask = ct.reshape((r >= 0) & (r < 64), (1, 64))
+    m.scatter(_param(0), (idx,), ct.full((64, 64), 1.0, ct.float32), mask=mask)
+
+
+def _scatter_bounded_elsewhere(g, m):
+    r = ct.arange(64, dtype=ct.int32)
+    q = r + 48
+    m.scatter(_param(0), (g.bid(0) * 64 + q,), ct.full((64,), 1.0, ct.float32), mask=(r >= 0) & (r < 64))
 
 
 @pytest.mark.parametrize("name", list(IR_ATTACKS))
@@ -372,3 +389,135 @@ def test_tile_indices_whose_offsets_wrap_in_int32_address_nothing_triton():
     from triton_interp import triton_interpreter
     with triton_interpreter():
         _index_wraps_write_nothing()
+
+
+# ----------------------------------------------------------------------------- in-block scatters (z.partition(...).store)
+
+def _owned_scatter(r_offset=0, lo=0, hi=64, mul=64, axis_fn=lambda g: g.bid(0), order="bid*P+r",
+                   mask="both", reshape_r=None, bound_on=None):
+    """A hand-built masked scatter into the first parameter: index = bid(0)*mul + r, mask from r."""
+    def body(g, m):
+        r = ct.arange(64, dtype=ct.int32) + r_offset
+        base = axis_fn(g) * mul
+        idx = base + r if order == "bid*P+r" else r + base
+        if reshape_r is not None:
+            idx = reshape_r(idx)
+        b = r if bound_on is None else bound_on(r)
+        conds = {"both": (b >= lo) & (b < hi), "low": b >= lo, "high": b < hi, "none": None}[mask]
+        m.scatter(_param(0), (idx,), ct.full((64,), 1.0, ct.float32), mask=conds)
+    return body
+
+
+OWNED_SCATTER_REFUSED = {
+    "no mask": _owned_scatter(mask="none"),
+    "no lower bound": _owned_scatter(mask="high"),
+    "no upper bound": _owned_scatter(mask="low"),
+    "a negative lower bound": _owned_scatter(lo=-1),
+    "an upper bound past the sub-tensor": _owned_scatter(hi=65),
+    "another block's base": _owned_scatter(axis_fn=lambda g: g.bid(0) + 1),
+    "a base of a wrong size": _owned_scatter(mul=32),
+    "a base on another grid axis": _owned_scatter(axis_fn=lambda g: g.bid(1)),
+    "bounds on another value": _owned_scatter(bound_on=lambda r: r - 16),
+}
+
+
+@pytest.mark.parametrize("name", list(OWNED_SCATTER_REFUSED))
+def test_ir_check_refuses_scatters_that_may_leave_the_sub_tensor(name):
+    compile_refused(_compile_raw(OWNED_SCATTER_REFUSED[name]), "ownership check of the compiled kernel: scatter",
+                    exc=TileSafetyError)
+
+
+@pytest.mark.parametrize("variant", ["bid*P+r", "r+bid*P", "broadcast index", "unit-axis reshape", "tighter bounds"])
+def test_ir_check_accepts_scatters_kept_inside_the_sub_tensor(variant):
+    body = {"bid*P+r": _owned_scatter(), "r+bid*P": _owned_scatter(order="r+bid*P"),
+            "broadcast index": _owned_scatter(reshape_r=lambda i: ct.broadcast_to(i, (64,))),
+            "unit-axis reshape": _owned_scatter(reshape_r=lambda i: ct.reshape(i, (1, 64))),
+            "tighter bounds": _owned_scatter(lo=8, hi=32)}[variant]
+    k = _compile_raw(body)
+    z = poisoned(N).partition(T)
+    x = rnd(N, seed=7)
+    z, x = k(z, x).sync()  # the scatter's lanes are overwritten by the block's store of x
+    assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy())
+
+
+def test_mapped_partition_cannot_be_scattered_into():
+    def body(g, m):
+        m.scatter(_param(0), (g.bid(0) * 64 + ct.arange(64, dtype=ct.int32),), ct.full((64,), 1.0, ct.float32),
+                  mask=ct.arange(64, dtype=ct.int32) < 64)
+
+    @ct.entry
+    def k(c: ct.MappedMut[ct.f32, ("B",)], x: ct.Ref[ct.f32, -1]):
+        ct.static_eval(_emit_mapped(body))
+        for idx in c.iter_indices():
+            c.store(x.partition((B,)).load(idx), idx)  # noqa: F821
+    objs, action = launch_mapped(k)
+    refused(objs, action, TileSafetyError, "scatter to the mutable parameter 'c' is only possible through")
+
+
+def _emit_mapped(body):
+    from safetile.ops import grid as g
+    from safetile.ops import memory as m
+    body(g, m)
+
+
+# ----------------------------------------------------------------------------- hand-built mapped walks (rank 2)
+
+def _walk_store(i, divisor, mod_divisor=None, shift=0):
+    """Store ones at unflatten(i) of the 2-D mapped parameter, with the divisors given."""
+    from safetile.ops import memory as m
+    c = _param(0)
+    d = divisor(m, c)
+    dm = d if mod_divisor is None else mod_divisor(m, c)
+    q = i // d if not shift else i // d + shift
+    m.store(c, (q, i % dm), ct.full((8, 8), 1.0, ct.float32))
+
+
+DIVISORS = {
+    "its own tile count": (lambda m, c: m.num_tiles(c, 1, (8, 8)), None, 0, True),
+    "a positive constant": (lambda m, c: 3, None, 0, True),
+    "another axis's tile count": (lambda m, c: m.num_tiles(c, 0, (8, 8)), None, 0, False),
+    "the input's tile count": (lambda m, c: m.num_tiles(_param(1), 1, (8, 8)), None, 0, False),
+    "a constant zero": (lambda m, c: 0, None, 0, False),
+    "a negative constant": (lambda m, c: -2, None, 0, False),
+    "a run-time value": (lambda m, c: ct.bid(0) + 1, None, 0, False),
+    "different divisors for // and %": (lambda m, c: m.num_tiles(c, 1, (8, 8)), lambda m, c: 2, 0, False),
+    "a shifted first coordinate": (lambda m, c: m.num_tiles(c, 1, (8, 8)), None, 1, False),
+}
+
+
+@pytest.mark.parametrize("name", list(DIVISORS))
+def test_ir_check_of_hand_built_mapped_walks(name):
+    div, mod_div, shift, accepted = DIVISORS[name]
+
+    @ct.entry
+    def walk(c: ct.MappedMut[ct.f32, (8, 8)], x: ct.Ref[ct.f32, (-1, -1)]):
+        total = ct.num_tiles(x, 0, (8, 8)) * ct.num_tiles(x, 1, (8, 8))
+        for i in range(ct.bid(0), total, ct.num_blocks(0)):
+            ct.static_eval(_walk_store(i, div, mod_div, shift))
+    c = poisoned((32, 24)).partition((8, 8)).map(5)
+    x = rnd((32, 24), seed=8)
+    if not accepted:
+        refused([c, x], lambda: walk(c, x), TileSafetyError, "not at an index produced by c.iter_indices")
+        return
+    c, x = walk(c, x).sync()
+    out = c.unpartition().to_numpy()
+    if name == "its own tile count":
+        assert np.array_equal(out, np.ones((32, 24), np.float32))
+    else:  # unflattening by 3: still one block per sub-tensor, and the walk covers rows 0..3, columns 0..2
+        assert np.array_equal(out[:, :24], np.ones((32, 24), np.float32))
+
+
+def test_ir_check_of_mapped_loops_needs_the_grid_stride():
+    for start, step in (("1", "num_blocks"), ("bid", "2")):
+        def loop_body(i):
+            from safetile.ops import memory as m
+            m.store(_param(0), (i,), ct.full((64,), 1.0, ct.float32))
+
+        @ct.entry
+        def walk(c: ct.MappedMut[ct.f32, ("B",)], x: ct.Ref[ct.f32, -1]):
+            lo = ct.bid(0) if start == "bid" else 1
+            st = ct.num_blocks(0) if step == "num_blocks" else 2
+            for i in range(lo, 4, st):
+                ct.static_eval(loop_body(i))
+        objs, action = launch_mapped(walk)
+        refused(objs, action, TileSafetyError, "not at an index produced by c.iter_indices")

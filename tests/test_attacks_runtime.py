@@ -62,6 +62,7 @@ def run_threads(*fns):
 
 # ----------------------------------------------------------------------------- class 4: graph replays in flight
 
+@pytest.mark.threads
 def test_cpu_graph_replay_is_in_flight_for_host_reads_and_launches(racy):
     t = ct.zeros(256).sync()
     view = t[:]  # another tensor over the same memory, taken before the partition
@@ -96,6 +97,7 @@ def test_cpu_graph_replay_is_in_flight_for_host_reads_and_launches(racy):
 
 # ----------------------------------------------------------------------------- class 5: atomic claims
 
+@pytest.mark.threads
 def test_overlapping_launches_from_two_threads_lose_no_update(racy):
     t = ct.zeros(512).sync()
     a, b = t[0:384].partition(128), t[128:512].partition(128)  # overlap on [128, 384)
@@ -114,6 +116,7 @@ def test_overlapping_launches_from_two_threads_lose_no_update(racy):
     assert np.array_equal(out[:384], expected)
 
 
+@pytest.mark.threads
 def test_host_read_never_sees_a_running_launch(racy):
     t = ct.zeros(4096).sync()
     view = t[:]
@@ -136,6 +139,7 @@ def test_host_read_never_sees_a_running_launch(racy):
 
 # ----------------------------------------------------------------------------- class 6: atomic moves
 
+@pytest.mark.threads
 @pytest.mark.parametrize("what", ["launch", "partition", "shared", "memcpy", "run"])
 def test_one_value_taken_by_two_threads_goes_to_exactly_one(what, racy):
     for round_ in range(20):

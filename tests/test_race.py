@@ -341,3 +341,20 @@ def test_race_read_after_write_across_blocks_is_reported():
 def test_race_reading_own_output_and_atomics_together_are_not_races():
     assert not ct.detect_races(reads_own_output, (4, 1, 1), (rnd(4 * B), nan(4 * B), B))
     assert not ct.detect_races(atomics_only, (4, 1, 1), (rnd(4 * B), np.zeros(B, np.float32), B))
+
+
+def test_race_detector_takes_entry_arguments_like_a_launch():
+    """Running an entry kernel under the detector is a launch: moved arguments are refused, the
+    memory is claimed while it runs, and every argument comes back usable."""
+    va = ex("vector_add")
+    z = ct.full(256, np.nan).sync().partition(64)
+    x, y = ct.rand(256, seed=1).sync(), ct.rand(256, seed=2).sync()
+    op = va.add(z, x, y)
+    with pytest.raises(ct.UseAfterMoveError, match="moved into launch 'add'"):
+        ct.detect_races(va.add, None, (z, x, y))
+    op.cancel()
+    assert not ct.detect_races(va.add, None, (z, x, y))
+    assert not z.is_moved and not x.is_moved and np.allclose(z.to_numpy(), x.to_numpy() + y.to_numpy())
+    with pytest.raises(TypeError, match="resolve DeviceOp arguments first"):
+        ct.detect_races(va.add, None, (ct.value(z), x, y))
+    assert not z.is_moved

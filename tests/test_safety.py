@@ -269,6 +269,7 @@ def test_ownership_shared_cannot_be_unwrapped_while_held():
 
 
 
+@pytest.mark.threads
 def test_ownership_values_of_a_running_chain_are_refused_to_other_threads():
     """A chain gives its arguments back to its own closures between launches; another thread
     trying to use them meanwhile is refused (it would race the chain's next launch)."""

@@ -128,6 +128,7 @@ class Worker:
             self.check(t.to_numpy(), zref, "axpy")
 
 
+@pytest.mark.threads
 @pytest.mark.parametrize("seed", [9])
 def test_eight_threads_ten_thousand_launches(seed):
     old = sys.getswitchinterval()

@@ -52,12 +52,15 @@ class Claims:
                                          "a Shared value has no writable alias anywhere")
             token = next(self._ids)
             self._live[kind][token] = (list(extents), label)
-        weakref.finalize(holder, self.release, token)
+        weakref.finalize(holder, self._forget, token)
         return token
 
     def release(self, token: int | None) -> None:
-        if token is None:
-            return
+        """End a claim (its holder gave the memory back)."""
+        if token is not None:
+            self._forget(token)
+
+    def _forget(self, token: int) -> None:  # pragma: no mutate function (runs as a finalizer too)
         with self._lock:
             for live in self._live.values():
                 live.pop(token, None)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .errors import DeviceOpError, LaunchTypeError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
-from .ownership import Handle, LazyText
+from .ownership import OWNERSHIP, Handle, LazyText
 from .streams import Stream, default_pool, executing, execution
 
 
@@ -102,13 +102,14 @@ class ExecContext:
 
     def end(self) -> None:
         """What the terminal gave back is free for everyone (its result has been handed over)."""
-        from .ownership import OWNERSHIP
-        with OWNERSHIP:
-            for v in self.lent:
-                if v._lent is self:
-                    v._lent = None
-            self.lent.clear()
-            self.ended = True
+        lent = self.lent
+        if lent:
+            with OWNERSHIP:
+                for v in lent:
+                    if v._lent is self:
+                        v._lent = None
+                lent.clear()
+        self.ended = True
         notify_all()
 
     def wait_ended(self) -> None:

@@ -25,7 +25,7 @@ from .deviceop import DeviceOp, ExecContext
 from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
-from .memory import notify_all, wait_until
+from .memory import REGISTRY, notify_all, wait_until
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
@@ -233,7 +233,7 @@ class LaunchOp(DeviceOp, Unique):
         self.args = args = tuple(args)
         self.arity = len(args)
         self.id = next(_op_ids)
-        self._site = caller_location()
+        self._site = caller_location(3)  # past this constructor and EntryKernel.__call__
         self._plan: Plan | None = None
         self._runtime: tuple = ()
         self._inflight = None
@@ -384,7 +384,7 @@ class LaunchOp(DeviceOp, Unique):
                 "rejected": "been rejected", "cancelled": "been cancelled", "abandoned": "been abandoned",
                 "dropped": "been dropped"}.get(self._state, self._state)
 
-    def __del__(self):
+    def __del__(self):  # pragma: no mutate function (a finalizer: mutmut cannot trace inside one)
         try:
             if self._state == "built" and self._set_state(("built",), "dropped"):
                 self._give_back(self.args)
@@ -457,7 +457,10 @@ class LaunchOp(DeviceOp, Unique):
             else:
                 # the terminal's in-flight entry gets this launch's memory, atomically with the conflict
                 # check: conflicting work of other terminals is ordered first (this stream's by the stream)
-                entry = self._inflight = ctx.begin(self, plan, plan.writes, plan.reads, plan.device)
+                entry = ctx.entry
+                if entry is None or plan.device != ctx.stream.device or not REGISTRY.reclaim(entry, plan):
+                    entry = ctx.begin(self, plan, plan.writes, plan.reads, plan.device)
+                self._inflight = entry
                 try:
                     run_plan(plan, self._runtime, ctx.stream)
                 finally:

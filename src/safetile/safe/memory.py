@@ -189,7 +189,8 @@ class InFlight:
     def set_enqueued(self) -> None:
         """The work being submitted is submitted (CPU: it has run)."""
         self.enqueued = True
-        notify_all()
+        if _WAITERS[0]:
+            notify_all()
 
     def set_done(self) -> None:
         self.done = True
@@ -253,19 +254,37 @@ class Registry:
         self._entries: tuple[InFlight, ...] = ()
         self._prune_at = 32
 
+    def reclaim(self, entry: InFlight, key: Any) -> bool:
+        """``claim`` for the common case, or False: ``entry`` is the only one registered and already
+        holds ``key``'s extents (a chain launching one plan again), so there is nothing to wait for."""
+        entries = self._entries
+        if len(entries) != 1 or entries[0] is not entry or id(key) not in entry._added:
+            return False
+        lock = self._lock
+        lock.acquire()
+        ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
+        if ok:
+            entry.enqueued = False
+            entry._event = None
+        lock.release()
+        return ok
+
     def claim(self, entry: InFlight, key: Any, writes, reads) -> None:
         """Atomically: wait until no conflicting work of another entry is being submitted, then
         register ``entry`` (if new) with these extents, marked as submitting. Conflicting GPU work
         already submitted is ordered before ``entry``'s: its stream waits on an event (host
         accesses and CPU entries wait on the host, after registering). Call
         ``entry.set_enqueued()`` once the work is submitted (CPU: has run)."""
-        entries = self._entries  # the common case: this terminal's entry is the only one registered
-        if len(entries) == 1 and entries[0] is entry and id(key) in entry._added:
+        if self.reclaim(entry, key):
+            return
+        if not self._entries:  # nothing registered: nothing to wait for or order after
             lock = self._lock
             lock.acquire()
-            if self._entries is entries:  # unchanged since read: nobody else claimed meanwhile
+            if not self._entries:
                 entry.enqueued = False
                 entry._event = None
+                entry.add(key, writes, reads)
+                self._entries = (entry,)
                 lock.release()
                 return
             lock.release()

@@ -25,16 +25,20 @@ OWNERSHIP = threading.RLock()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, os.sep + "threading.py")
+# frames that are not where the user made a call: the package, the event loop and thread machinery,
+# and mutmut's trampolines (mutation testing wraps every function of the package in one)
+_SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, os.sep + "threading.py",
+         os.sep + "mutmut" + os.sep)
 
 
 _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips its frames
 _basenames: dict[str, str] = {}
 
 
-def caller_location() -> tuple[str, int] | None:
-    """(file name, line) of the first frame outside safetile (where the user made the call)."""
-    f = sys._getframe(1)
+def caller_location(depth: int = 1) -> tuple[str, int] | None:
+    """(file name, line) of the first frame outside safetile (where the user made the call),
+    looking from ``depth`` frames up (callers that know their own depth skip frames of the package)."""
+    f = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
         skip = _internal.get(fn)

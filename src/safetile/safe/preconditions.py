@@ -56,16 +56,32 @@ _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.Lt
         ast.Gt: operator.gt, ast.GtE: operator.ge}
 
 
+def _lambda_text(fn: Callable) -> str:
+    """The source of a lambda itself (``lambda x: x.ndim == 2``), not the statement around it."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return "lambda"
+    line = lines[fn.__code__.co_firstlineno - start] if fn.__code__.co_firstlineno >= start else lines[0]
+    at = line.find("lambda")
+    text = line[at:].rstrip() if at >= 0 else ""
+    while text:  # the longest prefix that is a lambda expression
+        try:
+            if isinstance(ast.parse(text, mode="eval").body, ast.Lambda):
+                return text
+        except SyntaxError:
+            pass
+        text = text[:-1].rstrip()
+    return "lambda"
+
+
 class Precondition:
     def __init__(self, cond: str | Callable, kernel: str):
         self.kernel = kernel
         if callable(cond):
             self.text = getattr(cond, "__name__", "precondition")
             if self.text == "<lambda>":
-                try:
-                    self.text = inspect.getsource(cond).strip()
-                except (OSError, TypeError):
-                    self.text = "lambda"
+                self.text = _lambda_text(cond)
             self.fn = cond
             self.tree = None
         elif isinstance(cond, str):

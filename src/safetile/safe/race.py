@@ -148,26 +148,31 @@ class RaceDetector:
         gx, gy, _ = self.grid
         return (block % gx, (block // gx) % gy, block // (gx * gy))
 
-    def _locate(self, addr: np.ndarray) -> tuple[str, np.ndarray]:
-        """The argument holding these byte addresses and the coordinates of their elements in it."""
-        a0 = int(addr[0])
+    def _tables(self) -> list[tuple[str, np.ndarray, np.ndarray, tuple]]:
+        """Per argument: its elements' start addresses (sorted), their flat indices, its shape."""
+        out = []
         for name, arr in self.named:
             if arr.size == 0:
                 continue
-            base = arr.__array_interface__["data"][0]
-            span_lo = base + sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-            span_hi = base + sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides)) + arr.itemsize
-            if span_lo <= a0 < span_hi and all(s > 0 for s in arr.strides if s):
-                off = addr - base
-                coords = np.zeros((len(addr), arr.ndim), dtype=np.int64)
-                for axis in sorted(range(arr.ndim), key=lambda a: -arr.strides[a]):
-                    st = arr.strides[axis]
-                    if st == 0:
-                        continue
-                    coords[:, axis] = off // st
-                    off = off - coords[:, axis] * st
+            addr = np.zeros((), dtype=np.int64) + arr.__array_interface__["data"][0]
+            for n, st in zip(arr.shape, arr.strides):
+                addr = addr[..., None] + np.arange(n, dtype=np.int64) * st
+            flat = addr.reshape(-1)
+            order = np.argsort(flat, kind="stable")
+            out.append((name, flat[order], order, arr.shape))
+        return out
+
+    def _locate(self, starts: np.ndarray, tables) -> tuple[str, np.ndarray]:
+        """The argument holding elements starting at these addresses, and their coordinates in it
+        (any strides: reversed, permuted, broadcast views included)."""
+        for name, sorted_addr, order, shape in tables:
+            pos = np.searchsorted(sorted_addr, starts)
+            ok = (pos < len(sorted_addr)) & (sorted_addr[np.minimum(pos, len(sorted_addr) - 1)] == starts)
+            if ok.all():
+                coords = np.stack(np.unravel_index(order[pos], shape), axis=1).astype(np.int64)
                 return name, coords
-        return "<memory>", ((addr - a0)[:, None]).astype(np.int64)
+        a0 = int(starts.min())
+        return "<memory>", ((starts - a0)[:, None]).astype(np.int64)
 
     def _bytes(self):
         """Every accessed byte: (byte address, block, kind, element start address), one row each."""
@@ -215,12 +220,13 @@ class RaceDetector:
         report.racy_elements = int(np.unique(start).size)
         pairs: dict[tuple[str, int, int], list[int]] = {}
         bounds = np.flatnonzero(np.r_[True, group[1:] != group[:-1], True])
-        ids_l, kind_l, addr_l = ids.tolist(), kind.tolist(), addr.tolist()
+        ids_l, kind_l, start_l = ids.tolist(), kind.tolist(), start.tolist()
         for g0, g1 in zip(bounds[:-1], bounds[1:]):
             for key in _racing_pairs(ids_l[g0:g1], kind_l[g0:g1]):
-                pairs.setdefault(key, []).append(addr_l[g0])
-        for (what, a, b), byte_addrs in sorted(pairs.items(), key=lambda kv: -len(kv[1])):
-            name, coords = self._locate(np.asarray(byte_addrs, dtype=np.int64))
+                pairs.setdefault(key, []).append(start_l[g0])  # the element (of the first access) holding the byte
+        tables = self._tables()
+        for (what, a, b), starts in sorted(pairs.items(), key=lambda kv: -len(kv[1])):
+            name, coords = self._locate(np.unique(np.asarray(starts, dtype=np.int64)), tables)
             count = int(np.unique(coords, axis=0).shape[0])
             report.conflicts.append(Conflict(name, self._coords(a), self._coords(b),
                                              tuple(int(v) for v in coords.min(axis=0)),
@@ -255,18 +261,26 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
     """
     from .entry import EntryKernel
     if isinstance(kernel, EntryKernel):
-        from .launch import check_ownership, prepare, runtime_args
-        k = kernel.grid(grid) if grid is not None else kernel
-        args = tuple(args)
-        check_ownership(k, args)
-        plan = prepare(k, args)
-        if plan.device != "cpu":
-            raise ValueError("the race detector runs on the CPU backend (host memory)")
-        runtime = runtime_args(args)
-        named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
-        det = RaceDetector(kernel.__name__, plan.grid3, named)
         from ..runtime.launch import run_cpu
-        run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)
+        from .memory import REGISTRY, InFlight
+        k = kernel.grid(grid) if grid is not None else kernel
+        op = k(*args)  # a launch like any other: checked, and its arguments taken, before it runs
+        try:
+            plan, runtime = op._plan, op._runtime
+            if plan is None:
+                raise TypeError("detect_races runs a launch of host values: resolve DeviceOp arguments first")
+            if plan.device != "cpu":
+                raise ValueError("the race detector runs on the CPU backend (host memory)")
+            named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
+            det = RaceDetector(kernel.__name__, plan.grid3, named)
+            entry = InFlight(f"the race detector's run of {op.label}", None)
+            REGISTRY.claim(entry, plan, plan.writes, plan.reads)  # other launches and host reads wait
+            try:
+                run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)
+            finally:
+                REGISTRY.remove(entry)
+        finally:
+            op.cancel_unrun()  # the arguments come back (the op itself never runs)
     else:
         from ..runtime.args import arg_specs, as_numpy, is_cuda
         from ..runtime.launch import check_args, normalize_grid, run_cpu

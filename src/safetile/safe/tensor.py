@@ -278,6 +278,7 @@ class Tensor(Owned):
 
     def slice(self, axis: int, start: int, stop: int) -> "Tensor":
         """The zero-copy view ``[start:stop]`` along ``axis``."""
+        self._check("sliced")
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -self.ndim <= axis < self.ndim:
             raise TensorError(f"slice of {self.label}: axis {axis!r} is not an axis of a rank-{self.ndim} tensor")
         key = [slice(None)] * self.ndim

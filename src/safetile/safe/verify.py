@@ -118,12 +118,28 @@ def _check_owned_scatter(op: Op, p: _Param) -> None:
 
 
 def _strip(v: Value) -> Value:
-    """``v`` through reshapes and broadcasts (they keep every element's value)."""
-    o = v.owner
-    while o is not None and o.name in ("reshape", "broadcast_to") and o.operands:
-        v = o.operands[0]
+    """``v`` through broadcasts and rank changes by leading unit axes: ops after which every
+    element still lines up with the same element of ``v`` when tiles are broadcast together
+    (right-aligned). A reshape that moves elements (``(n,)`` to ``(n, 1)``) is not stripped: a
+    mask would no longer guard the lanes of the index it was computed for."""
+    while True:
         o = v.owner
-    return v
+        if o is None or not o.operands:
+            return v
+        if o.name == "broadcast_to" or (o.name == "reshape" and _unit_padded(o.operands[0].type, v.type)):
+            v = o.operands[0]
+            continue
+        return v
+
+
+def _unit_padded(a, b) -> bool:
+    """Whether tile types ``a`` and ``b`` have the same shape once leading unit axes are dropped."""
+    def core(shape):
+        shape = tuple(shape)
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        return shape
+    return core(getattr(a, "shape", ())) == core(getattr(b, "shape", ()))
 
 
 def _own_offset(v: Value, axis: int, size: int) -> Value | None:
