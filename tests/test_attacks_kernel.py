@@ -244,7 +244,7 @@ def _transposed_scatter(g, m):
     """Index lanes r[i] (beyond the sub-tensor) kept by mask lanes r[j] (inside it): a reshape
     between the index and the mask misaligns them."""
     r = ct.arange(64, dtype=ct.int32) + 32
-    idx = ct.reshape(g.bid(0) * 64 + r, (64, 1))
+    idx = ct.broadcast_to(ct.reshape(g.bid(0) * 64 + r, (64, 1)), (64, 64))
     mask = ct.reshape((r >= 0) & (r < 64), (1, 64))
     m.scatter(_param(0), (idx,), ct.full((64, 64), 1.0, ct.float32), mask=mask)
 
