@@ -461,8 +461,8 @@ def test_hello_on_triton_interpreter(capsys):
 
 @pytest.mark.parametrize("name", ["tile_diverge", "tile_math", "gcd", "data_read"])
 def test_corpus_programs_on_triton_interpreter(name, capsys):
-    """The same kernels on the Triton backend: OUTPUT arrays equal the CPU backend's, and the
-    printed values appear in the same order (the device print has its own text layout)."""
+    """The same kernels on the Triton backend: OUTPUT arrays and printed text equal the CPU
+    backend's."""
     source = (ROOT / "tests" / "basic_corpus" / f"{name}.bas").read_text()
     prog = compile_program(source, f"{name}.bas")
     cpu = prog.run()
@@ -472,10 +472,7 @@ def test_corpus_programs_on_triton_interpreter(name, capsys):
     gpu_text = capsys.readouterr().out
     for k in cpu:
         np.testing.assert_array_equal(gpu[k], cpu[k])
-    number = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-    cpu_numbers = [float(x) for x in number.findall(cpu_text)]
-    gpu_numbers = [float(x) for line in gpu_text.splitlines() for x in number.findall(line.split(")", 1)[-1])]
-    assert gpu_numbers == pytest.approx(cpu_numbers, rel=1e-6)
+    assert gpu_text == cpu_text
 
 
 def test_bfloat16_arrays():

@@ -742,8 +742,7 @@ def test_kernel_without_arrays_on_interpreter(capfd):
     with triton_interpreter():
         ct.launch(None, (1,), no_arrays, (3,))
     out = capfd.readouterr().out
-    assert "hello" in out
-    assert [float(v) for v in re.findall(r"\[([-0-9.]+)\]", out)] == [0.0, 0.5, 1.0]
+    assert out == "hello\ni 0.0\ni 0.5\ni 1.0\n"
 
 
 @ct.kernel
