@@ -25,7 +25,7 @@ from .ops.memory import (MemoryOrder, MemoryScope, PaddingMode, TiledView, atomi
 from .ops.memory import Slice, load_advanced_indexing, store_advanced_indexing
 from .ops.meta import ensure_constant, static_assert, static_eval, static_iter
 from .ops.reduction import argmax, argmin, cumprod, cumsum, max, min, prod, reduce, scan, sum
-from .ops.shape import (broadcast_to, cat, expand_dims, extract, insert, item, permute, reshape,
+from .ops.shape import (broadcast_to, cat, expand_dims, extract, insert, item, permute, reshape, take,
                         transpose)
 from .ops.values import Array, Tile
 from .runtime.launch import launch
