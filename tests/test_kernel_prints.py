@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from triton_interp import triton_interpreter
 
 import safetile as ct
-from triton_interp import triton_interpreter
 
 
 @ct.kernel

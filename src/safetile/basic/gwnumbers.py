@@ -57,8 +57,11 @@ def unpack(x: float, p: Precision) -> Unpacked:
     if p is SINGLE:
         bits = int(np.float32(x).view(np.uint32))
         neg, e, frac = bool(bits >> 31), (bits >> 23) & 0xFF, bits & 0x7FFFFF
-        if e == 0:
-            return (0, 0, False)
+        if e == 0:  # an IEEE denormal: MBF singles reach down to 2**-129
+            if frac == 0:
+                return (0, 0, False)
+            m, ex = math.frexp(math.ldexp(frac, -149))
+            return (ex + 128, int(m * (1 << 24)) << 8, neg) if ex + 128 > 0 else (0, 0, False)
         return (e + 2, ((1 << 23) | frac) << 8, neg)
     bits = int(np.float64(x).view(np.uint64))
     neg, e, frac = bool(bits >> 63), (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
@@ -108,7 +111,7 @@ def _add(p: Precision, left: Unpacked, right: Unpacked) -> Unpacked:
     subtract = lneg != rneg
     lman >>= shift
     if subtract and (lman < 0x80 or lman == 0x80 and lost_nothing):
-        return right
+        return rexp, rman, rneg
     if not subtract:
         man, neg, exp = lman + rman, lneg, rexp
         if man >= p.limit:
@@ -215,12 +218,52 @@ def to_decimal(x, p: Precision) -> tuple[int, int]:
     return (-n if neg else n), exp10
 
 
+# ----------------------------------------------------------------------------- operators
+
+def mbf_add(x, y, p: Precision = SINGLE, subtract: bool = False):
+    """x + y (or x - y) as GW-BASIC computes it (raises MbfOverflow)."""
+    ey, my, ny = unpack(y, p)
+    return pack(_add(p, unpack(x, p), (ey, my, ny != subtract)), p)
+
+
+def mbf_mul(x, y, p: Precision = SINGLE):
+    """x * y as GW-BASIC computes it: the exact product cut to 4 guard bits, then rounded."""
+    lexp, lman, lneg = unpack(x, p)
+    rexp, rman, rneg = unpack(y, p)
+    if lexp == 0 or rexp == 0:
+        return pack((0, 0, False), p)
+    exp = lexp + rexp - p.bias - 8
+    man = lman * rman
+    if exp < -31:
+        return pack((0, 0, False), p)
+    lower, upper = p.top >> 4, p.limit >> 4
+    while man <= lower:
+        exp -= 1
+        man <<= 1
+    while man > upper:
+        exp += 1
+        man >>= 1
+    if man & 0xF == 0x9:  # GW-BASIC's rounding of products
+        man &= p.carry_mask + 0xFE
+    return pack((exp, man, lneg != rneg), p)
+
+
+def mbf_div(x, y, p: Precision = SINGLE):
+    """x / y as GW-BASIC computes it (y non-zero; raises MbfOverflow)."""
+    left = unpack(x, p)
+    if left[0] == 0:
+        return pack((0, 0, False), p)
+    return pack(_divide(p, left, unpack(y, p)), p)
+
+
 # ----------------------------------------------------------------------------- text
 
 def number_text(x, p: Precision = SINGLE) -> str:
     """A float as PRINT and STR$ show it: a leading space or ``-``, then GW-BASIC's digits
     (``.5``, ``1E+07``, ``1.414213``), without the trailing space PRINT adds."""
-    if unpack(x, p)[0] == 0 or not np.isfinite(x):
+    if not np.isfinite(x):  # only the half-precision arrays of the TILE extension get here
+        return " NAN" if np.isnan(x) else (" INF" if x > 0 else "-INF")
+    if unpack(x, p)[0] == 0:
         return " 0"
     mantissa, exp10 = to_decimal(x, p)
     sign = "-" if mantissa < 0 else " "
@@ -373,8 +416,22 @@ def round_int(x) -> int:
 
 
 def truncate_single(x: float):
-    """A float64 result as GW-BASIC stores it in a single: the mantissa truncated toward zero."""
-    y = np.float32(x)
-    if np.isfinite(y) and abs(float(y)) > abs(x) and y != 0:
-        y = np.float32(np.nextafter(y, np.float32(0)))
-    return y
+    """A function result (computed in double precision) as PC-BASIC stores it in a single:
+    the binary exponent is estimated as ``trunc(log2|x| - 23)`` and the scaled magnitude
+    truncated, so below 2**23 the last mantissa bit is usually lost (``SQR(2)`` is
+    1.4142134, one unit below the truncated value)."""
+    if x == 0 or not math.isfinite(x):
+        return np.float32(x)
+    a = abs(x)
+    e = int(math.log(a) / LN2 - 23)
+    man = int(a * 2.0 ** -e)
+    while man <= 0x7FFFFF:
+        man <<= 1
+        e -= 1
+    while man > 0xFFFFFF:
+        man >>= 1
+        e += 1
+    return np.float32(math.copysign(math.ldexp(man, e), x))
+
+
+LN2 = math.log(2.0)
