@@ -3,7 +3,7 @@
 Checks each result against NumPy first, then times warm launches (median of --repeat
 runs) and writes JSON under bench/results/cpu/. Usage:
 
-    PYTHONPATH=src python bench/cpu_bench.py [--repeat 7] [--out bench/results/cpu/latest.json]
+    PYTHONPATH=src python bench/cpu_bench.py [--repeat 7] [--only add,gemm,softmax] [--out FILE]
 """
 from __future__ import annotations
 
@@ -57,14 +57,7 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "cpu" / "latest.json"))
-    args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    rows = []
-
+def bench_add(args, rng):
     n = 1 << 24
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     c = np.full(n, np.nan, np.float32)
@@ -73,8 +66,10 @@ def main() -> None:
     assert np.array_equal(c, a + b), "vec_add mismatch"
     t_st = median_time(lambda: ct.launch(None, grid, vec_add, (a, b, c, 1024)), args.repeat)
     t_np = median_time(lambda: np.add(a, b, out=c), args.repeat)
-    rows.append({"case": "vector add 2^24 f32, tile 1024", "safetile_s": t_st, "numpy_s": t_np})
+    return {"case": "vector add 2^24 f32, tile 1024", "safetile_s": t_st, "numpy_s": t_np}
 
+
+def bench_gemm(args, rng):
     m = k = nn = 1024
     A, B = rng.random((m, k), dtype=np.float32), rng.random((k, nn), dtype=np.float32)
     C = np.full((m, nn), np.nan, np.float32)
@@ -85,9 +80,10 @@ def main() -> None:
     assert err < 1e-5, f"gemm relative error {err}"
     t_st = median_time(lambda: ct.launch(None, grid, gemm, (A, B, C, 64, 64, 32)), args.repeat)
     t_np = median_time(lambda: np.matmul(A, B), args.repeat)
-    rows.append({"case": "GEMM 1024^3 f32, tiles 64x64x32", "safetile_s": t_st, "numpy_s": t_np,
-                 "rel_error": err})
+    return {"case": "GEMM 1024^3 f32, tiles 64x64x32", "safetile_s": t_st, "numpy_s": t_np, "rel_error": err}
 
+
+def bench_softmax(args, rng):
     r, cols = 4096, 1024
     X = rng.standard_normal((r, cols), dtype=np.float32)
     Y = np.full_like(X, np.nan)
@@ -101,8 +97,13 @@ def main() -> None:
         return e / e.sum(axis=1, keepdims=True)
     t_st = median_time(lambda: ct.launch(None, (r,), softmax_rows, (X, Y, cols)), args.repeat)
     t_np = median_time(np_softmax, args.repeat)
-    rows.append({"case": "softmax 4096x1024 f32, one row per block", "safetile_s": t_st, "numpy_s": t_np})
+    return {"case": "softmax 4096x1024 f32, one row per block", "safetile_s": t_st, "numpy_s": t_np}
 
+
+SECTIONS = {"add": bench_add, "gemm": bench_gemm, "softmax": bench_softmax}
+
+
+def _report(args, rows) -> None:
     for row in rows:
         row["ratio_vs_numpy"] = row["safetile_s"] / row["numpy_s"]
     result = {
@@ -119,6 +120,23 @@ def main() -> None:
         print(f"{row['case']:44s} {row['safetile_s'] * 1e3:12.2f} {row['numpy_s'] * 1e3:10.2f} "
               f"{row['ratio_vs_numpy']:6.2f}x")
     print(f"wrote {args.out}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "cpu" / "latest.json"))
+    ap.add_argument("--only", default="", help="comma list of sections: " + ",".join(SECTIONS))
+    args = ap.parse_args()
+    only = [s for s in args.only.split(",") if s]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(unknown)}; sections: {', '.join(SECTIONS)}")
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in only or SECTIONS:
+        rows.append(SECTIONS[name](args, rng))
+    _report(args, rows)
 
 
 if __name__ == "__main__":

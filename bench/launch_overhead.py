@@ -103,7 +103,7 @@ def main() -> None:
         st["z"] = safe_add(st["z"], tx, ty).sync()[0]
 
     def safe_prepare():
-        prepare(safe_add, (st["z"], sx, sy), check_ownership=False)
+        prepare(safe_add, (st["z"], sx, sy))
 
     def safe_chain(k=100):
         op = safe_add(st["z"], sx, sy)

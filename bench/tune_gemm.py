@@ -1,4 +1,4 @@
-"""Autotune bench/gpu_bench.py's GEMM kernel with ``ct.tune.exhaustive_search``.
+"""Autotune the benchmark GEMM kernel (bench/kernels/gemm.py) with ``ct.tune.exhaustive_search``.
 
 Searches tile sizes (BM, BN, BK, Constants), num_warps/num_stages (hints) and tensor
 descriptors (TMA, a Constant) at one square size, checks the winner against torch.matmul,
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import torch  # noqa: E402
 
 import safetile as ct  # noqa: E402
-from gpu_bench import matmul  # noqa: E402
+from kernels.gemm import matmul  # noqa: E402
 
 DEFAULT_CONFIGS = "128x256x64x8x3,128x256x64x8x4,128x128x64x8x4,128x128x64x4x4,64x128x64x4x4,64x64x64x4x4"
 INTERPRETER_MAX_SIZE = 256

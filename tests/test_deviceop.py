@@ -282,3 +282,66 @@ def test_a_failed_terminal_gives_values_back_and_leaves_nothing_in_flight():
     asyncio.run(main())
     assert REGISTRY._entries == before
     assert np.array_equal(z.to_numpy(), np.full(64, 3.0, np.float32))
+
+
+def test_an_op_dropped_inside_a_wait_gives_back_without_deadlock():
+    """A finalizer (an unrun LaunchOp dropped and given back) may run inside any allocation,
+    also while this thread waits on an in-flight state change: it must not deadlock."""
+    import gc
+
+    from safetile.safe.memory import wait_until
+
+    def scenario(done: list) -> None:
+        z = ct.zeros(64).sync().partition(16)
+        holder = [add(z, ct.rand(64, seed=1).sync(), ct.rand(64, seed=2).sync())]  # built, never run
+        calls: list = []
+
+        def test() -> bool:
+            calls.append(1)
+            if len(calls) == 2:  # the second test runs under the condition's lock
+                holder.clear()
+                gc.collect()
+                return True
+            return False
+
+        with pytest.warns(ct.LaunchDroppedWarning):
+            wait_until(test)
+        done.append(z.unpartition().to_numpy())  # given back: usable again
+
+    done: list = []
+    t = threading.Thread(target=scenario, args=(done,), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "deadlock: the dropped op's finalizer waited on a lock its own thread held"
+    assert done and done[0].shape == (64,)
+
+
+def test_a_holder_collected_while_a_claim_is_checked_does_not_deadlock(monkeypatch):
+    """A shared handle collected in the middle of another claim's overlap check releases its
+    claim from a finalizer on the same thread: no deadlock, and its claim is gone."""
+    import gc
+
+    import safetile.safe.claims as claims
+
+    def scenario(done: list) -> None:
+        doomed = [ct.rand(32, seed=3).sync().shared()]
+        real = claims.overlaps
+        calls: list = []
+
+        def overlaps(a, b):
+            if not calls:
+                calls.append(1)
+                doomed.clear()
+                gc.collect()  # the Shared's finalizer runs here, inside claim()
+            return real(a, b)
+
+        monkeypatch.setattr(claims, "overlaps", overlaps)
+        p = ct.zeros(64).sync().partition(16)  # a writable claim, checked against the frozen one
+        done.append((calls, p.unpartition().to_numpy().shape))
+
+    done: list = []
+    t = threading.Thread(target=scenario, args=(done,), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "deadlock: a finalizer released a claim under the lock its thread held"
+    assert done and done[0] == ([1], (64,))

@@ -135,7 +135,7 @@ def not_pow2(x, y):
 
 def test_shape_not_power_of_two():
     err = compile_error(not_pow2, vec(), vec())
-    check(err, TileValueError, not_pow2, "powers of two", "(12,)")
+    check(err, TileTypeError, not_pow2, "powers of two", "(12,)")
 
 
 @ct.kernel
@@ -150,7 +150,7 @@ def mma_mismatch(a, b, c):
 def test_mma_inner_dimension_mismatch():
     m = np.zeros((32, 32), F32)
     err = compile_error(mma_mismatch, m, m.copy(), m.copy())
-    check(err, TileTypeError, mma_mismatch, "16x32", "16x16")
+    check(err, TileTypeError, mma_mismatch, "Incompatible shapes", "(16, 32)", "(16, 16)")
 
 
 @ct.kernel
@@ -182,8 +182,41 @@ def runtime_shape(x, y, n):
 
 
 def test_non_constant_shape_argument():
+    """The message names the parameter and the annotation that fixes it."""
     err = compile_error(runtime_shape, vec(), vec(), 16)
-    check(err, TileTypeError, runtime_shape, "compile-time constant", "tile<int32>")
+    check(err, TileTypeError, runtime_shape, "compile-time constant", "tile<int32>",
+          "parameter 'n'", "annotate it as `n: ct.Constant[int]`")
+
+
+@ct.kernel
+def derived_runtime_shape(x, y, n, scale):
+    k = n * 2 + 1
+    t = ct.load(x, index=(0,), shape=(k - 1,))  # ERR
+    ct.store(y, index=(0,), tile=t * scale)
+
+
+@ct.kernel
+def loaded_runtime_shape(x, y):
+    n = ct.load(x, index=(0,), shape=(1,)).astype(ct.int32).item()
+    t = ct.load(x, index=(0,), shape=(n,))  # ERR
+    ct.store(y, index=(0,), tile=t)
+
+
+@ct.entry
+def entry_runtime_shape(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], n: int):
+    z.store(ct.reshape(ct.load(x, index=(0,), shape=(n,)), (8,)))  # ERR
+
+
+def test_non_constant_shape_names_the_parameter_it_comes_from():
+    err = compile_error(derived_runtime_shape, vec(), vec(), 16, 2.0)
+    check(err, TileTypeError, derived_runtime_shape, "parameter 'n'", "`n: ct.Constant[int]`")
+    assert "scale" not in err.message
+    err = compile_error(loaded_runtime_shape, vec(), vec())  # no parameter to blame: no advice
+    check(err, TileTypeError, loaded_runtime_shape, "compile-time constant")
+    assert "ct.Constant" not in err.message
+    with pytest.raises(TileTypeError) as info:
+        entry_runtime_shape(ct.zeros(16).sync().partition(8), ct.zeros(16).sync(), 8)
+    check(info.value, TileTypeError, entry_runtime_shape, "parameter 'n'", "`n: ct.Constant[int]`")
 
 
 @ct.kernel
@@ -257,20 +290,20 @@ def return_in_loop(x, y, n):
 
 def test_return_inside_loop():
     err = compile_error(return_in_loop, vec(), vec(), 4)
-    check(err, TileUnsupportedFeatureError, return_in_loop, "'return' inside a loop")
+    check(err, TileSyntaxError, return_in_loop, "Returning from a loop is not supported")
 
 
 @ct.kernel
 def for_else(x, y, n):
-    for i in range(n):  # ERR
+    for i in range(n):
         pass
     else:
-        pass
+        pass  # ERR
 
 
 def test_for_else():
     err = compile_error(for_else, vec(), vec(), 4)
-    check(err, TileUnsupportedFeatureError, for_else, "for ... else")
+    check(err, TileSyntaxError, for_else, "'for-else' is not supported")
 
 
 @ct.kernel
@@ -281,7 +314,7 @@ def zero_step(x, y, n):
 
 def test_range_step_must_be_positive():
     err = compile_error(zero_step, vec(), vec(), 4)
-    check(err, TileValueError, zero_step, "step", "positive")
+    check(err, TileTypeError, zero_step, "Step", "positive")
 
 
 @ct.kernel
@@ -400,14 +433,28 @@ def store_to_attribute(x, y):
     t.dtype = ct.float16  # ERR
 
 
+def test_item_assignment_is_a_type_error():
+    err = compile_error(store_to_subscript, vec(), vec())
+    check(err, TileTypeError, store_to_subscript, "immutable")
+
+
 @pytest.mark.parametrize("kernel,words", [
-    (uses_try, ["'try'"]), (uses_with, ["'with'"]), (uses_raise, ["'raise'"]), (uses_import, ["import"]),
+    (uses_try, ["'try'"]), (uses_raise, ["'raise'"]), (uses_import, ["import"]),
     (uses_global, ["'global'"]), (uses_del, ["'del'"]), (uses_class, ["class"]), (uses_yield, ["yield"]),
-    (uses_lambda_nonlocal, ["'nonlocal'"]), (store_to_subscript, ["immutable"]),
-    (store_to_attribute, ["'dtype'"]), (uses_async_def, ["async"]), (uses_match, ["'match'"]),
-    (async_kernel, ["async"]), (runtime_generator, ["comprehension", "tile<4xfloat32>"]),
+    (uses_lambda_nonlocal, ["'nonlocal'"]), (uses_async_def, ["async"]), (uses_match, ["'match'"]),
+    (async_kernel, ["async"]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unsupported_syntax(kernel, words):
+    """Python syntax tile code has no use for is a TileSyntaxError, as in cuTile ("Unsupported syntax")."""
+    err = compile_error(kernel, vec(), vec())
+    check(err, TileSyntaxError, kernel, "Unsupported syntax", *words)
+
+
+@pytest.mark.parametrize("kernel,words", [
+    (uses_with, ["'with'"]), (store_to_attribute, ["'dtype'"]),
+    (runtime_generator, ["comprehension", "tile<4xfloat32>"]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_unsupported_features(kernel, words):
     err = compile_error(kernel, vec(), vec())
     check(err, TileUnsupportedFeatureError, kernel, *words)
 
@@ -419,7 +466,7 @@ def kernel_returns_value(x, y):
 
 def test_kernel_cannot_return_a_value():
     err = compile_error(kernel_returns_value, vec(), vec())
-    check(err, TileSyntaxError, kernel_returns_value, "cannot return a value")
+    check(err, TileTypeError, kernel_returns_value, "Tile kernels cannot return values")
 
 
 @ct.kernel
@@ -447,7 +494,7 @@ def calls_bad_helper(x, y):
 
 def test_error_inside_helper_has_two_frames():
     err = compile_error(calls_bad_helper, vec(), vec())
-    check(err, TileValueError, normalize, "axis 2", "rank 1")
+    check(err, TileTypeError, normalize, "axis 2", "rank 1")
     assert len(err.locs) == 2
     outer, inner = err.locs
     assert outer.line == marked_line(calls_bad_helper, "# CALL") and outer.function == "calls_bad_helper"
@@ -565,8 +612,40 @@ def test_calling_a_kernel_directly():
 
 
 def test_wrong_argument_count():
-    with pytest.raises(TypeError, match=r"takes 3 argument\(s\) \(x, y, T\), got 2"):
+    """Unchecked launches raise the safe style's classes (which still subclass the builtins)."""
+    with pytest.raises(ct.LaunchTypeError, match=r"takes 3 argument\(s\) \(x, y, T\), got 2") as info:
         ct.launch(None, (1,), copy, (vec(), vec()))
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ct.LaunchError)
+
+
+def test_wrong_argument_kind():
+    y = vec()
+    y_before = y.copy()
+    with pytest.raises(ct.LaunchTypeError, match=r"argument 'x': expected an array, a number, a tuple or a Constant, got str"):
+        ct.launch(None, (1,), copy, ("x", y, 16))
+    with pytest.raises(ct.LaunchTypeError, match="expects a @ct.kernel"):
+        ct.launch(None, (1,), copy.fn, (vec(), y, 16))
+    assert np.array_equal(y, y_before)
+
+
+@pytest.mark.parametrize("stream", ["cuda", 1.5, (1,), object()])
+def test_a_stream_that_is_not_a_stream_is_refused_on_the_cpu(stream):
+    x, y = vec(), vec()
+    y_before = y.copy()
+    for _ in range(2):  # the first launch (checked path) and a repeated one (dispatch cache)
+        with pytest.raises(ct.LaunchTypeError, match="must be None or a stream"):
+            ct.launch(stream, (4,), copy, (x, y, 16))
+        assert np.array_equal(y, y_before)
+    ct.launch(None, (4,), copy, (x, y, 16))
+    assert np.array_equal(y, x)
+
+
+def test_streams_are_accepted_on_the_cpu():
+    x = vec()
+    for stream in (0, ct.Stream("cpu")):
+        y = np.full_like(x, np.nan)
+        ct.launch(stream, (4,), copy, (x, y, 16))
+        assert np.array_equal(y, x)
 
 
 @pytest.mark.parametrize("grid,words", [
@@ -576,13 +655,14 @@ def test_wrong_argument_count():
 def test_bad_grid(grid, words):
     x, y = vec(), vec()
     y_before = y.copy()
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(ct.GridError, match=words) as info:
         ct.launch(None, grid, copy, (x, y, 16))
+    assert isinstance(info.value, ValueError)
     assert np.array_equal(y, y_before)
 
 
 def test_constant_parameter_type_is_checked():
-    with pytest.raises(TypeError, match=r"'T' is a ct.Constant\[int\]"):
+    with pytest.raises(ct.LaunchTypeError, match=r"'T' is a ct.Constant\[int\]"):
         ct.launch(None, (1,), copy, (vec(), vec(), 16.0))
 
 
@@ -592,14 +672,14 @@ def writes_then_fails(x, y, T: ct.Constant[int]):
     ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)))
     ct.store(x, index=(bid,), tile=ct.load(y, index=(bid,), shape=(T,)) * 2.0)
     if T > 4:
-        ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)).astype(ct.float16))  # ERR
+        ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(T,)).astype(ct.float64))  # ERR
 
 
 def test_failed_compilation_writes_nothing():
     x, y = vec(), vec()
     x_bytes, y_bytes = x.tobytes(), y.tobytes()
     err = compile_error(writes_then_fails, x, y, 16, grid=(4,))
-    check(err, TileTypeError, writes_then_fails, "float16", "float32")
+    check(err, TileTypeError, writes_then_fails, "float64", "float32")
     assert x.tobytes() == x_bytes and y.tobytes() == y_bytes
     ct.launch(None, (4,), writes_then_fails, (x, y, 4))  # T=4 compiles (and runs) fine
     assert not np.array_equal(y.tobytes(), y_bytes)

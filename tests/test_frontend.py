@@ -467,8 +467,8 @@ def test_constants_folding_and_static_helpers(rng):
 def static_loop_control(x, y, T: ct.Constant[int]):
     bid = ct.bid(0)
     acc = ct.zeros((T,), dtype=ct.float32)
-    for k in ct.static_iter((0, 1, 2, 3, 4, 5)):
-        if k == 1:
+    for k in (0, 1, 2, 3, 4, 5):              # a tuple loop is unrolled (static_iter loops, as in
+        if k == 1:                             # cuTile, take no break/continue)
             continue                           # compile-time continue
         t = ct.load(x, index=(k,), shape=(T,))
         if ct.sum(t) > bid:
@@ -682,7 +682,7 @@ class ProgramGenerator:
 
     Values stay small (every assignment is reduced modulo 2001) so int32 never overflows;
     divisors are positive constants, so Python and tile semantics agree exactly. ``STATIC(n)``
-    marks an unrolled loop: ``ct.static_iter(range(n))`` in the kernel, ``range(n)`` in Python.
+    marks an unrolled loop: the tuple ``(0, ..., n-1)`` in the kernel, ``range(n)`` in Python.
     """
 
     VARS = ("a", "b", "c")
@@ -782,7 +782,8 @@ def clip(p, lo=-20, *, hi=20):
         self.lines = []
         self.block(1, 0, self.VARS, False, False)
         body = "\n".join(self.lines)
-        kernel_body = re.sub(r"STATIC\((\d+)\)", r"ct.static_iter(range(\1))", body)
+        # an unrolled loop over a tuple (break/continue are allowed there, not in ct.static_iter loops)
+        kernel_body = re.sub(r"STATIC\((\d+)\)", lambda m: repr(tuple(range(int(m.group(1))))), body)
         python_body = body.replace("STATIC(", "range(")
         return (f"@ct.kernel\ndef {name}(x, ya, yb, yc):\n    bid = ct.bid(0)\n"
                 f"    a = ct.load(x, index=(bid,), shape=())\n    b = bid\n    c = 0\n{kernel_body}\n"

@@ -120,21 +120,30 @@ def test_cuda_graph_replay():
 
 
 def test_disk_cache_warm_start(tmp_path):
-    """A second process finds the generated source (and Triton's binary) on disk."""
+    """A second process finds the generated source and the binary on disk, and launches without
+    importing Triton (direct.py); a kernel whose blocks make tensor descriptors (per-launch
+    scratch memory) too."""
     import subprocess
-    code = ("import torch, safetile as ct\n"
+    code = ("import sys, torch, safetile as ct\n"
             "@ct.kernel\n"
             "def k(x, T: ct.Constant[int]):\n"
             "    ct.store(x, (ct.bid(0),), ct.load(x, (ct.bid(0),), (T,)) + 1.0)\n"
+            "@ct.kernel\n"
+            "def t(a, c, T: ct.Constant[int]):\n"
+            "    ct.store(c, (0, 0), ct.load(a, (0, 0), (T, T), allow_tma=True) * 2.0, allow_tma=True)\n"
             "x = torch.zeros(256, device='cuda')\n"
-            "ct.launch(None, (2,), k, (x, 128)); torch.cuda.synchronize(); assert float(x.sum()) == 256\n")
+            "ct.launch(None, (2,), k, (x, 128)); torch.cuda.synchronize(); assert float(x.sum()) == 256\n"
+            "a = torch.randn(64, 64, device='cuda'); c = torch.full_like(a, float('nan'))\n"
+            "ct.launch(None, (1,), t, (a, c, 64)); torch.cuda.synchronize(); assert torch.equal(c, 2 * a)\n"
+            "print('TRITON_IMPORTED', 'triton' in sys.modules)\n")
     script = tmp_path / "warm.py"  # kernels need a source file
     script.write_text(code)
     env = dict(os.environ, SAFETILE_CACHE_DIR=str(tmp_path / "st"), TRITON_CACHE_DIR=str(tmp_path / "tr"),
                PYTHONPATH=os.pathsep.join(sys.path))
-    for _ in range(2):
-        subprocess.run([sys.executable, str(script)], env=env, check=True)
-    assert len(list((tmp_path / "st").rglob("st_*.py"))) == 1
+    runs = [subprocess.run([sys.executable, str(script)], env=env, check=True, capture_output=True, text=True).stdout
+            for _ in range(2)]
+    assert "TRITON_IMPORTED True" in runs[0] and "TRITON_IMPORTED False" in runs[1], runs
+    assert len(list((tmp_path / "st").rglob("st_*.py"))) == 2
 
 
 def test_cupy_arrays_and_stream():

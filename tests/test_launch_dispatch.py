@@ -75,7 +75,7 @@ def test_argument_kind_and_count_errors_after_a_cached_launch():
     ct.launch(None, (2,), fill, (z, 1.0, 4))
     with pytest.raises(TypeError, match="takes 3 argument"):
         ct.launch(None, (2,), fill, (z, 1.0))
-    with pytest.raises(TypeError, match="expected an array, a number or a Constant"):
+    with pytest.raises(TypeError, match="expected an array, a number, a tuple or a Constant"):
         ct.launch(None, (2,), fill, (z, "x", 4))
     with pytest.raises(TypeError, match="unsupported dtype|not a dtype"):
         ct.launch(None, (2,), fill, (z.astype(np.complex64), 1.0, 4))
@@ -142,10 +142,10 @@ def test_safe_same_objects_reuse_the_plan_and_still_check_ownership():
     z = ct.zeros(8).sync().partition(4)
     x = ct.arange(8, dtype=ct.f32).sync().shared()
     z, x, _ = scale_add(z, x, 2.0).sync()
-    plan = scale_add.__dict__["_known"]
-    assert len(plan) == 1
+    plans = scale_add.caches.plans
+    assert len(plans) == 1
     z, x, _ = scale_add(z, x, 2.0).sync()  # same objects, equal scalar: the same plan
-    assert len(scale_add._known) == 1
+    assert len(scale_add.caches.plans) == 1
     assert np.array_equal(z.unpartition().to_numpy(), 3 * np.arange(8, dtype=np.float32))
 
 
@@ -210,8 +210,10 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     """The one-pass path (CUDA only) checked with CPU torch tensors and a recording launcher."""
     torch = pytest.importorskip("torch")
     from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
     monkeypatch.setattr(L, "_get_device", lambda: -1)
     monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
     monkeypatch.setattr(L, "_get_stream", lambda device: 77)
     calls = []
 
@@ -222,11 +224,13 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
         def call(*a):
             calls.append(a)
 
-    fast = L.FastPath(fill)
+    fast = FastPath(fill)
     z = torch.zeros(8)
     fast.learn(FakeVariant(), (2, 1, 1), (z, 3.0, 4))
+    assert fast.fast is not None  # the reader generated for (tensor, float, Constant)
     assert fast(None, (2,), (z, 5.0, 4))
     assert calls == [(2, 1, 1, 77, "fn", "meta", z.data_ptr(), 8, 1, 5.0)]
+    assert not fast(None, (2,), (z, 5.0, [4]))  # an unhashable Constant: the checked path reports it
     # anything the checked path decides on is in the key: a miss, not a wrong launch
     assert not fast(None, (2,), (z, 5.0, 8))  # another Constant
     assert not fast(None, (2,), (z, 5, 4))  # an int scalar instead of a float
@@ -237,3 +241,33 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     assert not fast(None, (2,), (z.numpy(), 5.0, 4))  # not a torch tensor: the checked path
     assert not fast(None, (1, 70000), (z, 5.0, 4))  # a grid launched flat: the checked path
     assert len(calls) == 1
+    fast.fast = None  # the generic reader takes the same keys
+    assert fast(None, (2,), (z, 6.0, 4)) and calls[-1][-1] == 6.0
+    assert not fast(None, (2,), (z, 6.0, 8)) and len(calls) == 2
+
+
+def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 5)
+    calls = []
+
+    class FakeVariant:
+        prefix = ()
+        call = staticmethod(lambda *a: calls.append(a))
+
+    @ct.kernel
+    def add3(x, y, z, TILE: ct.Constant[int]):
+        ct.store(z, (0,), ct.load(x, (0,), (TILE,)) + ct.load(y, (0,), (TILE,)))
+    x, y, z = torch.zeros(4), torch.zeros(4), torch.zeros(4)
+    fast = FastPath(add3)
+    fast.learn(FakeVariant(), (1, 1, 1), (x, x, z, 4))
+    assert fast(None, (1,), (x, x, z, 4))
+    assert fast(None, (1,), (y, x, z, 4)) and fast(None, (1,), (z, z, z, 4))  # any same-shaped tensors
+    assert [c[4::3] for c in calls] == [(x.data_ptr(), x.data_ptr(), z.data_ptr()),
+                                        (y.data_ptr(), x.data_ptr(), z.data_ptr()),
+                                        (z.data_ptr(),) * 3]
+    assert not fast(None, (1,), (x, torch.zeros(8), z, 4))  # another shape: a miss

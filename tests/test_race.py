@@ -244,3 +244,100 @@ def test_race_free_safe_examples_report_nothing():
     for kernel, make in cases:
         report = ct.detect_races(kernel, None, make())
         assert not report and report.written_elements > 0, (kernel, report)
+
+
+# ----------------------------------------------------------------------------- bytes, atomics, reads (issue 9, class 10)
+
+@ct.kernel
+def store_f32_and_u8(x, out_f, out_u, T: ct.Constant[int]):
+    # block 0 writes floats, block 1 writes bytes: two views of the same memory
+    if ct.bid(0) == 0:
+        ct.store(out_f, index=(0,), tile=ct.load(x, index=(0,), shape=(T,)))
+    else:
+        ct.store(out_u, index=(0,), tile=ct.full((4 * T,), 7, ct.uint8))
+
+
+@ct.kernel
+def atomic_vs_store(x, out, T: ct.Constant[int]):
+    if ct.bid(0) == 0:
+        ct.atomic_add(out, ct.arange(T, dtype=ct.int32), 1.0)
+    else:
+        ct.store(out, index=(0,), tile=ct.load(x, index=(0,), shape=(T,)))
+
+
+@ct.kernel
+def atomic_vs_load(x, out, T: ct.Constant[int]):
+    if ct.bid(0) == 0:
+        ct.atomic_add(out, ct.arange(T, dtype=ct.int32), 1.0)
+    else:
+        ct.store(x, index=(0,), tile=ct.load(out, index=(0,), shape=(T,)))
+
+
+@ct.kernel
+def reads_neighbours_output(x, out, T: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(out, index=(i,), tile=ct.load(x, index=(i,), shape=(T,)))
+    n = ct.num_blocks(0)
+    ct.store(x, index=(i,), tile=ct.load(out, index=((i + 1) % n,), shape=(T,)))  # another block's output
+
+
+@ct.kernel
+def reads_own_output(x, out, T: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(out, index=(i,), tile=ct.load(x, index=(i,), shape=(T,)))
+    ct.store(out, index=(i,), tile=ct.load(out, index=(i,), shape=(T,)) * 2.0)  # its own: program order
+
+
+@ct.kernel
+def atomics_only(x, out, T: ct.Constant[int]):
+    ct.atomic_add(out, ct.arange(T, dtype=ct.int32), ct.load(x, index=(ct.bid(0),), shape=(T,)))
+
+
+def test_race_writes_through_dtype_views_are_compared_by_bytes():
+    buf = np.zeros(4 * B, np.uint8)
+    out_f, out_u = buf.view(np.float32), buf
+    rep = ct.detect_races(store_f32_and_u8, (2, 1, 1), (rnd(B), out_f, out_u, B), raise_on_race=False)
+    assert rep.kinds == {"write-write"} and rep.blocks == {(0, 0, 0), (1, 0, 0)}
+    assert rep.racy_elements == 4 * B  # distinct element addresses: every byte (the floats start at some of them)
+
+
+def test_race_partial_byte_overlap_of_two_float_views():
+    buf = np.zeros(4 * B + 4, np.uint8)
+    a = buf[0:4 * B].view(np.float32)
+    b = np.lib.stride_tricks.as_strided(buf[2:].view(np.uint8), shape=(4 * B,), strides=(1,))  # 2 bytes later
+
+    @ct.kernel
+    def two_views(x, a, b, T: ct.Constant[int]):
+        if ct.bid(0) == 0:
+            ct.store(a, index=(T - 1,), tile=ct.load(x, index=(0,), shape=(1,)))  # the last float of a
+        else:
+            ct.store(b, index=(0,), tile=ct.full((1,), 3, ct.uint8))  # byte 2 of a's first float
+    rep = ct.detect_races(two_views, (2, 1, 1), (rnd(B), a, b, B), raise_on_race=False)
+    assert not rep  # the last float of a and byte 2 are apart
+    rep = ct.detect_races(store_f32_and_u8, (2, 1, 1), (rnd(1), a[:1], buf[3:4], 1), raise_on_race=False)
+    assert rep and rep.kinds == {"write-write"}  # a float and a byte inside it: overlap by one byte
+
+
+def test_race_atomic_against_plain_store_is_reported():
+    rep = ct.detect_races(atomic_vs_store, (2, 1, 1), (rnd(B), np.zeros(B, np.float32), B), raise_on_race=False)
+    assert rep.kinds == {"atomic-plain"} and rep.racy_elements == B
+    assert "update atomically and access plainly" in str(rep)
+
+
+def test_race_atomic_against_plain_load_is_reported():
+    rep = ct.detect_races(atomic_vs_load, (2, 1, 1), (nan(B), np.zeros(B, np.float32), B), raise_on_race=False)
+    assert rep.kinds == {"atomic-plain"}
+
+
+def test_race_read_after_write_across_blocks_is_reported():
+    with pytest.raises(ct.RaceError) as info:
+        ct.detect_races(reads_neighbours_output, (4, 1, 1), (rnd(4 * B), nan(4 * B), B))
+    rep = info.value.report
+    assert "write-read" in rep.kinds
+    assert all(c.block_a != c.block_b for c in rep.conflicts)
+    assert any(c.array == "out" and c.kind == "write-read" for c in rep.conflicts)
+
+
+def test_race_reading_own_output_and_atomics_together_are_not_races():
+    assert not ct.detect_races(reads_own_output, (4, 1, 1), (rnd(4 * B), nan(4 * B), B))
+    assert not ct.detect_races(atomics_only, (4, 1, 1), (rnd(4 * B), np.zeros(B, np.float32), B))

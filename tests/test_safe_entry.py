@@ -106,9 +106,11 @@ def test_partition_prefix_kernel():
     z = nan((6, 64)).partition_prefix((1,))
     z, x, k = rows_prefix(z, x, 2).sync()
     assert k == 2 and np.allclose(z.to_numpy(), x.to_numpy() + 2)
-    # a prefix partition may have fewer blocks than the grid: extra blocks own nothing
-    z, x, _ = rows_prefix.grid((8, 1, 1))(z, x, 3).sync()
+    # an explicit grid must equal the prefix partition's (one sub-tensor per block)
+    z, x, _ = rows_prefix.grid((6, 1, 1))(z, x, 3).sync()
     assert np.allclose(z.to_numpy(), x.to_numpy() + 3)
+    with pytest.raises(ct.GridError, match=r"launch grid \(8, 1, 1\) does not match the grid \(6, 1, 1\)"):
+        rows_prefix.grid((8, 1, 1))(z, x, 3)
 
 
 def test_num_tiles_of_device_partitions():

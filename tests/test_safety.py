@@ -411,10 +411,13 @@ def test_safety_grid_set_on_op_rejected_gives_arguments_back():
     z, x, y = add(z, x, y).sync()  # still usable
 
 
-def test_safety_prefix_overrun():
+def test_safety_prefix_grid_must_equal_the_launch_grid():
     x = rnd((8, 64), 24)
     z = poisoned((8, 64)).partition_prefix((1,))
-    refused([z, x], ct.GridError, r"prefix overrun on axis 0", lambda: prefix_rows.grid((4, 1, 1))(z, x))
+    refused([z, x], ct.GridError, r"launch grid \(4, 1, 1\) does not match the grid \(8, 1, 1\)",
+            lambda: prefix_rows.grid((4, 1, 1))(z, x))
+    refused([z, x], ct.GridError, r"launch grid \(8, 2, 1\) does not match.*axis 1 \(y\)",
+            lambda: prefix_rows.grid((8, 2, 1))(z, x))
 
 
 # ----------------------------------------------------------------------------- partitions

@@ -237,10 +237,10 @@ def reductions(x, s, p, mx, mn, mxn, am, amn, am2, T: ct.Constant[int], N: ct.Co
     t = ct.load(x, (i, 0), (T, N))
     ct.store(s, (i,), ct.sum(t, axis=1))
     ct.store(p, (i,), ct.prod(t * 0.5 + 1.0, axis=1))
-    ct.store(mx, (i,), ct.max(t, axis=1))
-    ct.store(mn, (i,), ct.min(t, axis=1))
-    ct.store(mxn, (i,), ct.max(t, axis=1, propagate_nan=False))
-    ct.store(am, (i,), ct.argmax(t, axis=1))
+    ct.store(mx, (i,), ct.max(t, axis=1, propagate_nan=True))
+    ct.store(mn, (i,), ct.min(t, axis=1, propagate_nan=True))
+    ct.store(mxn, (i,), ct.max(t, axis=1))  # NaNs ignored by default (cuTile Python 1.6+)
+    ct.store(am, (i,), ct.argmax(t, axis=1, propagate_nan=True))
     ct.store(amn, (i,), ct.argmin(t, axis=1))
     ct.store(am2, (i,), ct.reshape(ct.argmax(t), (1,)))
 
@@ -262,9 +262,11 @@ def _reductions(rng):
                 warnings.simplefilter("ignore")
                 nanmax = np.nanmax(x, axis=1)
         blocks = x.reshape(2, T * N)
+        no_nan_min = np.where(np.isnan(x), np.inf, x)  # NaNs ignored (an all-NaN row gives index 0)
+        no_nan_max = np.where(np.isnan(blocks), -np.inf, blocks)
         return {1: x.astype(np.float64).sum(1), 2: np.prod(x.astype(np.float64) * 0.5 + 1, axis=1),
-                3: x.max(1), 4: x.min(1), 5: nanmax, 6: np.argmax(x, 1), 7: np.argmin(x, 1),
-                8: np.argmax(blocks, 1)}
+                3: x.max(1), 4: x.min(1), 5: nanmax, 6: np.argmax(x, 1), 7: np.argmin(no_nan_min, 1),
+                8: np.argmax(no_nan_max, 1)}
     return (x, *outs, T, N), list(range(1, 9)), ref
 
 
@@ -273,7 +275,7 @@ def int_reductions(x, s, mx, am, cs, cp, T: ct.Constant[int]):
     t = ct.load(x, (0, 0), (T, T))
     ct.store(s, (0,), ct.sum(t, axis=0))           # int8 sum wraps
     ct.store(mx, (0, 0), ct.max(t, axis=(0, 1), keepdims=True))
-    ct.store(am, (0, 0), ct.argmin(t, axis=(0, 1), keepdims=True))
+    ct.store(am, (0, 0), ct.argmin(t, keepdims=True))
     ct.store(cs, (0, 0), ct.cumsum(t, axis=1, reverse=True))
     ct.store(cp, (0, 0), ct.cumprod(t, axis=0))
 
@@ -297,9 +299,7 @@ def _max_combine(a, b):
     return ct.maximum(a, b)
 
 
-def _argmax_combine(acc, x):
-    av, ai = acc
-    bv, bi = x
+def _argmax_combine(av, ai, bv, bi):
     take = (bv > av) | ((bv == av) & (bi < ai))
     return ct.where(take, bv, av), ct.where(take, bi, ai)
 
@@ -402,7 +402,7 @@ def float_ops(x, y, fd, md, dv, mx, ex, T: ct.Constant[int]):
     ct.store(fd, (0,), a // b)
     ct.store(md, (0,), a % b)
     ct.store(dv, (0,), a / b)
-    ct.store(mx, (0,), ct.maximum(a, b) - ct.minimum(a, b))
+    ct.store(mx, (0,), ct.maximum(a, b, propagate_nan=True) - ct.minimum(a, b, propagate_nan=True))
     ct.store(ex, (0,), ct.exp(a * 0.1) + ct.sqrt(ct.abs(b)) + ct.tanh(a) + ct.rsqrt(ct.abs(a) + 1.0)
              + ct.sin(b) * ct.log(ct.abs(b) + 1.0) + a ** 2 + ct.floor(b) + ct.atan2(a, b))
 

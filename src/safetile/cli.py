@@ -10,6 +10,12 @@
     Report every error in a program (exit status 1) or confirm it is fine (0); this includes
     the errors GW-BASIC raises only when their line runs (a syntax error in a line, Type
     mismatch ...), which ``run`` reports there, after the output of the lines before.
+``safetile check KERNELS.py [--args TYPES | --spec FILE] [--dump ir|triton]``,
+``safetile cache info|clear``, ``safetile bench [SECTION]``
+    Compile the kernels of a Python file, manage the disk cache, run the benchmarks
+    (``cli_tools.py``).
+``safetile generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-new-tokens N]``
+    Stream a Qwen3 checkpoint's continuation of a prompt (``cli_generate.py``).
 
 Exit status: 0 success, 1 an error in the program (compile or run time), 2 bad usage or
 inputs, 3 an internal error, 141 when the reader of the output went away (``| head``).
@@ -20,6 +26,8 @@ import argparse
 import os
 import sys
 from typing import Any
+
+from . import cli_generate, cli_tools
 
 
 def _read(path: str) -> str:
@@ -61,6 +69,10 @@ def _parse_inputs(items: list[str]) -> dict[str, Any]:
 
 
 def _cmd_check(args) -> int:
+    if args.program.endswith(".py"):
+        return cli_tools.check_python(args)
+    if args.dump == "triton":
+        raise _Usage("--dump triton is for Python kernel files; a BASIC program takes --dump tokens, ast or ir")
     from .basic import BasicError, compile_program, dump
     text = _read(args.program)
     if args.dump in ("tokens", "ast"):
@@ -139,7 +151,8 @@ def _cmd_run(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    p = argparse.ArgumentParser(prog="safetile", description="Run and check BASIC tile programs.")
+    p = argparse.ArgumentParser(prog="safetile", description="Run and check tile programs (BASIC, Python kernel "
+                                                             "files), manage the cache, run the benchmarks.")
     p.add_argument("--version", action="version", version=f"safetile {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="compile and run a BASIC program",
@@ -152,10 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an INPUT value: N=1024, A=@a.npy or A=random (repeatable)")
     r.add_argument("--output-dir", "-o", metavar="DIR", help="write each OUTPUT array as DIR/NAME.npy")
     r.add_argument("--seed", type=int, default=0, help="seed for RND and for random inputs (default 0)")
-    c = sub.add_parser("check", help="report the errors in a BASIC program",
-                       description="Compile a BASIC program and report every error (exit status 1).")
-    c.add_argument("program", help="the .bas file")
-    c.add_argument("--dump", choices=("tokens", "ast", "ir"), help="print the tokens, syntax tree or IR")
+    c = sub.add_parser("check", help="report the errors in a BASIC program or a Python kernel file",
+                       description="Compile a BASIC program, or every kernel of a Python file, and report every "
+                                   "error (exit status 1).")
+    c.add_argument("program", help="the .bas file, or a .py file of kernels")
+    c.add_argument("--dump", choices=("tokens", "ast", "ir", "triton"),
+                   help="print the tokens, syntax tree or IR (BASIC); the IR or Triton source (kernels)")
+    cli_tools.extend_check(c)
+    cli_tools.add_commands(sub)
+    cli_generate.add_command(sub)
     return p
 
 
@@ -166,10 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        if args.command in cli_tools.COMMANDS:
+            return cli_tools.COMMANDS[args.command](args)
         if args.command == "check":
             return _cmd_check(args)
+        if args.command == "generate":
+            return cli_generate.cmd_generate(args)
         return _cmd_run(args)
-    except _Usage as e:
+    except (_Usage, cli_tools.UsageError, cli_generate.GenerateUsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -13,6 +13,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from .errors import TileTypeError, TileValueError
+
 
 @dataclass(frozen=True, eq=False)
 class DType:
@@ -21,7 +23,10 @@ class DType:
     bits: int
     np_dtype: np.dtype
     mantissa: int = 0  # float mantissa bits (precision), used for promotion
-    storage_only: bool = False  # float8: load/store/convert/mma only
+    storage_only: bool = False  # narrow floats: load/store/convert/mma only
+    # float8_e5m3fnu has no NumPy type: its values are kept as their raw bits (``np_dtype`` is
+    # uint8) and ``convert`` encodes/decodes them
+    raw_bits: bool = False
 
     def __repr__(self) -> str:
         return f"safetile.{self.name}"
@@ -30,6 +35,11 @@ class DType:
 
     def __reduce__(self):
         return (as_dtype, (self.name,))
+
+    @property
+    def bitwidth(self) -> int:
+        """Bits per element (cuTile's ``DType.bitwidth``: a bool is 8 bits)."""
+        return 8 if self.kind == "b" else self.bits
 
     @property
     def itemsize(self) -> int:
@@ -55,8 +65,8 @@ class DType:
         return np.finfo(self.np_dtype) if self.is_float else np.iinfo(self.np_dtype)
 
 
-def _d(name, kind, bits, np_dtype, mantissa=0, storage_only=False) -> DType:
-    return DType(name, kind, bits, np.dtype(np_dtype), mantissa, storage_only)
+def _d(name, kind, bits, np_dtype, mantissa=0, storage_only=False, raw_bits=False) -> DType:
+    return DType(name, kind, bits, np.dtype(np_dtype), mantissa, storage_only, raw_bits)
 
 
 bool_ = _d("bool_", "b", 1, np.bool_)
@@ -75,16 +85,23 @@ float64 = _d("float64", "f", 64, np.float64, 53)
 tfloat32 = _d("tfloat32", "f", 32, np.float32, 11)
 float8_e4m3fn = _d("float8_e4m3fn", "f", 8, ml_dtypes.float8_e4m3fn, 4, True)
 float8_e5m2 = _d("float8_e5m2", "f", 8, ml_dtypes.float8_e5m2, 3, True)
+# block-scale formats (mma_scaled): unsigned powers of two, and an unsigned 5-bit-exponent float
+float8_e8m0fnu = _d("float8_e8m0fnu", "f", 8, ml_dtypes.float8_e8m0fnu, 1, True)
+float8_e5m3fnu = _d("float8_e5m3fnu", "f", 8, np.uint8, 4, True, raw_bits=True)
+float4_e2m1fn = _d("float4_e2m1fn", "f", 4, ml_dtypes.float4_e2m1fn, 2, True)
 
 ALL_DTYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2,
+    float8_e8m0fnu, float8_e5m3fnu, float4_e2m1fn,
 )
+# float formats with no sign bit (negative values cannot be represented)
+UNSIGNED_FLOATS = (float8_e8m0fnu, float8_e5m3fnu)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool": bool_, "float": float32, "int": int32, "half": float16,
                  "float8_e4m3": float8_e4m3fn, "double": float64})
-# NumPy storage dtype -> DType (tfloat32 is never inferred from storage).
-_BY_NP = {d.np_dtype: d for d in ALL_DTYPES if d is not tfloat32}
+# NumPy storage dtype -> DType (tfloat32 and raw-bit formats are never inferred from storage).
+_BY_NP = {d.np_dtype: d for d in ALL_DTYPES if d is not tfloat32 and not d.raw_bits}
 
 
 def as_dtype(x: Any) -> DType:
@@ -128,35 +145,70 @@ def is_dtype_like(x: Any) -> bool:
 # Promotion
 # ---------------------------------------------------------------------------------
 
-def _rank(d: DType) -> tuple[int, int, int]:
-    order = {"b": 0, "u": 1, "i": 1, "f": 2}[d.kind]
-    return (order, d.bits, d.mantissa)
+def is_restricted(d: DType) -> bool:
+    """Formats without arithmetic of their own (tfloat32, the 8- and 4-bit floats): they never
+    take part in implicit promotion, only in explicit conversions and matrix multiplies."""
+    return d.storage_only or d is tfloat32
+
+
+def is_float_arith(d: DType) -> bool:
+    """A float type with arithmetic of its own (float16, bfloat16, float32, float64)."""
+    return d.is_float and not is_restricted(d)
+
+
+def _category(d: DType) -> int:
+    return {"b": 0, "u": 1, "i": 1, "f": 2}[d.kind]
+
+
+def try_promote(a: DType, b: DType) -> DType | None:
+    """The common dtype of two tiles, or None where cuTile requires an explicit cast."""
+    if a is b:
+        return a
+    if is_restricted(a) or is_restricted(b):
+        return None
+    if a.is_bool or b.is_bool:
+        return b if a.is_bool else a
+    if _category(a) != _category(b):
+        return a if _category(a) > _category(b) else b
+    if a.is_float:
+        if {a.name, b.name} == {"float16", "bfloat16"}:
+            return None
+        return a if a.bits > b.bits else b
+    if a.kind != b.kind:  # signed with unsigned
+        return None
+    return a if a.bits >= b.bits else b
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Tile∘tile promotion: the type with more precision or range wins.
+    """Tile∘tile promotion (cuTile Python's table): bool < integers < floats, and within a
+    category the wider type wins. Mixing signed with unsigned integers, float16 with
+    bfloat16, or any restricted format (tfloat32, float8, float4) with another type needs an
+    explicit cast: ``TileTypeError``."""
+    d = try_promote(a, b)
+    if d is not None:
+        return d
+    if is_restricted(a) or is_restricted(b):
+        raise TileTypeError(f"Implicit promotion of {a.name} and {b.name} is not supported as it involves "
+                            "restricted float dtypes. Please perform an explicit cast instead.")
+    raise TileTypeError(f"Implicit promotion of {a.name} and {b.name} is not supported. Please perform an "
+                        "explicit cast instead.")
 
-    bool < integers < floats. Between integers the wider wins; a signed and an unsigned
-    integer of the same width promote to the next wider signed type (int64 + uint64 →
-    int64). Between floats the wider wins; float16 with bfloat16 gives float32, and
-    tfloat32 with float32 gives float32.
-    """
-    if a is b:
-        return a
-    if a.is_float and b.is_float:
-        if a.bits == b.bits:
-            return float32 if a.bits == 16 else (float32 if a.bits == 32 else a if a.mantissa >= b.mantissa else b)
-        return a if a.bits > b.bits else b
-    if a.is_float or b.is_float:
-        return a if a.is_float else b
-    if a.is_bool or b.is_bool:
-        return b if a.is_bool else a
-    if a.kind == b.kind:
-        return a if a.bits >= b.bits else b
-    signed, unsigned = (a, b) if a.is_signed else (b, a)
-    if signed.bits > unsigned.bits:
-        return signed
-    return {8: int16, 16: int32, 32: int64, 64: int64}[unsigned.bits]
+
+def promote_constant(d: DType, value: Any, force_float: bool = False) -> DType:
+    """Tile∘constant promotion: a Python constant of the tile's category takes the tile's
+    dtype (an integer constant must fit it: ``TileValueError`` otherwise); a constant of a
+    stronger category wins with its default dtype (``int32 tile + 2.5`` is float32)."""
+    loose = scalar_dtype(value)
+    cat = _category(d)
+    if _category(loose) == cat:
+        out = d
+        if d.is_int and not force_float and not isinstance(value, (bool, np.bool_)):
+            info = np.iinfo(d.np_dtype)
+            if not info.min <= int(value) <= info.max:
+                raise TileValueError(f"Integer constant {int(value)} is out of range of {d.name}")
+    else:
+        out = loose if _category(loose) > cat else d
+    return out if not force_float or out.is_float else float32
 
 
 def representable(value: Any, d: DType) -> bool:
@@ -181,18 +233,27 @@ def scalar_dtype(value: Any) -> DType:
     """The default dtype of a Python constant when it must become a tile on its own."""
     if isinstance(value, (bool, np.bool_)):
         return bool_
-    if isinstance(value, (int, np.integer)):
-        return int32 if -(2**31) <= int(value) < 2**31 else int64
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, np.generic):
+        return as_dtype(value.dtype)
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return int32
+        if -(2**63) <= value < 2**63:
+            return int64
+        if 0 <= value < 2**64:
+            return uint64
+        raise TileValueError(f"Constant {value} is out of range of any supported integer type")
+    if isinstance(value, float):
         return float32
     raise TypeError(f"not a scalar constant: {value!r}")
 
 
 def promote_with_scalar(tile: DType, value: Any) -> DType:
-    """Scalar∘tile promotion: keep the tile's type if the scalar fits, else promote."""
+    """Scalar∘tile promotion: keep the tile's type if the scalar fits, else promote (used where a
+    value must be widened to hold a constant, e.g. a loop-carried variable)."""
     if representable(value, tile):
         return tile
-    return promote(tile, scalar_dtype(value))
+    return try_promote(tile, scalar_dtype(value)) or promote(tile, scalar_dtype(value))
 
 
 # ---------------------------------------------------------------------------------
@@ -221,3 +282,38 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
 
 def numel(shape: Shape) -> int:
     return math.prod(shape)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to TF32's 10-bit mantissa (nearest, ties to even)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    lsb = (bits >> np.uint32(13)) & np.uint32(1)
+    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
+    finite = np.isfinite(x)
+    return np.where(finite, rounded.view(np.float32), x)
+
+
+def convert(x: np.ndarray, target: DType, source: DType | None = None, rounding: str | None = None) -> np.ndarray:
+    """Value conversion with safetile's ``astype`` rules, on NumPy arrays (both backends fold
+    constants with it): float to int truncates toward zero, saturates at the target's range
+    and maps NaN to 0; to bool is ``!= 0``; to tfloat32 rounds the mantissa to 10 bits.
+    ``source`` names the dtype of raw-bit arrays (float8_e5m3fnu); ``rounding`` is a float→float
+    rounding mode other than to-nearest-even (``numerics.RZ`` etc.)."""
+    from . import numerics
+    if source is not None and source.raw_bits:
+        x = numerics.decode(x, source)
+    dst = target.np_dtype
+    if rounding is not None or target.raw_bits or target.name in ("float8_e8m0fnu", "float4_e2m1fn"):
+        x64 = np.asarray(x).astype(np.float64)
+        return numerics.round_to(x64, np.zeros_like(x64), target, rounding or numerics.RN)
+    if target.name == "tfloat32":
+        return round_tf32(x.astype(np.float32))
+    if target.is_bool:
+        return x != 0
+    if target.is_int and x.dtype.kind in "fV":  # NumPy floats, and bfloat16/float8 (ml_dtypes)
+        f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+        info = np.iinfo(dst)
+        hi, lo = float(info.max), float(info.min)
+        inside = np.where((f < hi) & (f > lo), f, 0).astype(dst)
+        return np.where(f >= hi, info.max, np.where(f <= lo, info.min, inside)).astype(dst)
+    return x.astype(dst)

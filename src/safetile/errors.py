@@ -2,9 +2,10 @@
 
 Every compile-time problem in a kernel is a ``TileError`` carrying the source location
 (file, line, column range) and rendering the offending line with a caret underline, one
-frame per inlined call. Launch-time problems use the standard Python exception types
-(``TypeError``, ``ValueError``) or ``LaunchError`` subclasses, and are raised before any
-work runs.
+frame per inlined call. A rejected launch raises a ``LaunchError`` subclass before any work
+runs, in both kernel styles: ``LaunchTypeError`` (argument count, kinds, element types; also
+a ``TypeError``) and ``GridError`` (the grid; a ``ValueError`` like every ``LaunchError``), so
+``except TypeError`` / ``except ValueError`` keep working.
 
 A compile error is re-raised without the compiler's own stack frames (its message already
 says where in the kernel the problem is); set ``SAFETILE_DEBUG=1`` to keep them when
@@ -119,3 +120,34 @@ class TileRuntimeError(RuntimeError):
 
 class LaunchError(ValueError):
     """A launch was rejected before anything ran; no argument was touched."""
+
+
+class LaunchTypeError(LaunchError, TypeError):
+    """An argument does not fit its parameter (count, kind, element type, rank, shape), or the
+    stream is not a stream."""
+
+
+class GridError(LaunchError):
+    """The launch grid is malformed, too large for the backend, missing, or disagrees with a
+    partition (names the axis)."""
+
+
+class TileCompilerExecutionError(TileInternalError):
+    """The backend compiler (Triton, ptxas) failed on code safetile generated: a bug in safetile
+    or a limit of the backend; the compiler's message is kept."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, compiler_flags: str = "",
+                 compiler_version: str | None = None):
+        super().__init__(message, loc)
+        self.compiler_flags = compiler_flags
+        self.compiler_version = compiler_version
+
+
+class TileCompilerTimeoutError(TileInternalError):
+    """Compiling a kernel took longer than ``ct.compiler_timeout`` allows."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, compiler_flags: str = "",
+                 compiler_version: str | None = None):
+        super().__init__(message, loc)
+        self.compiler_flags = compiler_flags
+        self.compiler_version = compiler_version

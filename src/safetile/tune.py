@@ -23,16 +23,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from .frontend.kernel import HINTS, Kernel, validate_hints
+from .frontend.kernel import HINTS, validate_hints
+from .runtime.kernel import Kernel
 from .frontend.source import parse_function
 from .runtime.args import is_array, is_cuda
 from .runtime.launch import launch
 
-__all__ = ["Trial", "TuningError", "TuningResult", "clear_cache", "exhaustive_search", "time_ms"]
+__all__ = ["Measurement", "Trial", "TuningError", "TuningResult", "clear_cache", "exhaustive_search", "time_ms"]
 
-_FORMAT = 1  # version of the cache entries' layout
+_FORMAT = 2  # version of the cache entries' layout
+T = TypeVar("T")
 _FALLBACK_FLUSH_BYTES = 256 << 20
 _memory: dict[tuple[str, str], dict] = {}  # (cache directory, key) -> entry, as on disk
 
@@ -43,20 +45,38 @@ class TuningError(RuntimeError):
 
 @dataclass(frozen=True)
 class Trial:
-    """One configuration's outcome: its median time, or the error that made it fail."""
+    """One configuration's outcome: its median time (and the mean and 95% margin of its samples),
+    or the error that made it fail."""
 
     config: Any
     time_ms: float | None
     error: str | None = None
+    mean_ms: float | None = None
+    margin_ms: float | None = None
+    samples: int = 0
+    error_type: type | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Measurement(Generic[T]):
+    """cuTile Python's view of one configuration's timing (microseconds)."""
+
+    config: T
+    mean_us: float
+    num_samples: int
+    error_margin_us: float  # half of the 95% confidence interval of the mean
+
+
 @dataclass(frozen=True)
-class TuningResult:
-    """The fastest configuration of a search, the kernel with its hints, and every trial."""
+class TuningResult(Generic[T]):
+    """The fastest configuration of a search, the kernel with its hints, and every trial.
+
+    ``best``, ``successes``, ``failures`` and ``summary()`` are cuTile Python's view of the same
+    search (``TuningResult[T]`` is generic over the configuration type, as there)."""
 
     config: Any               # the winning element of the search space, as given
     time_ms: float            # its median time (milliseconds)
@@ -67,11 +87,51 @@ class TuningResult:
     key: str                  # the cache key (hex digest)
     device: str               # the device name the times belong to
 
+    @property
+    def successes(self) -> list[Measurement]:
+        return [_measurement(t) for t in self.trials if t.ok]
+
+    @property
+    def best(self) -> Measurement:
+        return next(_measurement(t) for t in self.trials if t.ok and t.config is self.config)
+
+    @property
+    def failures(self) -> list[tuple[Any, type, str]]:
+        """``(config, exception class, message)`` for each failed configuration."""
+        return [(t.config, t.error_type or Exception, t.error) for t in self.trials if not t.ok]
+
+    def summary(self, *, top_k: int = 10) -> str:
+        """The fastest ``top_k`` configurations with their times, then the failures."""
+        ranked = sorted(self.successes, key=lambda m: m.mean_us)
+        lines = [f"{len(ranked)} succeeded, {len(self.failures)} failed"]
+        for m in ranked[:top_k]:
+            mark = "*" if m.config is self.config else " "
+            lines.append(f"{mark} {m.config}: {m.mean_us:.1f}±{m.error_margin_us:.1f} us ({m.num_samples} samples)")
+        for cfg, cls, msg in self.failures[:top_k]:
+            lines.append(f"    {cfg}: {cls.__name__}: {str(msg).splitlines()[0][:60]}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _measurement(t: Trial) -> Measurement:
+    mean = t.mean_ms if t.mean_ms is not None else t.time_ms
+    return Measurement(config=t.config, mean_us=mean * 1e3, num_samples=t.samples,
+                       error_margin_us=(t.margin_ms or 0.0) * 1e3)
+
 
 # ----------------------------------------------------------------------------- timing
 
 def time_ms(fn: Callable[[], Any], *, cuda: bool, stream: Any = None, reps: int = 20, warmup: int = 3,
             flush_l2: bool = True) -> float:
+    """The median time of ``fn()`` in milliseconds (see ``time_samples``)."""
+    return statistics.median(time_samples(fn, cuda=cuda, stream=stream, reps=reps, warmup=warmup,
+                                          flush_l2=flush_l2))
+
+
+def time_samples(fn: Callable[[], Any], *, cuda: bool, stream: Any = None, reps: int = 20, warmup: int = 3,
+                 flush_l2: bool = True) -> list[float]:
     """The median time of ``fn()`` in milliseconds over ``reps`` calls after ``warmup`` calls.
 
     On CUDA each call is bracketed by CUDA events on ``stream``; with ``flush_l2`` a buffer
@@ -89,7 +149,7 @@ def time_ms(fn: Callable[[], Any], *, cuda: bool, stream: Any = None, reps: int 
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(times)
+        return times
     try:
         import torch
     except ImportError:
@@ -107,7 +167,7 @@ def time_ms(fn: Callable[[], Any], *, cuda: bool, stream: Any = None, reps: int 
             fn()
             end.record(s)
         s.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in events)
+    return [start.elapsed_time(end) for start, end in events]
 
 
 def _check_count(name: str, value: Any, least: int) -> None:
@@ -134,14 +194,15 @@ def _flush_bytes(torch, device) -> int:
 # ----------------------------------------------------------------------------- configurations
 
 def _as_mapping(cfg: Any, i: int) -> dict[str, Any]:
+    """The named values of a configuration (hint names among them become hints); a configuration
+    of another kind (a tuple, a number) has none and reaches only the callbacks."""
     if isinstance(cfg, Mapping):
         return dict(cfg)
     if is_dataclass(cfg) and not isinstance(cfg, type):
         return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
     if hasattr(cfg, "__dict__") and not callable(cfg):
         return dict(vars(cfg))
-    raise TypeError(f"search_space[{i}] must be a dict or an object with attributes (e.g. "
-                    f"types.SimpleNamespace), got {type(cfg).__name__} {cfg!r}")
+    return {}
 
 
 def _config_hints(kernel: Kernel, cfg: Any, mapping: dict[str, Any], hints_fn: Callable | None,
@@ -168,6 +229,10 @@ def _config_hints(kernel: Kernel, cfg: Any, mapping: dict[str, Any], hints_fn: C
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _config_key(cfg: Any, mapping: dict[str, Any]) -> str:
+    return _canonical(mapping) if mapping or isinstance(cfg, Mapping) else _canonical(["config", repr(cfg)])
 
 
 # ----------------------------------------------------------------------------- cache keys
@@ -239,7 +304,8 @@ def _from_entry(entry: Any, key: str, space: list, canon: list[str]) -> tuple[in
                 or not 0 <= best < len(space) or any(r["config"] != c for r, c in zip(rows, canon)):
             return None
         trials = [Trial(cfg, None if r["time_ms"] is None else float(r["time_ms"]),
-                        None if r["error"] is None else str(r["error"])) for cfg, r in zip(space, rows)]
+                        None if r["error"] is None else str(r["error"]), r.get("mean_ms"), r.get("margin_ms"),
+                        int(r.get("samples") or 0)) for cfg, r in zip(space, rows)]
     except (KeyError, TypeError, ValueError):
         return None
     return (best, trials) if trials[best].ok and trials[best].time_ms is not None else None
@@ -279,8 +345,9 @@ class _Progress:
 
 # ----------------------------------------------------------------------------- the search
 
-def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callable[[Any], Any], kernel: Kernel,
-                      args_fn: Callable[[Any], tuple], hints_fn: Callable[[Any], Mapping] | None = None, *,
+def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callable[[Any], Any],
+                      kernel: Kernel | Callable[[Any], Kernel], args_fn: Callable[[Any], tuple],
+                      hints_fn: Callable[[Any], Mapping] | None = None, *, quiet: bool = False,
                       reps: int = 20, warmup: int = 3, flush_l2: bool = True, progress: bool = True,
                       cache: bool = True, force: bool = False, key: Any = None) -> TuningResult:
     """Launch ``kernel`` with every configuration of ``search_space`` and return the fastest.
@@ -291,13 +358,16 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
     configuration that fails to compile or launch is recorded in ``trials`` and skipped;
     ``TuningError`` only if all fail. With ``cache``, a previous result for the same kernel,
     device, argument signature (or ``key``) and search space is returned without a search;
-    ``force`` searches again and overwrites it.
+    ``force`` searches again and overwrites it. ``kernel`` may also be a function mapping a
+    configuration to the kernel to time (cuTile Python's form; no caching then); ``quiet``
+    turns the progress display off.
     """
     if isinstance(search_space, (Mapping, str, bytes)) or not isinstance(search_space, Iterable):
         raise TypeError(f"search_space must be an iterable of configurations (dicts), got "
                         f"{type(search_space).__name__}; wrap a single configuration in a list")
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a @ct.kernel, got {type(kernel).__name__}")
+    if not isinstance(kernel, Kernel) and not callable(kernel):
+        raise TypeError(f"kernel must be a @ct.kernel or a function of the configuration, got {type(kernel).__name__}")
+    progress = progress and not quiet
     for name, f in (("grid_fn", grid_fn), ("args_fn", args_fn)):
         if not callable(f):
             raise TypeError(f"{name} must be a callable taking a configuration, got {type(f).__name__}")
@@ -309,8 +379,12 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
     if not space:
         raise ValueError("search_space is empty: give at least one configuration")
     mappings = [_as_mapping(cfg, i) for i, cfg in enumerate(space)]
-    hints = [_config_hints(kernel, cfg, m, hints_fn, i) for i, (cfg, m) in enumerate(zip(space, mappings))]
-    canon = [_canonical(m) for m in mappings]
+    kernels = [kernel] * len(space) if isinstance(kernel, Kernel) else [_kernel_of(kernel, c, i)
+                                                                        for i, c in enumerate(space)]
+    hints = [_config_hints(k, cfg, m, hints_fn, i) for i, (k, cfg, m) in enumerate(zip(kernels, space, mappings))]
+    canon = [_config_key(cfg, m) for cfg, m in zip(space, mappings)]
+    if not isinstance(kernel, Kernel):  # a kernel per configuration: searched every time
+        cache, kernel = False, kernels[0]
 
     first_args = _first_args(space, args_fn, kernel, canon)
     device, cuda = _device_name(kernel, first_args)
@@ -324,7 +398,7 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
         best, trials = hit
         cached = True
     else:
-        trials = _run_all(space, hints, kernel, stream, grid_fn, args_fn, cuda,
+        trials = _run_all(space, hints, kernels, stream, grid_fn, args_fn, cuda,
                           dict(reps=reps, warmup=warmup, flush_l2=flush_l2), progress)
         ok = [i for i, t in enumerate(trials) if t.ok]
         if not ok:
@@ -335,10 +409,22 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
         if cache:
             _store(root, digest, {"format": _FORMAT, "key": digest, "kernel": kernel_id[0],
                                   "device": device, "best": best,
-                                  "trials": [{"config": c, "time_ms": t.time_ms, "error": t.error}
+                                  "trials": [{"config": c, "time_ms": t.time_ms, "error": t.error,
+                                              "mean_ms": t.mean_ms, "margin_ms": t.margin_ms, "samples": t.samples}
                                              for c, t in zip(canon, trials)]})
-    return TuningResult(space[best], trials[best].time_ms, _with_hints(kernel, hints[best]), hints[best],
+    return TuningResult(space[best], trials[best].time_ms, _with_hints(kernels[best], hints[best]), hints[best],
                         tuple(trials), cached, digest, device)
+
+
+def _kernel_of(fn: Callable, cfg: Any, i: int) -> Kernel:
+    try:
+        k = fn(cfg)
+    except Exception as e:  # noqa: BLE001 - reported as a misuse of the argument
+        raise TypeError(f"kernel must be a @ct.kernel or a function returning one; kernel(search_space[{i}]) "
+                        f"raised {type(e).__name__}: {e}") from None
+    if not isinstance(k, Kernel):
+        raise TypeError(f"kernel(search_space[{i}]) must return a @ct.kernel, got {type(k).__name__}")
+    return k
 
 
 def _args(args_fn: Callable, cfg: Any, kernel: Kernel) -> tuple:
@@ -366,15 +452,15 @@ def _with_hints(kernel: Kernel, hints: dict[str, Any]) -> Kernel:
     return kernel.replace_hints(**hints) if hints else kernel
 
 
-def _run_all(space: list, hints: list[dict], kernel: Kernel, stream: Any, grid_fn: Callable, args_fn: Callable,
+def _run_all(space: list, hints: list[dict], base: list[Kernel], stream: Any, grid_fn: Callable, args_fn: Callable,
              cuda: bool, timing: dict, progress: bool) -> list[Trial]:
-    kernels: dict[str, Kernel] = {}  # one kernel (and compile cache) per distinct hint set
-    bar = _Progress(len(space), f"tuning {kernel.__name__}", progress)
+    kernels: dict[tuple, Kernel] = {}  # one kernel (and compile cache) per kernel and distinct hint set
+    bar = _Progress(len(space), f"tuning {base[0].__name__}", progress)
     trials: list[Trial] = []
     best: float | None = None
     try:
-        for cfg, h in zip(space, hints):
-            k = kernels.setdefault(_canonical(h), _with_hints(kernel, h))
+        for cfg, h, kernel in zip(space, hints, base):
+            k = kernels.setdefault((id(kernel), _canonical(h)), _with_hints(kernel, h))
             trials.append(_trial(cfg, k, stream, grid_fn, args_fn, cuda, timing))
             if trials[-1].ok:
                 best = trials[-1].time_ms if best is None else min(best, trials[-1].time_ms)
@@ -397,6 +483,9 @@ def _trial(cfg: Any, kernel: Kernel, stream: Any, grid_fn: Callable, args_fn: Ca
         if cuda:
             import torch
             torch.cuda.synchronize()
-        return Trial(cfg, time_ms(run, cuda=cuda, stream=stream, **timing))
+        times = time_samples(run, cuda=cuda, stream=stream, **timing)
+        mean = statistics.fmean(times)
+        margin = 1.96 * statistics.stdev(times) / len(times) ** 0.5 if len(times) > 1 else 0.0
+        return Trial(cfg, statistics.median(times), None, mean, margin, len(times))
     except Exception as e:  # noqa: BLE001 - one failing configuration never ends the search
-        return Trial(cfg, None, f"{type(e).__name__}: {e}")
+        return Trial(cfg, None, f"{type(e).__name__}: {e}", error_type=type(e))

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from ..frontend.kernel import ArraySpec, Kernel, ScalarSpec
+from ..frontend.kernel import ArraySpec, ScalarSpec
+from ..runtime.kernel import Kernel
 from ..ir.core import Function
 from ..ir.printer import format_function
 from . import ast as A

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Any, Callable
 
-from .. import dtypes as dt
 from ..errors import TileTypeError, TileUnsupportedFeatureError
 from ..ops import debug, elementwise as ew
 from ..ops.values import Array, Tile, describe, is_const
+from .common import user_boundary
 
 
+@user_boundary
 def _print(c, args, kwargs):
     return debug.print(*args, **kwargs)
 
 
+@user_boundary
 def _len(c, args, kwargs):
     (x,) = args
     if isinstance(x, (tuple, str, range, dict)):
@@ -32,6 +35,7 @@ def _len(c, args, kwargs):
 
 
 def _minmax(fold: Callable, tile_fn: Callable, name: str):
+    @user_boundary
     def handler(c, args, kwargs):
         if kwargs:
             raise TileTypeError(f"{name}() takes no keyword arguments in tile code")
@@ -48,6 +52,7 @@ def _minmax(fold: Callable, tile_fn: Callable, name: str):
     return handler
 
 
+@user_boundary
 def _sum(c, args, kwargs):
     if kwargs or not 1 <= len(args) <= 2:
         raise TileTypeError("sum(values, start=0) in tile code takes a tuple and an optional start")
@@ -62,31 +67,29 @@ def _sum(c, args, kwargs):
     return acc
 
 
+@user_boundary
 def _abs(c, args, kwargs):
     (x,) = args
     return builtins.abs(x) if is_const(x) else ew.abs(x)
 
 
 def _convert(pytype: type, dtype_name: str):
+    @user_boundary
     def handler(c, args, kwargs):
         if kwargs or len(args) > 1:
             raise TileTypeError(f"{pytype.__name__}() takes at most one argument in tile code")
         if not args:
             return pytype()
         (x,) = args
-        if not isinstance(x, Tile):
+        if not isinstance(x, (Tile, Array)):
             return pytype(x)
-        if x.shape != ():
-            raise TileTypeError(f"{pytype.__name__}() needs a scalar, got a {x.type}; use .astype(...) to "
-                                "convert a whole tile")
-        if pytype is bool:
-            return c._truth(x)
-        if pytype is int and x.dtype.is_int or pytype is float and x.dtype.is_float:
-            return x
-        return ew.astype(x, dt.as_dtype(dtype_name))
+        # cuTile Python: the builtin numeric constructors are compile-time only
+        raise TileTypeError(f"{pytype.__name__}() expects a constant argument, got a run-time {x.type}; use "
+                            f"ct.{dtype_name}(x) or .astype(ct.{dtype_name}) to convert a tile")
     return handler
 
 
+@user_boundary
 def _tuple(c, args, kwargs):
     if kwargs or len(args) > 1:
         raise TileTypeError("tuple() takes at most one argument")
@@ -98,12 +101,14 @@ def _tuple(c, args, kwargs):
     raise TileTypeError(f"tuple() of {describe(x)} is not supported in tile code")
 
 
+@user_boundary
 def _range(c, args, kwargs):
     if kwargs or not all(is_const(a) for a in args):
         raise TileUnsupportedFeatureError("range() with run-time bounds can only be the iterable of a for loop")
     return range(*args)
 
 
+@user_boundary
 def _enumerate(c, args, kwargs):
     x = args[0]
     if isinstance(x, (tuple, range)):
@@ -111,12 +116,14 @@ def _enumerate(c, args, kwargs):
     raise TileTypeError("enumerate() works on compile-time tuples in tile code")
 
 
+@user_boundary
 def _zip(c, args, kwargs):
     if all(isinstance(a, (tuple, range)) for a in args):
         return tuple(zip(*args, **kwargs))
     raise TileTypeError("zip() works on compile-time tuples in tile code")
 
 
+@user_boundary
 def _reversed(c, args, kwargs):
     (x,) = args
     if isinstance(x, (tuple, range)):
@@ -126,18 +133,82 @@ def _reversed(c, args, kwargs):
 
 def _introspect(py_fn: Callable):
     """``isinstance``/``getattr``/``hasattr`` work on any front-end value, tiles included."""
+    @user_boundary
     def handler(c, args, kwargs):
         return py_fn(*args, **kwargs)
     return handler
 
 
+@user_boundary
+def _getattr(c, args, kwargs):
+    """``getattr`` sees what attribute syntax sees (the documented surface; reads recorded)."""
+    if kwargs or len(args) not in (2, 3) or not isinstance(args[1], str):
+        raise TileTypeError("getattr(obj, name[, default]) needs a constant string name in tile code")
+    try:
+        return c.attribute(args[0], args[1], None)
+    except TileTypeError:
+        if len(args) == 3:
+            return args[2]
+        raise
+
+
+@user_boundary
+def _hasattr(c, args, kwargs):
+    if kwargs or len(args) != 2 or not isinstance(args[1], str):
+        raise TileTypeError("hasattr(obj, name) needs a constant string name in tile code")
+    try:
+        c.attribute(args[0], args[1], None)
+    except (TileTypeError, TileUnsupportedFeatureError):
+        return False
+    return True
+
+
 def _math(tile_fn: Callable, py_fn: Callable):
     """A ``math`` function: folded on constants, the element-wise tile op on tiles."""
+    @user_boundary
     def handler(c, args, kwargs):
         if any(isinstance(a, Tile) for a in args):
             return tile_fn(*args, **kwargs)
         return py_fn(*args, **kwargs)
     return handler
+
+
+def _operator(sym: str):
+    """``operator.add`` and friends (e.g. as a reduce/scan combiner): the Python operator."""
+    @user_boundary
+    def handler(c, args, kwargs):
+        if kwargs or len(args) != 2:
+            raise TileTypeError(f"operator function for {sym!r} takes two arguments")
+        return c._binop(sym, args[0], args[1], None)
+    return handler
+
+
+def _operator_unary(fn: Callable):
+    @user_boundary
+    def handler(c, args, kwargs):
+        if kwargs or len(args) != 1:
+            raise TileTypeError(f"{fn.__name__}() takes one argument")
+        (x,) = args
+        if isinstance(x, Array):
+            raise TileTypeError(f"bad operand for {fn.__name__}(): {describe(x)}")
+        if fn is operator.not_:
+            return c._not(c._truth(x))
+        return fn(x)
+    return handler
+
+
+@user_boundary
+def _divmod(c, args, kwargs):
+    if kwargs or len(args) != 2:
+        raise TileTypeError("divmod() takes two arguments")
+    return ew.divmod(*args)
+
+
+@user_boundary
+def _pow(c, args, kwargs):
+    if kwargs or len(args) != 2:
+        raise TileTypeError("pow() with a modulus is not supported in tile code")
+    return c._binop("**", args[0], args[1], None)
 
 
 _TABLE: dict[Any, Callable] = {
@@ -157,9 +228,22 @@ _TABLE: dict[Any, Callable] = {
     builtins.zip: _zip,
     builtins.reversed: _reversed,
     builtins.isinstance: _introspect(builtins.isinstance),
-    builtins.getattr: _introspect(builtins.getattr),
-    builtins.hasattr: _introspect(builtins.hasattr),
+    builtins.getattr: _getattr,
+    builtins.hasattr: _hasattr,
+    builtins.divmod: _divmod,
+    builtins.pow: _pow,
+    operator.neg: _operator_unary(operator.neg),
+    operator.pos: _operator_unary(operator.pos),
+    operator.invert: _operator_unary(operator.invert),
+    operator.not_: _operator_unary(operator.not_),
+    operator.abs: _abs,
 }
+for _fn, _sym in ((operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"), (operator.truediv, "/"),
+                  (operator.floordiv, "//"), (operator.mod, "%"), (operator.pow, "**"), (operator.and_, "&"),
+                  (operator.or_, "|"), (operator.xor, "^"), (operator.lshift, "<<"), (operator.rshift, ">>"),
+                  (operator.matmul, "@"), (operator.eq, "=="), (operator.ne, "!="), (operator.lt, "<"),
+                  (operator.le, "<="), (operator.gt, ">"), (operator.ge, ">=")):
+    _TABLE[_fn] = _operator(_sym)
 for _name in ("exp", "exp2", "log", "log2", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor",
               "ceil", "atan2"):
     _py = getattr(math, _name, None)

@@ -3,12 +3,16 @@ small helpers on front-end values and on the AST."""
 from __future__ import annotations
 
 import ast
+import enum
+import operator
 import os
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import dtypes as dt
 from ..ops.values import Array, Tile, describe, is_const
+from .dataclass_values import BoundMethod, DataclassValue
 
 if TYPE_CHECKING:
     from .compiler import FunctionCompiler
@@ -24,16 +28,15 @@ BINOPS = {
 }
 CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
-    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b,
-    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
-    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "@": lambda a, b: a @ b,
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+    "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "<<": operator.lshift, ">>": operator.rshift, "@": operator.matmul,
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
 UNSUPPORTED_STMTS = {
-    "With": "'with' statements are not supported in tile code",
     "AsyncWith": "'async with' is not supported in tile code",
     "Try": "'try' statements are not supported in tile code (tile code has no exceptions; use "
            "ct.static_assert or ct.assert_ to check conditions)",
@@ -70,6 +73,27 @@ class Undefined:
 
 class StopBody(Exception):
     """Unwinds the rest of a statement list after an unconditional break/continue/return."""
+
+
+@dataclass
+class ContextManagerCall:
+    """A call of a ``@contextlib.contextmanager`` function in tile code, entered by ``with``:
+    the generator function and its arguments."""
+
+    fn: Any
+    args: list
+    kwargs: dict
+
+
+def context_manager_function(fn: Any) -> Any:
+    """The generator function behind a ``@contextlib.contextmanager`` wrapper, else None."""
+    import contextlib
+    import inspect
+    wrapped = getattr(fn, "__wrapped__", None)
+    code = getattr(fn, "__code__", None)
+    if wrapped is None or code is None or not inspect.isgeneratorfunction(wrapped):
+        return None
+    return wrapped if code.co_filename == contextlib.__file__ else None
 
 
 @dataclass
@@ -134,8 +158,11 @@ def contains(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
 # ---------------------------------------------------------------------------------- value helpers
 
 def flatten(v: Any) -> list[Any]:
+    """The leaves of a value: tuples and dataclass values element by element."""
     if isinstance(v, tuple):
         return [x for item in v for x in flatten(item)]
+    if isinstance(v, DataclassValue):
+        return flatten(v.leaves())
     return [v]
 
 
@@ -145,11 +172,16 @@ def rebuild(template: Any, flat: list[Any]) -> Any:
     def build(t):
         if isinstance(t, tuple):
             return tuple(build(x) for x in t)
+        if isinstance(t, DataclassValue):
+            return t.with_leaves(build(t.leaves()))
         return next(it)
     return build(template)
 
 
 def same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, DataclassValue) or isinstance(b, DataclassValue):
+        return isinstance(a, DataclassValue) and isinstance(b, DataclassValue) and a.cls is b.cls and \
+            same_structure(a.leaves(), b.leaves())
     if isinstance(a, tuple) or isinstance(b, tuple):
         return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
             all(same_structure(x, y) for x, y in zip(a, b))
@@ -164,6 +196,8 @@ def is_value(v: Any) -> bool:
 def carriable(v: Any) -> bool:
     if isinstance(v, tuple):
         return all(carriable(x) for x in v)
+    if isinstance(v, DataclassValue):
+        return carriable(v.leaves())
     return is_value(v)
 
 
@@ -175,6 +209,8 @@ def same_static(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(same_static(x, y) for x, y in zip(a, b))
+    if isinstance(a, DataclassValue) and isinstance(b, DataclassValue):
+        return a.cls is b.cls and same_static(a.leaves(), b.leaves())
     if type(a) is not type(b):
         return False
     try:
@@ -184,10 +220,83 @@ def same_static(a: Any, b: Any) -> bool:
 
 
 def is_static(v: Any) -> bool:
-    """A compile-time value that may be handed to ordinary Python code."""
+    """A compile-time value that may be handed to ordinary Python code.
+
+    Objects of safetile's own classes are refused unless they are plain compile-time values
+    (dtypes, enums, ...): ordinary Python code must never get hold of a tile, an array or a
+    device object (``vars(z)`` would reach its private state)."""
     if isinstance(v, tuple):
         return all(is_static(x) for x in v)
-    return not isinstance(v, (Tile, Array, LocalFunction, Undefined))
+    if isinstance(v, (Tile, Array, LocalFunction, Undefined, DataclassValue, BoundMethod)):
+        return False
+    return not _is_safetile_object(v) or isinstance(v, _STATIC_SAFETILE_TYPES)
+
+
+def _is_safetile_object(v: Any) -> bool:
+    if isinstance(v, types.ModuleType):
+        return v.__name__.split(".", 1)[0] == "safetile"
+    return (type(v).__module__ or "").split(".", 1)[0] == "safetile" and not isinstance(v, type)
+
+
+_STATIC_SAFETILE_TYPES = (enum.Enum, dt.DType)
+
+
+def _is_slot(klass: type, attr: str) -> bool:
+    """Whether ``attr`` is slot data of ``klass`` (a tile's IR value, an array's name...)."""
+    for k in klass.__mro__:
+        if attr in k.__dict__:
+            return isinstance(k.__dict__[attr], types.MemberDescriptorType)
+    return False
+
+
+def check_kernel_attribute(obj: Any, attr: str) -> str | None:
+    """Why kernel code may not read ``obj.attr`` (None when it may).
+
+    A device object of the safe style shows exactly its declared ``__tile_surface__``. Other
+    safetile modules, classes and objects show kernel code their public methods and properties. Private names and slot data (the IR behind a tile or an
+    array, the array behind a sub-tensor) are refused, whichever way they are asked for
+    (attribute syntax, ``getattr``, ``hasattr``); user objects are not restricted."""
+    if attr.startswith("__"):
+        return f"access to {attr} is not supported in tile code"
+    surface = None if isinstance(obj, type) else getattr(type(obj), SURFACE, None)
+    if surface is not None:  # a device object (safe/device.py): its declared surface, nothing else
+        if attr in surface:
+            return None
+        return f"{what(obj)} has no attribute {attr!r} in tile code (it has: {', '.join(sorted(surface))})"
+    is_class = isinstance(obj, type)
+    owner = obj if is_class else type(obj)
+    if not (_is_safetile_object(obj) or (is_class and (obj.__module__ or "").split(".", 1)[0] == "safetile")):
+        return None
+    if attr.startswith("_") or (not isinstance(obj, types.ModuleType) and _is_slot(owner, attr)):
+        return f"{what(obj)} has no attribute {attr!r} in tile code (kernel code sees only the documented API)"
+    return None
+
+
+SURFACE = "__tile_surface__"  # a class attribute: the attribute names tile code may read
+
+
+def static_facts(v: Any) -> Any:
+    """What ``ct.static_eval`` sees of a value: a device object only as its static facts."""
+    surface = getattr(type(v), SURFACE, None)
+    if surface is None:
+        return v
+    facts = {}
+    for name in surface:
+        x = getattr(v, name, None)
+        if callable(x):
+            facts[name] = _compile_time_method(type(v).__name__, name)  # hasattr() sees it
+        elif is_static(x):
+            facts[name] = x
+    return types.SimpleNamespace(**facts)
+
+
+def _compile_time_method(owner: str, name: str):
+    def method(*args, **kwargs):
+        from ..errors import TileStaticEvalError
+        raise TileStaticEvalError(f"{owner}.{name}() is a run-time operation; it cannot be called in a "
+                                  "compile-time expression")
+    method.__name__ = name
+    return method
 
 
 BUILTIN_MARK = "__safetile_builtin__"
@@ -207,6 +316,32 @@ def is_library_function(fn: Any) -> bool:
     root = mod.split(".")[0]
     return root in ("numpy", "math", "builtins", "operator", "functools", "typing", "enum", "dataclasses",
                     "ml_dtypes", "torch")
+
+
+# Code objects of the front end's functions whose own calls evaluate the user's Python: constant
+# folding, attribute and item access on Python objects, calls of Python and safetile functions
+# (argument binding). An exception raised directly in one of these frames (by a C function or
+# by argument binding) is the user's mistake; one raised deeper inside safetile is a bug.
+_USER_BOUNDARIES: set = set()
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_boundary(fn: Callable) -> Callable:
+    """Mark a front-end function whose direct calls evaluate user values (applied at import)."""
+    _USER_BOUNDARIES.add(fn.__code__)
+    return fn
+
+
+def raised_by_user(e: BaseException) -> bool:
+    """Whether ``e`` comes from the user's code or values rather than from a bug in safetile:
+    its innermost frame is outside the package, or is a marked user boundary."""
+    tb = e.__traceback__
+    if tb is None:
+        return True
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return code in _USER_BOUNDARIES or not code.co_filename.startswith(_PACKAGE_DIR)
 
 
 def debug_cause(e: BaseException) -> BaseException | None:

@@ -24,10 +24,14 @@ from ..errors import (TileError, TileInternalError, TileRecursionError, TileStat
 from ..ir.builder import Builder
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile
-from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED_STMTS, LocalFunction, StopBody,
-                     Undefined, debug_cause, what)
+from . import budget
+from .common import (BINOPS, BRK, CONT, FLAGS, MISSING, RET, RETVAL, UNSUPPORTED_STMTS, ContextManagerCall,
+                     LocalFunction, StopBody, Undefined, context_manager_function, debug_cause, raised_by_user,
+                     user_boundary, what)
 from .control import ControlFlow
+from .dataclass_values import DataclassValue
 from .expressions import Expressions
+from .captures import ABSENT, Captures
 from .source import ParsedFunction
 
 __all__ = ["FunctionCompiler", "LocalFunction"]
@@ -37,8 +41,9 @@ class FunctionCompiler(ControlFlow, Expressions):
     """Compiles one function body (the kernel, or an inlined tile function) into IR."""
 
     def __init__(self, parsed: ParsedFunction, globals_: dict[str, Any], scope: dict[str, Any],
-                 builder: Builder, call_stack: tuple, is_kernel: bool):
+                 builder: Builder, call_stack: tuple, is_kernel: bool, captures: Captures):
         self.parsed = parsed
+        self.captures = captures  # the Python state this compilation read (shared by inlined calls)
         self.globals = globals_
         self.env: dict[str, Any] = dict(scope)
         self.builder = builder
@@ -71,19 +76,29 @@ class FunctionCompiler(ControlFlow, Expressions):
             if not e.locs:
                 e.locs.append(self.loc(node))
             raise
-        except (TypeError, AttributeError) as e:
-            raise TileTypeError(str(e), self.loc(node)) from debug_cause(e)
-        except (ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError, ArithmeticError) as e:
-            msg = f"key {e.args[0]!r} not found" if isinstance(e, KeyError) and e.args else str(e)
-            raise TileValueError(msg, self.loc(node)) from debug_cause(e)
-        except NotImplementedError as e:
-            raise TileUnsupportedFeatureError(str(e) or "not supported in tile code", self.loc(node)) from None
         except RecursionError:
             raise TileRecursionError("tile functions are nested too deeply", self.loc(node)) from None
-        except Exception as e:  # noqa: BLE001 - a bug in safetile: keep the cause for the report
-            raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}", self.loc(node)) from e
+        except Exception as e:  # noqa: BLE001 - classified: the user's mistake, or a bug in safetile
+            raise self.classify(e, node) from (debug_cause(e) if raised_by_user(e) else e)
         finally:
             builder.loc, builder.compiler = saved
+
+    def classify(self, e: Exception, node: ast.AST) -> TileError:
+        """The located error for a Python exception: a user error when the user's code or values
+        raised it, otherwise a ``TileInternalError`` (a bug in safetile) carrying the cause."""
+        loc = self.loc(node)
+        if not raised_by_user(e):
+            return TileInternalError(f"internal compiler error: {type(e).__name__}: {e} (a bug in safetile; "
+                                     "please report it with this kernel)", loc)
+        if isinstance(e, (TypeError, AttributeError)):
+            return TileTypeError(str(e), loc)
+        if isinstance(e, NotImplementedError):
+            return TileUnsupportedFeatureError(str(e) or "not supported in tile code", loc)
+        if isinstance(e, KeyError) and e.args:
+            return TileValueError(f"key {e.args[0]!r} not found", loc)
+        if isinstance(e, (ValueError, ArithmeticError, IndexError, LookupError)):
+            return TileValueError(str(e), loc)
+        return TileTypeError(f"{type(e).__name__}: {e}", loc)
 
     def call_value(self, fn: Any, args: list) -> Any:
         """Call a tile function from an op (e.g. a reduce combiner) at the current location."""
@@ -97,8 +112,10 @@ class FunctionCompiler(ControlFlow, Expressions):
             if isinstance(v, Undefined):
                 raise self.error(TileSyntaxError, f"name {name!r} {v.reason}", node)
             return v
-        if name in self.globals:
-            return self.globals[name]
+        value = self.globals.get(name, ABSENT)
+        self.captures.name(self.globals, name, value)  # a later definition or change recompiles
+        if value is not ABSENT:
+            return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(TileSyntaxError, f"name {name!r} is not defined", node)
@@ -112,10 +129,15 @@ class FunctionCompiler(ControlFlow, Expressions):
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
-            raise self.error(TileUnsupportedFeatureError,
-                             "cannot assign to an element: tiles and arrays are immutable in tile code; "
+            raise self.error(TileTypeError,
+                             "Tiles are immutable: item assignment is not supported (nor on arrays) in tile code; "
                              "write to arrays with ct.store/ct.scatter and build new tiles with ct.where "
                              "or ct.insert", target)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                isinstance(self.env.get(target.value.id), DataclassValue):
+            holder = self.env[target.value.id]
+            raise self.error(TileTypeError, f"cannot assign to field {target.attr!r} of frozen dataclass "
+                             f"{holder.cls.__name__}", target)
         elif isinstance(target, ast.Attribute):
             raise self.error(TileUnsupportedFeatureError,
                              f"cannot assign to attribute {target.attr!r}: objects are immutable in tile code",
@@ -125,6 +147,7 @@ class FunctionCompiler(ControlFlow, Expressions):
         else:
             raise self.error(TileSyntaxError, f"cannot assign to {type(target).__name__}", target)
 
+    @user_boundary
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
         if not isinstance(value, tuple):
             raise self.error(TileTypeError, f"cannot unpack {what(value)}: only tuples can be unpacked "
@@ -153,6 +176,7 @@ class FunctionCompiler(ControlFlow, Expressions):
 
     # ------------------------------------------------------------------ truth values
 
+    @user_boundary
     def _truth(self, v: Any, node: ast.AST | None = None) -> Any:
         """A Python bool (compile-time) or a bool scalar tile (run time) for a condition."""
         if isinstance(v, Tile):
@@ -168,6 +192,7 @@ class FunctionCompiler(ControlFlow, Expressions):
             raise self.error(TileSyntaxError, v.reason, node)
         return bool(v)
 
+    @user_boundary
     def _not(self, v: Any) -> Any:
         if isinstance(v, Tile):
             return ew.equal(v, False)
@@ -238,8 +263,9 @@ class FunctionCompiler(ControlFlow, Expressions):
         method = getattr(self, "stmt_" + kind, None)
         if method is None:
             message = UNSUPPORTED_STMTS.get(kind, f"{kind} statements are not supported in tile code")
-            raise self.error(TileUnsupportedFeatureError, message, s)
+            raise self.error(TileSyntaxError, f"Unsupported syntax: {message}", s)
         saved, self.statement = self.statement, s
+        budget.check(self.builder.deadline, self.loc(s))
         try:
             with self.at(s):
                 method(s)
@@ -275,7 +301,7 @@ class FunctionCompiler(ControlFlow, Expressions):
         for d in s.decorator_list:
             deco = self.expr(d)
             if deco is not function and not isinstance(deco, TileFunction):
-                raise self.error(TileUnsupportedFeatureError, "nested tile functions cannot have decorators "
+                raise self.error(TileSyntaxError, "Decorators on nested functions are not supported "
                                  "(other than @ct.function)", d)
         self.env[s.name] = self._local_function(s)
         self.last_assignment[s.name] = s
@@ -297,13 +323,37 @@ class FunctionCompiler(ControlFlow, Expressions):
         from ..ops.debug import assert_
         assert_(cond, str(msg) if msg is not None else "assertion failed")
 
+    def stmt_With(self, s: ast.With) -> None:
+        """``with`` over ``@contextlib.contextmanager`` helpers: each generator runs up to its
+        ``yield`` on entry and from there on exit (in reverse order, whatever the body did)."""
+        entered = []
+        for item in s.items:
+            node = item.context_expr
+            # the callee is checked before anything is called (`with open(...)` must not open a file)
+            if isinstance(node, ast.Call) and context_manager_function(self.expr(node.func)) is None:
+                raise self.error(TileUnsupportedFeatureError, "'with' statements in tile code take a "
+                                 "@contextlib.contextmanager function call", node)
+            cm = self.expr(node)
+            if not isinstance(cm, ContextManagerCall):
+                raise self.error(TileUnsupportedFeatureError, "'with' statements in tile code take a "
+                                 f"@contextlib.contextmanager function call, got {what(cm)}", node)
+            value, sub, after = self.enter_context(cm, item.context_expr)
+            entered.append((sub, after, item.context_expr))
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, value)
+        self.run_body(s.body)
+        for sub, after, node in reversed(entered):
+            self.exit_context(sub, after, node)
+        if self._exit_guard() is False:
+            raise StopBody
+
     def stmt_Return(self, s: ast.Return) -> None:
         if self.loop_depth:
-            raise self.error(TileUnsupportedFeatureError, "'return' inside a loop is not supported in tile "
+            raise self.error(TileSyntaxError, "Returning from a loop is not supported in tile "
                              "code; set a variable and 'break', then return after the loop", s)
         value = self.expr(s.value) if s.value is not None else None
         if self.is_kernel and value is not None:
-            raise self.error(TileSyntaxError, "a kernel cannot return a value; store results to an array",
+            raise self.error(TileTypeError, "Tile kernels cannot return values; store results to an array",
                              s.value)
         self.env[RETVAL] = value
         self.env[RET] = True

@@ -15,13 +15,18 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import TileStaticEvalError, TileTypeError, TileUnsupportedFeatureError, TileValueError
+from ..errors import TileStaticEvalError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
-from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, Undefined, StopBody, assigned_names, carriable,
-                     contains, flatten, is_value, rebuild, same_static, same_structure, what)
+from . import budget
+from .dataclass_values import DataclassValue
+from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, SCOPES, Undefined, StopBody, assigned_names,
+                     carriable, contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
+
+
+STATIC_ITER_LIMIT = 1000  # items of one ct.static_iter (as in cuTile Python)
 
 
 class ControlFlow:
@@ -108,6 +113,10 @@ class ControlFlow:
             return a
         if isinstance(a, bool) and isinstance(b, bool):  # True/False per branch: the condition itself
             return cond if a else self._not(cond)
+        if isinstance(a, DataclassValue) or isinstance(b, DataclassValue):
+            if not same_structure(a, b):
+                raise TileTypeError(f"{what(a)} on one path, {what(b)} on the other")
+            return a.with_leaves(self._merge(a.leaves(), b.leaves(), pairs, cond))
         if isinstance(a, tuple) or isinstance(b, tuple):
             if not same_structure(a, b) or not (isinstance(a, tuple) and isinstance(b, tuple)):
                 raise TileTypeError(f"{what(a)} on one path, {what(b)} on the other")
@@ -138,6 +147,8 @@ class ControlFlow:
             return results[template.index]
         if isinstance(template, tuple):
             return tuple(self._fill(t, results) for t in template)
+        if isinstance(template, DataclassValue):
+            return template.with_leaves(self._fill(template.leaves(), results))
         return template
 
     def _coerce(self, v: Any, target: TileType) -> Tile:
@@ -152,6 +163,8 @@ class ControlFlow:
         """A same-typed stand-in for a value on a path that never uses it."""
         if isinstance(v, tuple):
             return tuple(self._placeholder(x) for x in v)
+        if isinstance(v, DataclassValue):
+            return v.with_leaves(self._placeholder(v.leaves()))
         if isinstance(v, Tile):
             return self._coerce(0, v.type)
         return v
@@ -160,7 +173,7 @@ class ControlFlow:
 
     def stmt_For(self, s: ast.For) -> None:
         if s.orelse:
-            raise self.error(TileUnsupportedFeatureError, "'for ... else' is not supported in tile code", s)
+            raise self.error(TileSyntaxError, "'for-else' is not supported", s.orelse[0])
         it = s.iter
         if isinstance(it, ast.Call) and not it.keywords and len(it.args) >= 1:
             from ..ops.meta import static_iter
@@ -168,6 +181,11 @@ class ControlFlow:
             if fn is static_iter:
                 if len(it.args) != 1:
                     raise self.error(TileTypeError, "ct.static_iter() takes exactly one iterable", it)
+                for kind, word in ((ast.Continue, "Continue"), (ast.Break, "Break")):
+                    node = _first(s.body, kind)
+                    if node is not None:
+                        raise self.error(TileSyntaxError, f"{word} in a for loop with static_iter() is not supported",
+                                         node)
                 return self._unroll(s, self._static_iterable(it.args[0]))
             if fn is builtins.range:
                 return self._range_loop(s, it)
@@ -194,13 +212,28 @@ class ControlFlow:
         raise self.error(TileUnsupportedFeatureError, "tile code loops over range(...), ct.static_iter(...) "
                          f"or a tuple of compile-time values, not {what(iterable)}", it)
 
+    @user_boundary
     def _static_iterable(self, node: ast.expr) -> tuple:
+        """The items of ``ct.static_iter(node)``: at most ``STATIC_ITER_LIMIT`` of them (an endless
+        iterable is an error, not an endless compilation)."""
         value = self._static_eval_node(node)
         try:
-            return tuple(value)
+            it = iter(value)
         except TypeError:
             raise self.error(TileStaticEvalError, f"ct.static_iter needs an iterable, got {what(value)}",
                              node) from None
+        items = []
+        for i in range(STATIC_ITER_LIMIT + 1):
+            try:
+                item = next(it)
+            except StopIteration:
+                return tuple(items)
+            except Exception as e:  # noqa: BLE001 - the user's iterator failed
+                raise self.error(TileTypeError, f"Error was raised while obtaining item #{i} from the static_iter() "
+                                 f"iterable: {type(e).__name__}: {e}", node) from None
+            items.append(item)
+        raise self.error(TileStaticEvalError, f"Maximum number of iterations ({STATIC_ITER_LIMIT}) has been reached "
+                         "while unpacking the static_iter() iterable", node)
 
     def _unroll(self, s: ast.For, values) -> None:
         """A loop over compile-time values: the body is compiled once per value."""
@@ -219,6 +252,7 @@ class ControlFlow:
 
     def _unroll_from(self, s: ast.For, values: tuple, start: int) -> None:
         for k in range(start, len(values)):
+            budget.check(self.builder.deadline, self.loc(s))
             self.assign(s.target, values[k])
             self.run_body(s.body)
             self.env.pop(CONT, None)  # continue ends only this iteration
@@ -249,7 +283,7 @@ class ControlFlow:
                 raise self.error(TileTypeError, f"range() arguments must be integer scalars, got "
                                  f"{what(a)}", a_node)
         if is_const(step) and step <= 0:
-            raise self.error(TileValueError, f"range() step must be positive in tile code, got {step}",
+            raise self.error(TileTypeError, f"Step must be positive, got {step}",
                              call.args[2])
         if not isinstance(s.target, ast.Name):
             raise self.error(TileUnsupportedFeatureError, "the variable of a range loop must be a single name",
@@ -283,7 +317,7 @@ class ControlFlow:
 
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
-            raise self.error(TileUnsupportedFeatureError, "'while ... else' is not supported in tile code", s)
+            raise self.error(TileSyntaxError, "'while-else' is not supported", s.orelse[0])
         walrus = next((n for n in ast.walk(s.test) if isinstance(n, ast.NamedExpr)), None)
         if walrus is not None:
             raise self.error(TileUnsupportedFeatureError, "an assignment expression (:=) in a while condition "
@@ -481,3 +515,22 @@ class Slot:
     """A leaf of a merged-value template: the index of an ``if`` result."""
 
     index: int
+
+
+def _first(stmts: list, kind: type):
+    """The first ``kind`` node in ``stmts`` that belongs to this loop (not to a nested loop or scope)."""
+    def visit(node):
+        if isinstance(node, kind):
+            return node
+        if isinstance(node, SCOPES + (ast.For, ast.While, ast.AsyncFor)):
+            return None
+        for c in ast.iter_child_nodes(node):
+            found = visit(c)
+            if found is not None:
+                return found
+        return None
+    for st in stmts:
+        found = visit(st)
+        if found is not None:
+            return found
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import types
 from typing import Any
 
@@ -12,8 +13,11 @@ from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, T
                       TileSyntaxError, TileTypeError, TileUnsupportedFeatureError)
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
-from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, LocalFunction, Undefined,
-                     is_library_function, is_safetile_callable, is_static, is_value, same_static, what)
+from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
+                     LocalFunction, Undefined, check_kernel_attribute, context_manager_function, is_library_function,
+                     is_safetile_callable, is_static, is_value, same_static, static_facts, user_boundary, what)
+from .captures import ABSENT, closure_scope
+from .dataclass_values import BoundMethod, DataclassValue, dataclass_problem, is_dataclass_type
 from .source import parse_function
 
 
@@ -27,7 +31,7 @@ class Expressions:
         method = getattr(self, "expr_" + kind, None)
         if method is None:
             message = UNSUPPORTED_EXPRS.get(kind, f"{kind} expressions are not supported in tile code")
-            raise self.error(TileUnsupportedFeatureError, message, node)
+            raise self.error(TileSyntaxError, f"Unsupported syntax: {message}", node)
         with self.at(node):
             return method(node)
 
@@ -68,6 +72,7 @@ class Expressions:
             out[key] = self.expr(v)
         return out
 
+    @user_boundary
     def expr_ListComp(self, node: ast.ListComp | ast.GeneratorExp) -> tuple:
         """A comprehension over compile-time tuples/ranges, unrolled into a tuple."""
         out: list[Any] = []
@@ -107,6 +112,12 @@ class Expressions:
     expr_GeneratorExp = expr_ListComp
 
     def _comprehension_iterable(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Call):
+            from ..ops.meta import static_iter
+            if self.expr(node.func) is static_iter:
+                if len(node.args) != 1 or node.keywords:
+                    raise self.error(TileSyntaxError, "static_iter() expects a single expression", node)
+                return self._static_iterable(node.args[0])
         if isinstance(node, ast.Call) and self.expr(node.func) is builtins.range:
             args = [self.expr(a) for a in node.args]
             if any(isinstance(a, Tile) for a in args):
@@ -115,17 +126,42 @@ class Expressions:
                                  "run-time bounds", node)
         return self.expr(node)
 
+    @user_boundary
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.expr(node.value)
-        if node.attr.startswith("__"):
-            raise self.error(TileUnsupportedFeatureError, f"access to {node.attr} is not supported in tile code",
-                             node)
+        return self.attribute(self.expr(node.value), node.attr, node)
+
+    @user_boundary
+    def attribute(self, base: Any, attr: str, node: ast.AST | None) -> Any:
+        """``base.attr`` as kernel code sees it: only the documented surface of safetile objects;
+        a read of user state is recorded so that a later change recompiles."""
+        if isinstance(base, DataclassValue):
+            if attr in base.values:
+                return base.values[attr]
+            member = getattr(base.cls, attr, MISSING)
+            if member is MISSING or attr.startswith("__"):
+                raise self.error(TileTypeError, f"{base.cls.__name__} has no attribute {attr!r}", node)
+            if isinstance(member, types.FunctionType):
+                return BoundMethod(member, base)
+            if isinstance(member, property) and member.fget is not None:
+                return self.inline(member.fget, [base], {}, node)
+            self.captures.attribute(base.cls, attr, member)
+            return member
+        if base is object and attr == "__setattr__":  # frozen dataclasses' __post_init__ sets fields with it
+            return object.__setattr__
+        refused = check_kernel_attribute(base, attr)
+        if refused is not None:
+            cls = TileUnsupportedFeatureError if attr.startswith("__") else TileTypeError
+            raise self.error(cls, refused, node)
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, attr)
         except AttributeError:
             owner = f"module {base.__name__!r}" if isinstance(base, types.ModuleType) else what(base)
-            raise self.error(TileTypeError, f"{owner} has no attribute {node.attr!r}", node) from None
+            raise self.error(TileTypeError, f"{owner} has no attribute {attr!r}", node) from None
+        if not isinstance(base, (Tile, Array)):
+            self.captures.attribute(base, attr, value)
+        return value
 
+    @user_boundary
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
         key = self._subscript_key(node.slice)
@@ -134,6 +170,8 @@ class Expressions:
                              "ct.gather or a tiled view", node)
         if isinstance(base, Tile):
             return base[key]
+        if isinstance(base, DataclassValue):
+            return self._dataclass_method(base, "__getitem__", node)([key], {})
         if isinstance(key, Tile) or (isinstance(key, tuple) and any(isinstance(k, Tile) for k in key)):
             raise self.error(TileTypeError, f"{what(base)} can only be indexed by compile-time constants",
                              node.slice)
@@ -146,6 +184,7 @@ class Expressions:
             return tuple(self._subscript_key(e) for e in node.elts)
         return self.expr(node)
 
+    @user_boundary
     def _binop(self, op: str | None, a: Any, b: Any, node: ast.AST) -> Any:
         if op is None:
             raise self.error(TileUnsupportedFeatureError, "this operator is not supported in tile code", node)
@@ -160,6 +199,7 @@ class Expressions:
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self._binop(BINOPS.get(type(node.op)), self.expr(node.left), self.expr(node.right), node)
 
+    @user_boundary
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
@@ -170,6 +210,9 @@ class Expressions:
             return -v
         if isinstance(node.op, ast.UAdd):
             return +v
+        if isinstance(v, bool):
+            raise self.error(TileTypeError, "`~` on boolean constant is not supported, please use ct.bitwise_not "
+                             "or `not`", node)
         return ~v
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
@@ -205,6 +248,7 @@ class Expressions:
             left = right
         return result
 
+    @user_boundary
     def _compare(self, op: ast.cmpop, left: Any, right: Any, node: ast.AST) -> Any:
         if isinstance(op, (ast.Is, ast.IsNot)):
             return (left is right) if isinstance(op, ast.Is) else (left is not right)
@@ -284,6 +328,11 @@ class Expressions:
     def expr_Call(self, node: ast.Call) -> Any:
         fn = self.expr(node.func)
         from ..ops import meta
+        if fn in (meta.static_eval, meta.static_assert, meta.static_iter) and isinstance(node.func, ast.Name) \
+                and node.func.id in self.env:  # passed around as a value (a local variable)
+            name = fn.__name__
+            raise self.error(TileSyntaxError, f"{name}() must be used directly by name, e.g. cuda.tile.{name}() or "
+                             f"ct.{name}().", node)
         if fn is meta.static_eval:
             if len(node.args) != 1 or node.keywords:
                 raise self.error(TileTypeError, "ct.static_eval() takes exactly one expression", node)
@@ -312,16 +361,36 @@ class Expressions:
                 kwargs[kw.arg] = self.expr(kw.value)
         return self.call(fn, args, kwargs, node)
 
+    @user_boundary
     def call(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None) -> Any:
         from . import builtins_map
-        from .kernel import Kernel, TileFunction
-        if isinstance(fn, Kernel):
+        from .kernel import TileFunction, TileKernel
+        if isinstance(fn, TileKernel):
             raise self.error(TileTypeError, f"kernel {fn.__name__!r} cannot be called from tile code; move the "
                              "shared code into a tile function", node)
         if isinstance(fn, TileFunction):
             fn = fn.fn
         if isinstance(fn, LocalFunction):
             return self.inline(fn, args, kwargs, node)
+        generator = context_manager_function(fn)
+        if generator is not None:  # entered by a `with` statement (Statements.stmt_With)
+            return ContextManagerCall(generator, args, kwargs)
+        if isinstance(fn, BoundMethod):
+            return self.inline(fn.fn, [fn.self_value, *args], kwargs, node)
+        if fn is object.__setattr__ and args and isinstance(args[0], DataclassValue):
+            return self._set_field(args, kwargs, node)
+        if isinstance(fn, DataclassValue):
+            return self._dataclass_method(fn, "__call__", node)(args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, enum.Enum):
+            if len(args) != 1 or kwargs:
+                raise self.error(TileTypeError, "Enum constructor takes exactly one positional argument", node)
+            if not is_static(args[0]):
+                raise self.error(TileTypeError, "Enum constructor argument must be a constant", node)
+        if is_dataclass_type(fn) and dataclass_problem(fn):
+            raise self.error(TileTypeError, dataclass_problem(fn), node)
+        if is_dataclass_type(fn) and not (all(is_static(a) for a in args) and
+                                          all(is_static(v) for v in kwargs.values())):
+            return self._construct_dataclass(fn, args, kwargs, node)
         if isinstance(fn, (Tile, Array)):
             raise self.error(TileTypeError, f"{what(fn)} is not callable", node)
         if is_safetile_callable(fn):
@@ -346,8 +415,56 @@ class Expressions:
         raise self.error(TileUnsupportedFeatureError, f"{name}() cannot be called with run-time values in tile "
                          "code; use the ct.* equivalent", node)
 
-    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None) -> Any:
-        """Inline a tile function (module-level def, nested def or lambda) at this call."""
+    def _construct_dataclass(self, cls: type, args: list, kwargs: dict, node: ast.AST | None) -> DataclassValue:
+        """``cls(...)`` with run-time values: the fields bound like the generated ``__init__`` binds
+        them (defaults and default factories included), then ``__post_init__`` inlined."""
+        import dataclasses
+        import inspect
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        try:
+            bound = inspect.signature(cls).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(TileTypeError, f"{cls.__name__}(): {e}", node) from None
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name in bound.arguments:
+                values[f.name] = bound.arguments[f.name]
+            elif f.default is not dataclasses.MISSING:
+                values[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                values[f.name] = f.default_factory()
+            elif f in fields:
+                raise self.error(TileTypeError, f"{cls.__name__}() missing argument {f.name!r}", node)
+        value = DataclassValue(cls, values)
+        if hasattr(cls, "__post_init__"):
+            _, env = self.inline(cls.__post_init__, [value], {}, node, return_env=True)
+            self_name = next(iter(inspect.signature(cls.__post_init__).parameters))
+            value = env.get(self_name, value)  # fields the method set (object.__setattr__ or self.x = ...)
+        return value
+
+    def _set_field(self, args: list, kwargs: dict, node: ast.AST | None) -> None:
+        """``object.__setattr__(self, "name", value)`` (frozen dataclasses' __post_init__): rebinds
+        the variable holding the dataclass value to a copy with the field set."""
+        holder, name, value = (args + [None, None])[:3]
+        target = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if kwargs or len(args) != 3 or not isinstance(name, str) or not isinstance(target, ast.Name):
+            raise self.error(TileTypeError, "object.__setattr__(self, 'field', value) needs a variable, a constant "
+                             "field name and a value", node)
+        if name not in holder.values:
+            raise self.error(TileTypeError, f"{holder.cls.__name__} has no field {name!r}", node)
+        self.env[target.id] = holder.replace(name, value)
+        return None
+
+    def _dataclass_method(self, value: DataclassValue, name: str, node: ast.AST | None):
+        """A call of ``value``'s method ``name`` (inlined with ``self`` bound to the value)."""
+        fn = getattr(value.cls, name, None)
+        if fn is None or not isinstance(fn, types.FunctionType):
+            raise self.error(TileTypeError, f"{value.cls.__name__} has no method {name}()", node)
+        return lambda args, kwargs: self.inline(fn, [value, *args], kwargs, node)
+
+    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None, return_env: bool = False) -> Any:
+        """Inline a tile function (module-level def, nested def or lambda) at this call
+        (with ``return_env``: the result and the function's final variables)."""
         if isinstance(fn, LocalFunction):
             owner = fn.owner
             parsed, fnode, globals_ = owner.parsed, fn.node, owner.globals
@@ -359,32 +476,73 @@ class Expressions:
             parsed = parse_function(fn)
             fnode, globals_, name, key = parsed.node, fn.__globals__, fn.__name__, fn.__code__
             if isinstance(fnode, ast.AsyncFunctionDef):
-                raise self.error(TileUnsupportedFeatureError, f"{name}() is async; tile functions cannot be "
-                                 "async", node)
-            scope = {}
-            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-                try:
-                    scope[var] = cell.cell_contents
-                except ValueError:  # a free variable not assigned yet
-                    scope[var] = Undefined("is a free variable that has no value yet")
+                raise self.error(TileSyntaxError, f"Unsupported syntax: {name}() is async; tile functions "
+                                 "cannot be async", node)
+            scope = closure_scope(fn, self.captures)
             bound = self._bind_python(fn, args, kwargs, node)
         if key in self.call_stack:
             raise self.error(TileRecursionError, f"{name}() calls itself: tile functions are inlined at every "
                              "call, so recursion is not supported (use a loop)", node)
         scope.update(bound)
-        sub = type(self)(parsed, globals_, scope, self.builder, self.call_stack + (key,), is_kernel=False)
+        sub = type(self)(parsed, globals_, scope, self.builder, self.call_stack + (key,), is_kernel=False,
+                         captures=self.captures)
         try:
             if isinstance(fnode, ast.Lambda):
-                return sub.expr(fnode.body)
+                result = sub.expr(fnode.body)
+                return (result, sub.env) if return_env else result
             sub.run_body(fnode.body)
             result = sub.env.get(RETVAL)
             if result is not None and sub.env.get(RET) is not True:
                 raise sub.error(TileTypeError, f"{name}() does not return a value on every path; add a "
                                 "return at the end or in every branch", fnode)
-            return result
+            return (result, sub.env) if return_env else result
         except TileError as e:
             if node is not None or self.builder.loc is not None:
                 e.add_frame(self.loc(node))
+            raise
+
+    def enter_context(self, cm: ContextManagerCall, node: ast.AST) -> tuple[Any, Any, list]:
+        """Run a ``@contextmanager`` generator up to its ``yield``: (the yielded value, the compiler
+        holding the generator's variables, the statements to run on exit). The generator must
+        have exactly one ``yield``, a statement of its own at the top level of its body."""
+        fn = cm.fn
+        parsed = parse_function(fn)
+        body = parsed.node.body
+        found = [n for n in ast.walk(parsed.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+        tops = [i for i, st in enumerate(body) if isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield)]
+        if not found:
+            raise self.error(TileTypeError, "Expected a generator function, but no reachable `yield` statement has "
+                             "been found", node)
+        if len(found) > 1:
+            raise self.error(TileTypeError, "Generator-based context manager must have one `yield` statement", node)
+        if len(tops) != 1:
+            raise self.error(TileTypeError, "`yield` statement of a generator-based context manager must be placed "
+                             "outside of loops and conditional statements", node)
+        k = tops[0]
+        if fn.__code__ in self.call_stack:
+            raise self.error(TileRecursionError, f"{fn.__name__}() enters itself", node)
+        scope = closure_scope(fn, self.captures)
+        scope.update(self._bind_python(fn, cm.args, cm.kwargs, node))
+        sub = type(self)(parsed, fn.__globals__, scope, self.builder, self.call_stack + (fn.__code__,),
+                         is_kernel=False, captures=self.captures)
+        try:
+            sub.run_body(body[:k])
+            if sub.env.get(RET) is not False and RET in sub.env:
+                raise sub.error(TileUnsupportedFeatureError, "a context manager cannot return before its yield",
+                                body[k])
+            y = body[k].value.value
+            value = sub.expr(y) if y is not None else None
+        except TileError as e:
+            e.add_frame(self.loc(node))
+            raise
+        return value, sub, body[k + 1:]
+
+    def exit_context(self, sub: Any, after: list, node: ast.AST) -> None:
+        """Run a context manager's statements after its ``yield`` (always, like ``finally``)."""
+        try:
+            sub.run_body(after)
+        except TileError as e:
+            e.add_frame(self.loc(node))
             raise
 
     def _bind_python(self, fn: types.FunctionType, args: list, kwargs: dict, node) -> dict[str, Any]:
@@ -436,16 +594,22 @@ class Expressions:
 
     # ------------------------------------------------------------------ static evaluation
 
-    def _static_namespace(self) -> dict[str, Any]:
+    def _static_namespace(self, node: ast.expr) -> dict[str, Any]:
+        """Globals and local names for evaluating ``node`` in Python; every global the
+        expression names is recorded as read (a later change recompiles)."""
         ns = dict(self.globals)
-        ns.update({k: v for k, v in self.env.items() if not k.startswith("$") and not isinstance(v, Undefined)})
+        ns.update({k: static_facts(v) for k, v in self.env.items() if not k.startswith("$")
+                   and not isinstance(v, Undefined)})
+        for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
+            if name not in self.env:
+                self.captures.name(self.globals, name, self.globals.get(name, ABSENT))
         return ns
 
     def _static_eval_node(self, node: ast.expr) -> Any:
         expr = ast.Expression(body=node)
         try:
             code = compile(expr, self.parsed.filename, "eval")
-            value = eval(code, self._static_namespace())  # noqa: S307 - the user's own kernel code
+            value = eval(code, self._static_namespace(node))  # noqa: S307 - the user's own kernel code
         except TileError:
             raise
         except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing
@@ -457,6 +621,8 @@ class Expressions:
         return value
 
     def _static_assert(self, node: ast.Call) -> None:
+        """``ct.static_assert(condition, message=None)``: both are evaluated like ``static_eval``
+        (full Python syntax), the message only when the condition is false."""
         args = list(node.args)
         kw = {k.arg: k.value for k in node.keywords}
         if "message" in kw:
@@ -464,15 +630,27 @@ class Expressions:
         if not 1 <= len(args) <= 2 or kw:
             raise self.error(TileTypeError, "ct.static_assert(condition, message=None) takes a condition and an "
                              "optional message", node)
-        cond = self.expr(args[0])
-        msg = self.expr(args[1]) if len(args) == 2 else None
+        cond = self._static_eval_value(args[0])
         if isinstance(cond, (Tile, Array)):
-            raise self.error(TileStaticAssertionError, f"ct.static_assert needs a compile-time condition, got "
-                             f"a run-time {cond.type}", args[0])
+            raise self.error(TileTypeError, f"static_assert() condition must be a compile-time constant, got a "
+                             f"run-time {cond.type}", args[0])
         if not cond:
+            msg = self._static_eval_value(args[1]) if len(args) == 2 else None
             from ..ops.debug import FormatString
-            text = msg.text() if isinstance(msg, FormatString) else (str(msg) if msg is not None else None)
-            src = ast.unparse(args[0])
-            raise self.error(TileStaticAssertionError, f"static assertion failed: {text}" if text else
-                             f"static assertion failed: {src}", node)
+            text = msg.text() if isinstance(msg, FormatString) else ("" if msg is None else str(msg))
+            if len(args) == 1:
+                text = ast.unparse(args[0])
+            raise self.error(TileStaticAssertionError, f"Static assertion failed: {text}" if text else
+                             "Static assertion failed", node)
         return None
+
+    def _static_eval_value(self, node: ast.expr) -> Any:
+        """``node`` evaluated with Python's semantics (as ``static_eval``), run-time values allowed."""
+        try:
+            code = compile(ast.Expression(body=node), self.parsed.filename, "eval")
+            return eval(code, self._static_namespace(node))  # noqa: S307 - the user's own kernel code
+        except TileError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing
+            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {type(e).__name__}: {e}",
+                             node) from None

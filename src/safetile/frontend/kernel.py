@@ -1,11 +1,15 @@
-"""Kernel objects: ``@ct.kernel``, ``@ct.function``, ``ct.Constant`` and kernel hints.
+"""Kernel functions as the front end sees them: ``TileKernel``, ``@ct.function``,
+``ct.Constant``, argument specs and kernel hints.
 
-A ``Kernel`` compiles lazily, once per specialisation key (dtypes and ranks of arrays,
-dtypes of scalars, values of constants, hints); dynamic array sizes never recompile.
+A ``TileKernel`` compiles lazily, once per specialisation key (dtypes and ranks of arrays,
+dtypes of scalars, values of constants, hints); dynamic array sizes never recompile. The
+launchable ``@ct.kernel`` object (``runtime.kernel.Kernel``) builds on it; the front end
+knows no runtime and no backend.
 """
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import os
 import threading
@@ -13,36 +17,23 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..errors import TileError, TileInternalError, TileRecursionError, TileUnsupportedFeatureError
+from ..errors import TileError, TileInternalError, TileRecursionError, TileSyntaxError
 from ..ir.builder import Builder, building
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
 from ..ir.verify import verify
 from ..ops.values import Array, Tile
+from . import budget
+from .annotations import Constant, ConstantAnnotation, param_kind  # noqa: F401 - re-exported
+from .captures import CaptureSet, Captures, closure_scope
+from .dataclass_values import DataclassValue
+from .captures import current as captures_current
 from .compiler import FunctionCompiler
-from .source import parse_function
-
-
-class _ConstantMeta(type):
-    def __getitem__(cls, item):
-        return ConstantAnnotation(item)
-
-
-class Constant(metaclass=_ConstantMeta):
-    """Annotation for compile-time parameters: ``TILE: ct.Constant[int]``.
-
-    Every use of the parameter behaves like its literal value; each distinct value
-    compiles a specialised kernel.
-    """
-
-
-@dataclass(frozen=True)
-class ConstantAnnotation:
-    type: Any
+from .source import parse_function, require_source
 
 
 def is_constant_annotation(ann: Any) -> bool:
-    return ann is Constant or isinstance(ann, ConstantAnnotation)
+    return param_kind(ann).kind == "constant"
 
 
 class ByTarget:
@@ -110,6 +101,7 @@ class TileFunction:
             fn = fn.fn
         if not inspect.isfunction(fn):
             raise TypeError(f"@ct.function must decorate a function, got {fn!r}")
+        require_source(fn)
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -139,11 +131,28 @@ class ArraySpec:
     ndim: int
     readonly: bool = False
     static_shape: tuple | None = None
+    static_strides: tuple | None = None
+    index_int64: bool = False
 
 
 @dataclass(frozen=True)
 class ScalarSpec:
     dtype: dt.DType
+
+
+@dataclass(frozen=True)
+class TupleSpec:
+    """A tuple (or list) argument: one spec per element (constants included)."""
+
+    items: tuple
+
+
+@dataclass(frozen=True)
+class DataclassSpec:
+    """A dataclass instance argument: its class and one spec per field (in field order)."""
+
+    cls: type
+    items: tuple
 
 
 @dataclass(frozen=True)
@@ -165,14 +174,27 @@ def _type_signature(value: Any) -> Any:
     return type(value)
 
 
-ArgSpec = ArraySpec | ScalarSpec | ConstSpec
+ArgSpec = ArraySpec | ScalarSpec | ConstSpec | TupleSpec | DataclassSpec
 
 
-class Kernel:
-    """``@ct.kernel``: a tile kernel (cuTile Python style). Launch it with ``ct.launch``."""
+def runtime_leaves(spec: ArgSpec) -> list:
+    """The array and scalar specs inside ``spec`` in the order their values are passed."""
+    if isinstance(spec, (TupleSpec, DataclassSpec)):
+        return [leaf for item in spec.items for leaf in runtime_leaves(item)]
+    return [] if isinstance(spec, ConstSpec) else [spec]
+
+
+class TileKernel:
+    """A kernel function and its compiled specialisations: what the front end owns.
+
+    ``runtime.kernel.Kernel`` (``@ct.kernel``) adds launching; entry kernels and BASIC
+    programs build on it too. Compiled IR is cached per argument specs; the Python state a
+    specialisation read while compiling (``captured``) is checked before compiled code is
+    reused, and a change drops every cached specialisation (``forget_compiled``).
+    """
 
     def __init__(self, fn: Callable, hints: dict[str, Any] | None = None):
-        if isinstance(fn, (Kernel, TileFunction)):
+        if isinstance(fn, (TileKernel, TileFunction)):
             fn = fn.fn
         if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
             raise TypeError(f"@ct.kernel must decorate a function defined with def, got {fn!r}")
@@ -189,14 +211,14 @@ class Kernel:
                 raise TypeError(f"kernel {self.__name__!r}: parameter {p.name!r} must be positional")
         # annotations are evaluated once, here (string annotations too): launches only read them
         self.annotations = [self._annotation(p) for p in self.params]
-        self.constant_params = [is_constant_annotation(a) for a in self.annotations]
+        self.kinds = [param_kind(a) for a in self.annotations]
+        self.constant_params = [k.kind == "constant" for k in self.kinds]
+        # sizes or strides of some array are part of the specialisation: launches take the checked path
+        self.static_arrays = any(k.array is not None and (k.array.static_shape_dims or k.array.static_stride_dims)
+                                 for k in self.kinds)
         self._cache: dict[tuple, Function] = {}
-        self._lock = threading.Lock()
-        self.backend_cache: dict[Any, Any] = {}  # per-backend compiled artefacts
-        # launch dispatch cache (runtime/launch.py): argument signature -> prepared launch
-        self.dispatch: dict[tuple, Any] = {}
-        # the GPU backend's one-pass launch path, installed by it after a first CUDA launch
-        self.gpu_fast: Any = None
+        self._lock = threading.RLock()
+        self.captured = CaptureSet()  # what every cached specialisation read from Python
 
     def _annotation(self, p: inspect.Parameter) -> Any:
         ann = p.annotation
@@ -211,10 +233,6 @@ class Kernel:
         raise TypeError(f"kernel {self.__name__!r} cannot be called directly; launch it with "
                         f"ct.launch(stream, grid, {self.__name__}, args)")
 
-    def replace_hints(self, **hints) -> "Kernel":
-        """A new kernel with some hints overridden (and its own compilation cache)."""
-        return Kernel(self.fn, {**self.hints, **hints})
-
     def specialize(self, specs: tuple[ArgSpec, ...]) -> Function:
         """The compiled IR for these argument specs (cached)."""
         fn = self._cache.get(specs)
@@ -228,35 +246,27 @@ class Kernel:
                         if os.environ.get("SAFETILE_DEBUG"):
                             raise
                         # the message already shows where in the kernel; the compiler's own
-                        # frames would only hide it
-                        raise e.with_traceback(None) from None
+                        # frames would only hide it (a bug in safetile keeps its cause)
+                        cause = e.__cause__ if isinstance(e, TileInternalError) else None
+                        raise e.with_traceback(None) from cause
+                    self.captured.add(fn.captures)
                     self._cache[specs] = fn
         return fn
 
-    def ir(self, *args) -> str:
-        """The IR text for a launch with these arguments (arrays, scalars, constants)."""
-        from ..ir.printer import format_function
-        from ..runtime.args import arg_specs
-        return format_function(self.specialize(arg_specs(self, args)))
+    def refresh(self) -> None:
+        """Drop every compiled specialisation if Python state they read has changed since."""
+        if self.captured.entries and not captures_current(self.captured.entries):
+            with self._lock:
+                if not captures_current(self.captured.entries):
+                    self.forget_compiled()
 
-    def source(self, *args) -> str:
-        """The Triton source the GPU backend generates for a launch with these arguments."""
-        from ..backends.triton import kernel_source
-        return kernel_source(self, args)
+    def forget_compiled(self) -> None:
+        """Drop compiled code and everything derived from it (the caller holds ``_lock``)."""
+        self._cache.clear()
+        self.captured.clear()
 
     def __repr__(self) -> str:
         return f"<safetile kernel {self.__name__}>"
-
-
-def kernel(fn: Callable | None = None, **hints) -> Kernel | Callable[[Callable], Kernel]:
-    """Decorator: ``@ct.kernel`` or ``@ct.kernel(num_ctas=2, occupancy=4)``.
-
-    Hints are checked here, at decoration, so a bad value fails where it is written.
-    """
-    if fn is None:
-        validate_hints(hints)
-        return lambda f: Kernel(f, hints)
-    return Kernel(fn, hints)
 
 
 def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, Any]) -> Function:
@@ -267,45 +277,50 @@ def compile_function(fn: Callable, specs: tuple[ArgSpec, ...], hints: dict[str, 
     if len(names) != len(specs):
         raise TypeError(f"kernel {fn.__name__!r} takes {len(names)} arguments, got {len(specs)}")
     builder = Builder()
+    builder.deadline = budget.deadline()
     body = Block()
     params: list[Param] = []
-    scope = closure_scope(fn)
+    captures = Captures()
+    scope = closure_scope(fn, captures)
     for name, spec in zip(names, specs):
-        if isinstance(spec, ConstSpec):
-            scope[name] = spec.value
-            params.append(Param(name, "constant", constant=spec.value))
-        elif isinstance(spec, ArraySpec):
-            v = Value(ArrayType(spec.dtype, spec.ndim, spec.readonly, spec.static_shape), hint=name)
-            body.args.append(v)
-            scope[name] = Array(v, name)
-            params.append(Param(name, "array", value=v))
-        else:
-            v = Value(TileType(spec.dtype, ()), hint=name)
-            body.args.append(v)
-            scope[name] = Tile(v)
-            params.append(Param(name, "scalar", value=v))
-    return compile_body(fn, parsed, builder, body, scope, params, hints)
+        scope[name] = _bind_param(name, spec, body, params)
+    return compile_body(fn, parsed, builder, body, scope, params, hints, captures)
 
 
-def closure_scope(fn: Callable) -> dict[str, Any]:
-    """The kernel's closure variables (cells not yet bound are left out)."""
-    scope: dict[str, Any] = {}
-    if fn.__closure__:
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                scope[name] = cell.cell_contents
-            except ValueError:
-                pass
-    return scope
+def _bind_param(name: str, spec: ArgSpec, body: Block, params: list[Param]) -> Any:
+    """The front-end value of one parameter (tuples and dataclasses element by element); each
+    runtime leaf becomes a block argument and a Param (named like ``t[0]`` or ``p.field``)."""
+    if isinstance(spec, ConstSpec):
+        params.append(Param(name, "constant", constant=spec.value))
+        return spec.value
+    if isinstance(spec, TupleSpec):
+        return tuple(_bind_param(f"{name}[{i}]", s, body, params) for i, s in enumerate(spec.items))
+    if isinstance(spec, DataclassSpec):
+        fields = [f.name for f in dataclasses.fields(spec.cls)]
+        values = {f: _bind_param(f"{name}.{f}", s, body, params) for f, s in zip(fields, spec.items)}
+        return DataclassValue(spec.cls, values)
+    if isinstance(spec, ArraySpec):
+        v = Value(ArrayType(spec.dtype, spec.ndim, spec.readonly, spec.static_shape, spec.static_strides,
+                            spec.index_int64), hint=name)
+        body.args.append(v)
+        params.append(Param(name, "array", value=v))
+        return Array(v, name)
+    v = Value(TileType(spec.dtype, ()), hint=name)
+    body.args.append(v)
+    params.append(Param(name, "scalar", value=v))
+    return Tile(v)
 
 
 def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dict[str, Any],
-                 params: list[Param], hints: dict[str, Any]) -> Function:
+                 params: list[Param], hints: dict[str, Any], captures: Captures) -> Function:
     """Compile ``fn``'s statements into ``body`` with parameters already bound in ``scope``;
-    shared by both kernel styles so errors and verification are the same."""
+    shared by both kernel styles so errors and verification are the same. ``captures``
+    already holds the closure reads; the compiled Function keeps every Python read."""
     if isinstance(parsed.node, ast.AsyncFunctionDef):
-        raise TileUnsupportedFeatureError("a kernel cannot be an async function", parsed.loc(parsed.node))
-    compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True)
+        raise TileSyntaxError("Unsupported syntax: a kernel cannot be an async function", parsed.loc(parsed.node))
+    compiler = FunctionCompiler(parsed, fn.__globals__, scope, builder, (fn.__code__,), is_kernel=True,
+                                captures=captures)
+    builder.scalar_params = {p.value.id: p.name for p in params if p.kind == "scalar" and p.value is not None}
     try:
         with building(builder), builder.inside(body):
             compiler.run_body(parsed.node.body)
@@ -318,6 +333,6 @@ def compile_body(fn: Callable, parsed, builder: Builder, body: Block, scope: dic
     except Exception as e:  # noqa: BLE001 - never leak a raw traceback from the compiler
         raise TileInternalError(f"internal compiler error: {type(e).__name__}: {e}",
                                 parsed.loc(parsed.node)) from e
-    function = Function(fn.__name__, params, body, dict(hints), parsed.filename)
+    function = Function(fn.__name__, params, body, dict(hints), parsed.filename, captures.freeze())
     verify(function)
     return function

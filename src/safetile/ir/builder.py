@@ -1,13 +1,19 @@
-"""Building IR: the active builder, its insertion block and the current source location.
+"""Building IR: one compilation's builder, its insertion block and source location.
 
 The front end walks a kernel's AST and calls the public ``safetile`` functions with
 symbolic values; those functions call ``emit``, which applies the op's type rule from the
 catalogue and appends the op to the current block. A type-rule failure becomes a
 ``TileTypeError`` located at the statement being compiled.
+
+All compile state lives in the ``Builder`` of one compilation. The ``ct.*`` functions find
+it through a context variable, so each thread (and each asyncio task) sees only the
+compilation it runs itself: two threads compiling at once never share a block, and a host
+call such as ``ct.zeros(16)`` made while another thread compiles is a host call.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from typing import Any, Iterator
 
 from ..errors import SourceLoc, TileError, TileTypeError
@@ -21,6 +27,10 @@ class Builder:
         self.blocks: list[Block] = []
         self.loc: SourceLoc | None = None
         self.compiler = None  # the front-end compiler in charge (for inlining combiners)
+        self.deadline: float | None = None  # when this compilation must have ended (ct.compiler_timeout)
+        # run-time scalar parameters of the kernel (value id -> name): an error about a value
+        # that had to be a compile-time constant names the parameter it comes from
+        self.scalar_params: dict[int, str] = {}
 
     @property
     def block(self) -> Block:
@@ -50,28 +60,51 @@ class Builder:
         return op
 
 
-_current: Builder | None = None
+_active: contextvars.ContextVar[Builder | None] = contextvars.ContextVar("safetile_builder", default=None)
 
 
 def current() -> Builder:
-    """The active builder; tile functions called outside a kernel raise TypeError."""
-    if _current is None:
+    """This thread's active builder; tile functions called outside a kernel raise TypeError."""
+    builder = _active.get()
+    if builder is None:
         raise TypeError("tile functions can only be called inside a kernel or tile function")
-    return _current
+    return builder
 
 
 def active() -> bool:
-    return _current is not None
+    """Whether this thread is compiling tile code right now."""
+    return _active.get() is not None
 
 
 @contextlib.contextmanager
 def building(builder: Builder) -> Iterator[Builder]:
-    global _current
-    saved, _current = _current, builder
+    """Make ``builder`` the active one in this thread (and task) for the block."""
+    token = _active.set(builder)
     try:
         yield builder
     finally:
-        _current = saved
+        _active.reset(token)
+
+
+def runtime_sources(v: Value, limit: int = 256) -> list[str]:
+    """The run-time scalar kernel parameters ``v`` is computed from (in the active compilation)."""
+    builder = _active.get()
+    if builder is None or not builder.scalar_params:
+        return []
+    names: list[str] = []
+    seen: set[int] = set()
+    stack = [v]
+    while stack and len(seen) < limit:
+        x = stack.pop()
+        if x.id in seen:
+            continue
+        seen.add(x.id)
+        name = builder.scalar_params.get(x.id)
+        if name is not None and name not in names:
+            names.append(name)
+        if x.owner is not None:
+            stack.extend(x.owner.operands)
+    return names
 
 
 def emit(name: str, operands: list[Value], attrs: dict[str, Any] | None = None, **kw) -> Op:

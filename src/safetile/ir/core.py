@@ -88,6 +88,8 @@ class Function:
     body: Block
     hints: dict[str, Any] = field(default_factory=dict)
     filename: str = "<unknown>"
+    # Python state the front end read while compiling (opaque here; frontend/captures.py)
+    captures: tuple = ()
 
     @property
     def runtime_params(self) -> list[Param]:

@@ -34,6 +34,10 @@ class ArrayType:
     ndim: int
     readonly: bool = False
     static_shape: tuple[int | None, ...] | None = None
+    # strides known at compile time (``ct.ArrayAnnotation(static_stride_dims=...)``), and the
+    # dtype of sizes and strides inside the kernel (int64 for ``ct.IndexedWithInt64``)
+    static_strides: tuple[int | None, ...] | None = None
+    index_int64: bool = False
 
     def __str__(self) -> str:
         dims = ",".join("?" if s is None else str(s) for s in (self.static_shape or (None,) * self.ndim))

@@ -53,10 +53,51 @@ def arange(size, *, dtype=dt.int32, start=0, step=1) -> Tile:
     return Tile(emit("arange", [], {"size": n, "dtype": d, "start": start, "step": step}).result)
 
 
-def astile(value, *, dtype=None) -> Tile:
-    """Turn a scalar (constant or 0-d tile) into a tile, optionally converting its dtype."""
+def astile(value, /, *, dtype=None) -> Tile:
+    """Turn a scalar (constant or 0-d tile), or a (nested) tuple of scalars whose nesting gives
+    the shape (each length a power of two, siblings of equal length), into a tile of ``dtype``."""
     if isinstance(value, Tile):
         return cast(value, static_dtype(dtype)) if dtype is not None else value
     if is_const(value):
         return as_tile(value, static_dtype(dtype) if dtype is not None else None)
-    raise TileTypeError(f"astile expects a number or a tile, got {describe(value)}")
+    if isinstance(value, tuple):
+        shape = _tuple_shape(value, ())
+        leaves = _flatten(value)
+        if dtype is not None:
+            d = static_dtype(dtype)
+        else:
+            d = leaves[0].dtype if isinstance(leaves[0], Tile) else dt.scalar_dtype(leaves[0])
+            for x in leaves[1:]:
+                d = dt.promote(d, x.dtype if isinstance(x, Tile) else dt.scalar_dtype(x))
+        from .shape import cat, reshape
+        parts = [reshape(cast(x, d), (1,)) if isinstance(x, Tile) else full((1,), x, d) for x in leaves]
+        while len(parts) > 1:
+            parts = [cat((parts[i], parts[i + 1]), 0) for i in range(0, len(parts), 2)]
+        return reshape(parts[0], shape)
+    raise TileTypeError(f"Expected a scalar or (possibly nested) tuple of scalars; got {describe(value)}")
+
+
+def _path(path: tuple) -> str:
+    return "value" + "".join(f"[{i}]" for i in path)
+
+
+def _tuple_shape(v, path: tuple) -> tuple:
+    if not isinstance(v, tuple):
+        if isinstance(v, Tile):
+            if v.ndim:
+                raise TileTypeError(f"Expected scalar elements at {_path(path)}; got a tile of shape {v.shape}")
+            return ()
+        if is_const(v):
+            return ()
+        raise TileTypeError(f"Expected scalar elements at {_path(path)}; got {describe(v)}")
+    n = len(v)
+    if n == 0 or n & (n - 1):
+        raise TileTypeError(f"Tuple length {n} at {_path(path)} is not a power of 2")
+    inner = {_tuple_shape(x, path + (i,)) for i, x in enumerate(v)}
+    if len(inner) != 1:
+        raise TileTypeError(f"Tuple has non-uniform inner shapes at {_path(path)}")
+    return (n,) + inner.pop()
+
+
+def _flatten(v) -> list:
+    return [y for x in v for y in _flatten(x)] if isinstance(v, tuple) else [v]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..errors import TileTypeError, TileValueError
+from ..errors import TileTypeError
 from ..ir.builder import active, emit
 from ..ir.catalogue import declare
 from ..ir.types import TileType
@@ -19,7 +19,7 @@ declare("num_blocks", FAMILY, "the number of blocks along grid axis `axis` (int3
 def _axis(axis) -> int:
     a = static_int(axis, "grid axis")
     if a not in (0, 1, 2):
-        raise TileValueError(f"grid axis must be 0, 1 or 2, got {a}")
+        raise TileTypeError(f"grid axis must be 0, 1 or 2, got {a}")
     return a
 
 
@@ -43,3 +43,19 @@ def cdiv(x, y):
         from .elementwise import add, floordiv, sub
         return floordiv(sub(add(x, y), 1), y)
     raise TileTypeError(f"cdiv expects integers, got {x!r} and {y!r}")
+
+
+def grid_dependency_control_wait() -> None:
+    """Wait for the preceding kernel of a programmatic dependent launch (PDL).
+
+    Kernels safetile generates already wait for their predecessor before touching memory
+    (sm_90+, see docs/architecture.md), so memory written by the predecessor is always visible:
+    the call is accepted and adds nothing."""
+    return None
+
+
+def grid_dependency_control_launch_dependents() -> None:
+    """Let a programmatically dependent successor kernel start scheduling. safetile's kernels
+    already allow it at their start (their successor waits before touching memory): the call
+    is accepted and adds nothing."""
+    return None

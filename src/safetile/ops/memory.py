@@ -13,6 +13,7 @@ backends already lower (so they do not use the tile-load fast path or TMA).
 """
 from __future__ import annotations
 
+import builtins
 import enum
 from typing import Any
 
@@ -23,9 +24,10 @@ from ..errors import TileTypeError, TileValueError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import ArrayType, TileType
-from .elementwise import add, align_rank, cast, maximum, minimum, mul, where
+from .elementwise import add, align_rank, cast, implicit_cast, maximum, minimum, mul, where
 from .factories import arange
 from .grid import cdiv
+from .memory_model import ATOMIC_DTYPES, MemoryOrder, MemoryScope, memory_attrs
 from .shape import broadcast_to, reshape
 from .values import Array, ArraySlice, Tile, as_tile, describe, is_const, static_int, static_shape
 
@@ -51,22 +53,6 @@ PAD_VALUES = {
 }
 
 
-class MemoryOrder(enum.Enum):
-    WEAK = "weak"
-    RELAXED = "relaxed"
-    ACQUIRE = "acquire"
-    RELEASE = "release"
-    ACQ_REL = "acq_rel"
-
-
-class MemoryScope(enum.Enum):
-    NONE = "none"
-    BLOCK = "block"
-    CLUSTER = "cluster"
-    DEVICE = "device"
-    SYS = "sys"
-
-
 ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
 
 
@@ -86,7 +72,7 @@ def _array(t, what="first operand") -> ArrayType:
 def _dim_rule(types, attrs):
     arr = _array(types[0])
     if not 0 <= attrs["axis"] < arr.ndim:
-        raise TileValueError(f"axis {attrs['axis']} is out of range for an array of rank {arr.ndim}")
+        raise TileTypeError(f"axis {attrs['axis']} is out of range for an array of rank {arr.ndim}")
     return [TileType(dt.int32, ())]
 
 
@@ -210,7 +196,7 @@ def _order(order, ndim) -> tuple[int, ...]:
         return tuple(reversed(range(ndim)))
     if isinstance(order, tuple) and sorted(static_int(a, "order axis") for a in order) == list(range(ndim)):
         return tuple(int(a) for a in order)
-    raise TileValueError(f"order must be 'C', 'F' or a permutation of {tuple(range(ndim))}, got {order!r}")
+    raise TileTypeError(f"order must be 'C', 'F' or a permutation of {tuple(range(ndim))}, got {order!r}")
 
 
 def _padding(mode, dtype: dt.DType) -> PaddingMode:
@@ -236,16 +222,6 @@ def _hints(latency, allow_tma) -> dict[str, Any]:
             raise TileTypeError(f"allow_tma must be True or False, got {describe(allow_tma)}")
         out["allow_tma"] = allow_tma
     return out
-
-
-def _mem(memory_order, memory_scope, default_order, default_scope) -> dict[str, Any]:
-    mo = default_order if memory_order is None else memory_order
-    ms = default_scope if memory_scope is None else memory_scope
-    if not isinstance(mo, MemoryOrder):
-        raise TileTypeError(f"memory_order must be a ct.MemoryOrder, got {describe(mo)}")
-    if not isinstance(ms, MemoryScope):
-        raise TileTypeError(f"memory_scope must be a ct.MemoryScope, got {describe(ms)}")
-    return {"memory_order": mo, "memory_scope": ms}
 
 
 def _int_scalar(x, what: str) -> int | Tile:
@@ -299,15 +275,31 @@ def _into_base(index: Tile, offset: Tile | None, size: Tile | None) -> Tile:
 
 # ----------------------------------------------------------------------------- public API
 
-def array_dim(array: Array, axis: int) -> Tile:
-    """The run-time size of ``axis`` (for a slice, the slice's own size)."""
-    if isinstance(array, ArraySlice) and array.sizes[axis] is not None:
-        return array.sizes[axis]
-    return Tile(emit("array_dim", [array.value], {"axis": axis}).result)
+def array_dim(array: Array, axis: int) -> Tile | int:
+    """The size of ``axis`` (for a slice, the slice's own size): a Python int where it is known
+    at compile time (``ct.ArrayAnnotation(static_shape_dims=...)``, a slice with constant
+    bounds), else a run-time int32 scalar (int64 for ``ct.IndexedWithInt64`` arrays)."""
+    if isinstance(array, ArraySlice):
+        if array.static_sizes[axis] is not None:
+            return array.static_sizes[axis]
+        if array.sizes[axis] is not None:
+            return _index_cast(array, array.sizes[axis])
+    static = array.type.static_shape
+    if static is not None and static[axis] is not None:
+        return int(static[axis])
+    return _index_cast(array, Tile(emit("array_dim", [array.value], {"axis": axis}).result))
 
 
-def array_stride(array: Array, axis: int) -> Tile:
-    return Tile(emit("array_stride", [array.value], {"axis": axis}).result)
+def array_stride(array: Array, axis: int) -> Tile | int:
+    """The element stride of ``axis`` (a Python int where known at compile time)."""
+    static = array.type.static_strides
+    if static is not None and static[axis] is not None:
+        return int(static[axis])
+    return _index_cast(array, Tile(emit("array_stride", [array.value], {"axis": axis}).result))
+
+
+def _index_cast(array: Array, t: Tile) -> Tile:
+    return cast(t, dt.int64) if array.type.index_int64 else t
 
 
 def slice_array(array: Array, axis, start, stop) -> ArraySlice:
@@ -321,8 +313,15 @@ def slice_array(array: Array, axis, start, stop) -> ArraySlice:
     array = _check_array(array, "Array.slice")
     ax = static_int(axis, "Array.slice axis")
     if not -array.ndim <= ax < array.ndim:
-        raise TileValueError(f"Array.slice: axis {ax} is out of range for an array of rank {array.ndim}")
+        raise TileTypeError(f"Array.slice: axis {ax} is out of range for an array of rank {array.ndim}")
     ax %= array.ndim
+    cs, ce = (int(start) if is_const(start) else None), (int(stop) if is_const(stop) else None)
+    if cs is not None and cs < 0:
+        raise TileTypeError("Slice start must be non-negative")
+    if ce is not None and ce < 0:
+        raise TileTypeError("Slice stop must be non-negative")
+    if cs is not None and ce is not None and ce < cs:
+        raise TileTypeError("Slice stop must be greater than or equal to start")
     n = array_dim(array, ax)
     lo = minimum(maximum(_int_scalar(start, "Array.slice start"), 0), n)
     hi = minimum(maximum(_int_scalar(stop, "Array.slice stop"), lo), n)
@@ -332,14 +331,18 @@ def slice_array(array: Array, axis, start, stop) -> ArraySlice:
         base, offsets, sizes = array, [None] * array.ndim, [None] * array.ndim
     offsets[ax] = lo if offsets[ax] is None else add(offsets[ax], lo)
     sizes[ax] = hi - lo
-    return ArraySlice(base, tuple(offsets), tuple(sizes))
+    static = list(array.static_sizes) if isinstance(array, ArraySlice) else [None] * array.ndim
+    # constant bounds give a compile-time size, as in cuTile Python (accesses stay clamped)
+    static[ax] = max(int(stop) - int(start), 0) if is_const(start) and is_const(stop) and int(start) >= 0 \
+        else None
+    return ArraySlice(base, tuple(offsets), tuple(sizes), tuple(static))
 
 
 def _tile_count(array: Array, axis, steps: tuple[int, ...], perm: tuple[int, ...], fn: str) -> Tile:
     """Tile origins ``i * step`` inside the array along tile axis ``axis``: cdiv(size, step)."""
     ax = static_int(axis, "axis")
     if not 0 <= ax < array.ndim:
-        raise TileValueError(f"{fn}: axis {ax} out of range for rank {array.ndim}")
+        raise TileTypeError(f"{fn}: axis {ax} out of range for rank {array.ndim}")
     return cdiv(array_dim(array, perm[ax]), steps[ax])
 
 
@@ -369,7 +372,7 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
     idx = _index_tuple(index, array.ndim, "load")
     attrs = {"shape": shp, "order": _order(order, array.ndim),
              "padding": _padding(padding_mode, array.dtype), **_hints(latency, allow_tma),
-             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE)}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_load")}
     if isinstance(array, ArraySlice):
         t = _load_box(array, [mul(i, s) for i, s in zip(idx, shp)], shp, attrs["order"], attrs["padding"],
                       latency)
@@ -389,19 +392,15 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None, 
     """
     array = _check_array(array, "store")
     idx = _index_tuple(index, array.ndim, "store")
-    if is_const(tile):
-        tile = as_tile(_constant_for(array.dtype, tile, "store", "value"), array.dtype)
-    if not isinstance(tile, Tile):
+    if not isinstance(tile, Tile) and not is_const(tile):
         raise TileTypeError(f"store: expected a tile to store, got {describe(tile)}")
-    if tile.dtype is not array.dtype:
-        raise TileTypeError(f"store: tile dtype {tile.dtype.name} does not match array dtype "
-                            f"{array.dtype.name}; convert it with .astype({array.dtype.name})")
+    tile = implicit_cast(tile, array.dtype, "Stored tile is incompatible with array's dtype")
     if tile.ndim == 0:
         tile = align_rank(tile, array.ndim)
     elif tile.ndim != array.ndim:
         raise TileTypeError(f"store: tile of rank {tile.ndim} cannot be stored to an array of rank {array.ndim}")
     attrs = {"order": _order(order, array.ndim), **_hints(latency, allow_tma),
-             **_mem(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE)}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.WEAK, MemoryScope.NONE, "tile_store")}
     if isinstance(array, ArraySlice):
         _store_box(array, [mul(i, s) for i, s in zip(idx, tile.shape)], tile, attrs["order"], latency)
     else:
@@ -425,8 +424,24 @@ def _element_indices(array: Array, indices, fn: str) -> list[Tile]:
     return tiles
 
 
+def _index_shape(idx: list[Tile]) -> tuple:
+    """The common shape of element index tiles (cuTile: indices broadcast together; values,
+    updates and masks must broadcast *to* this shape)."""
+    try:
+        return dt.broadcast_shapes(*(t.shape for t in idx))
+    except ValueError:
+        shapes = ", ".join(str(t.shape) for t in idx)
+        raise TileTypeError(f"Index shapes {shapes} are not broadcastable to a common shape") from None
+
+
+def _fits(value, shape: tuple, what: str) -> None:
+    s = value.shape if isinstance(value, Tile) else ()
+    if not (len(s) <= len(shape) and builtins.all(x in (y, 1) for x, y in zip(reversed(s), reversed(shape)))):
+        raise TileTypeError(f"{what} shape {s} is not broadcastable to the index shape {shape}")
+
+
 def _aligned(tiles: list[Tile]) -> list[Tile]:
-    ndim = max(t.ndim for t in tiles)
+    ndim = max((t.ndim for t in tiles), default=0)
     return [align_rank(t, ndim) for t in tiles]
 
 
@@ -440,9 +455,12 @@ def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, 
     if not is_const(padding_value):
         raise TileTypeError(f"gather: padding_value must be a number, got {describe(padding_value)}")
     _constant_for(array.dtype, padding_value, "gather", "padding_value")
+    shape = _index_shape(idx)
     ops = idx + ([as_tile(mask, dt.bool_) if is_const(mask) else mask] if mask is not None else [])
     if mask is not None and (not isinstance(ops[-1], Tile) or not ops[-1].dtype.is_bool):
-        raise TileTypeError(f"gather: mask must be a bool tile, got {describe(mask)}")
+        raise TileTypeError(f"Custom mask must have boolean dtype, but got {describe(mask)}")
+    if mask is not None:
+        _fits(ops[-1], shape, "Custom mask")
     ops = _aligned(ops)
     attrs = {"padding_value": padding_value, "check_bounds": bool(check_bounds),
              "has_mask": mask is not None, **_hints(latency, None)}
@@ -453,15 +471,16 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     """Store ``value`` to ``array[indices]`` element-wise; out-of-bounds lanes are dropped."""
     array = _check_array(array, "scatter")
     idx = _element_indices(array, indices, "scatter")
-    val = as_tile(_constant_for(array.dtype, value, "scatter", "value"), array.dtype) if is_const(value) else value
-    if not isinstance(val, Tile):
+    if not isinstance(value, Tile) and not is_const(value):
         raise TileTypeError(f"scatter: value must be a tile, got {describe(value)}")
-    if val.dtype is not array.dtype:
-        raise TileTypeError(f"scatter: value dtype {val.dtype.name} does not match array dtype "
-                            f"{array.dtype.name}; convert it with .astype({array.dtype.name})")
+    shape = _index_shape(idx)
+    _fits(value, shape, "Value")
+    val = implicit_cast(value, array.dtype, "Stored value is incompatible with array's dtype")
     ops = idx + [val] + ([mask] if mask is not None else [])
     if mask is not None and (not isinstance(mask, Tile) or not mask.dtype.is_bool):
-        raise TileTypeError(f"scatter: mask must be a bool tile, got {describe(mask)}")
+        raise TileTypeError(f"Custom mask must have boolean dtype, but got {describe(mask)}")
+    if mask is not None:
+        _fits(mask, shape, "Custom mask")
     ops = _aligned(ops)
     attrs = {"check_bounds": bool(check_bounds), "has_mask": mask is not None, **_hints(latency, None)}
     emit("scatter", [array.value] + [t.value for t in ops], attrs)
@@ -470,17 +489,18 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
 def _atomic(kind: str, array, indices, update, check_bounds, memory_order, memory_scope, fn):
     array = _check_array(array, fn)
     idx = _element_indices(array, indices, fn)
-    if kind in ("and", "or", "xor") and array.dtype.is_float:
-        raise TileTypeError(f"{fn} needs an integer array, got {array.dtype.name}")
-    if kind in ("add", "max", "min") and (array.dtype.is_bool or array.dtype.storage_only):
-        raise TileTypeError(f"{fn} needs an integer or float array, got {array.dtype.name}")
-    val = as_tile(_constant_for(array.dtype, update, fn, "update"), array.dtype) if is_const(update) else update
-    if not isinstance(val, Tile):
+    if array.dtype.name not in ATOMIC_DTYPES[kind]:
+        raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
+    if not isinstance(update, Tile) and not is_const(update):
         raise TileTypeError(f"{fn}: update must be a tile or number, got {describe(update)}")
-    val = cast(val, array.dtype)
+    _fits(update, _index_shape(idx), "Update")
+    if kind in ("and", "or", "xor") and isinstance(update, Tile) and update.dtype is not array.dtype:
+        raise TileTypeError(f"Bitwise atomic read-modify-write operations require the update dtype "
+                            f"({update.dtype.name}) to exactly match the target dtype ({array.dtype.name})")
+    val = implicit_cast(update, array.dtype, "Update is incompatible with the target dtype")
     ops = _aligned(idx + [val])
     attrs = {"kind": kind, "check_bounds": bool(check_bounds),
-             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_rmw")}
     return Tile(emit("atomic_rmw", [array.value] + [t.value for t in ops], attrs).result)
 
 
@@ -509,16 +529,17 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memor
     """Atomically replace array[indices] by ``desired`` where it equals ``expected``; returns old values."""
     array = _check_array(array, "atomic_cas")
     idx = _element_indices(array, indices, "atomic_cas")
+    if array.dtype.name not in ATOMIC_DTYPES["xchg"]:
+        raise TileTypeError(f"Unsupported array dtype: {array.dtype.name}")
     vals = []
     for what, v in (("expected", expected), ("desired", desired)):
-        if is_const(v):
-            v = as_tile(_constant_for(array.dtype, v, "atomic_cas", what), array.dtype)
-        elif not isinstance(v, Tile):
+        if not isinstance(v, Tile) and not is_const(v):
             raise TileTypeError(f"atomic_cas: {what} must be a tile or number, got {describe(v)}")
-        vals.append(cast(v, array.dtype))
+        _fits(v, _index_shape(idx), f"{what.capitalize()} value")
+        vals.append(implicit_cast(v, array.dtype, f"{what.capitalize()} is incompatible with the array's dtype"))
     ops = _aligned(idx + vals)
     attrs = {"check_bounds": bool(check_bounds),
-             **_mem(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE)}
+             **memory_attrs(memory_order, memory_scope, MemoryOrder.ACQ_REL, MemoryScope.DEVICE, "tile_atomic_cas")}
     return Tile(emit("atomic_cas", [array.value] + [t.value for t in ops], attrs).result)
 
 
@@ -556,7 +577,14 @@ class TiledView:
         """Tiles along ``axis``: the origins ``i * step`` inside the array, cdiv(size, step)."""
         return _tile_count(self.array, axis, self.steps, tuple(range(self.array.ndim)), "TiledView.num_tiles")
 
-    def load(self, index, *, latency=None, allow_tma=None):
+    @property
+    def traversal_steps(self) -> tuple[int, ...]:
+        """Elements between consecutive tile origins per axis (the tile shape unless given)."""
+        return self.steps
+
+    def load(self, index, *, check_bounds=True, latency=None, allow_tma=None):
+        """The tile at tile-space ``index`` (out-of-bounds elements take the view's padding)."""
+        _check_bounds_flag(check_bounds)
         if not self._stepped:
             return load(self.array, index, self.tile_shape, padding_mode=self.padding_mode,
                         latency=latency, allow_tma=allow_tma)
@@ -564,48 +592,76 @@ class TiledView:
         return _load_box(self.array, self._origins(index, "TiledView.load"), self.tile_shape,
                          tuple(range(self.array.ndim)), self.padding_mode, latency)
 
-    def store(self, index, tile, *, latency=None, allow_tma=None):
-        if isinstance(tile, Tile) and tile.shape not in ((), self.tile_shape):
-            raise TileTypeError(f"TiledView.store: tile shape {tile.shape} does not match the view's "
-                                f"tile_shape {self.tile_shape}")
-        if isinstance(tile, Tile) and tile.shape == () or is_const(tile):
-            tile = broadcast_to(as_tile(tile, self.array.dtype), self.tile_shape)
+    def _full_tile(self, tile, fn: str, context: str, cast_dtype: bool = True) -> Tile:
+        """``tile`` broadcast to the view's tile shape (and implicitly cast to its dtype)."""
+        if not isinstance(tile, Tile) and not is_const(tile):
+            raise TileTypeError(f"{fn}: expected a tile, got {describe(tile)}")
+        t = implicit_cast(tile, self.array.dtype, context) if cast_dtype else as_tile(tile, self.array.dtype)
+        if len(t.shape) > len(self.tile_shape) or any(
+                a not in (1, b) for a, b in zip(reversed(t.shape), reversed(self.tile_shape))):
+            raise TileTypeError(f"{fn}: shape {t.shape} is not broadcastable to the view's tile_shape "
+                                f"{self.tile_shape}")
+        return broadcast_to(t, self.tile_shape)
+
+    def store(self, index, tile, *, check_bounds=True, latency=None, allow_tma=None):
+        """Store ``tile`` (broadcast to the tile shape, implicitly cast) at tile-space ``index``."""
+        _check_bounds_flag(check_bounds)
+        tile = self._full_tile(tile, "TiledView.store", "Stored tile is incompatible with array's dtype")
         if not self._stepped:
             store(self.array, index, tile, latency=latency, allow_tma=allow_tma)
             return
-        if not isinstance(tile, Tile) or tile.dtype is not self.array.dtype:
-            raise TileTypeError(f"TiledView.store: expected a {self.array.dtype.name} tile of shape "
-                                f"{self.tile_shape}, got {describe(tile)}")
         _hints(latency, allow_tma)
         _store_box(self.array, self._origins(index, "TiledView.store"), tile, tuple(range(self.array.ndim)),
                    latency)
 
     def _atomic(self, kind, index, update):
-        upd = update
-        if isinstance(upd, Tile) and upd.shape not in ((), self.tile_shape):
-            raise TileTypeError(f"TiledView.atomic_{kind}: update shape {upd.shape} does not match "
-                                f"tile_shape {self.tile_shape}")
-        elems = _box_indices(self._origins(index, f"TiledView.atomic_{kind}"), self.tile_shape)
-        _atomic(kind, self.array, tuple(elems), upd, True, MemoryOrder.RELAXED, MemoryScope.DEVICE,
-                f"TiledView.atomic_{kind}")
+        fn = f"TiledView.atomic_store_{kind}"
+        bitwise = kind in ("and", "or", "xor")
+        if bitwise and isinstance(update, Tile) and update.dtype is not self.array.dtype:
+            raise TileTypeError(f"Bitwise atomic read-modify-write operations require the update dtype "
+                                f"({update.dtype.name}) to exactly match the target dtype ({self.array.dtype.name})")
+        upd = self._full_tile(update, fn, "Update is incompatible with the target dtype")
+        elems = _box_indices(self._origins(index, fn), self.tile_shape)
+        _atomic(kind, self.array, tuple(elems), upd, True, MemoryOrder.RELAXED, MemoryScope.DEVICE, fn)
 
-    def atomic_add(self, index, update):
+    def atomic_store_add(self, index, update, /):
+        """Atomically add ``update`` to the tile at ``index`` (no result; out-of-bounds lanes ignored)."""
         self._atomic("add", index, update)
 
-    def atomic_max(self, index, update):
+    def atomic_store_max(self, index, update, /):
+        """Atomic element-wise maximum with ``update`` at tile ``index``."""
         self._atomic("max", index, update)
 
-    def atomic_min(self, index, update):
+    def atomic_store_min(self, index, update, /):
+        """Atomic element-wise minimum with ``update`` at tile ``index``."""
         self._atomic("min", index, update)
 
-    def atomic_and(self, index, update):
+    def atomic_store_and(self, index, update, /):
+        """Atomic bitwise AND with ``update`` (exactly the view's dtype) at tile ``index``."""
         self._atomic("and", index, update)
 
-    def atomic_or(self, index, update):
+    def atomic_store_or(self, index, update, /):
+        """Atomic bitwise OR with ``update`` (exactly the view's dtype) at tile ``index``."""
         self._atomic("or", index, update)
 
-    def atomic_xor(self, index, update):
+    def atomic_store_xor(self, index, update, /):
+        """Atomic bitwise XOR with ``update`` (exactly the view's dtype) at tile ``index``."""
         self._atomic("xor", index, update)
+
+    # the names of earlier cuTile releases
+    atomic_add = atomic_store_add
+    atomic_max = atomic_store_max
+    atomic_min = atomic_store_min
+    atomic_and = atomic_store_and
+    atomic_or = atomic_store_or
+    atomic_xor = atomic_store_xor
+
+
+def _check_bounds_flag(check_bounds) -> None:
+    """``check_bounds=False`` is a promise that every element is in bounds; safetile keeps the
+    checks either way (out-of-bounds accesses stay safe), so only the type is checked."""
+    if not isinstance(check_bounds, bool):
+        raise TileTypeError(f"check_bounds must be a constant True or False, got {describe(check_bounds)}")
 
 
 def _steps(steps, ndim: int) -> tuple[int, ...]:
@@ -633,7 +689,7 @@ class Slice:
         self.start = _int_scalar(start, "Slice start")
         self.length = static_int(length, "Slice length")
         if not dt.is_pow2(self.length):
-            raise TileValueError(f"Slice length must be a power of two, got {self.length}")
+            raise TileTypeError(f"Slice length must be a power of two, got {self.length}")
 
     def __repr__(self) -> str:
         return f"Slice({self.start!r}, {self.length})"
@@ -680,11 +736,14 @@ def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=
     fn = "store_advanced_indexing"
     array = _check_array(array, fn)
     elems, shape = _advanced_indices(array, indices, fn)
-    if not isinstance(tile, Tile) or tile.shape != shape:
-        raise TileTypeError(f"{fn}: expected a tile of shape {shape} (the shape the indices imply), "
-                            f"got {describe(tile)}")
-    if tile.dtype is not array.dtype:
-        raise TileTypeError(f"{fn}: tile dtype {tile.dtype.name} does not match array dtype {array.dtype.name}; "
-                            f"convert it with .astype({array.dtype.name})")
+    if not isinstance(tile, Tile) and not is_const(tile):
+        raise TileTypeError(f"{fn}: expected a tile, got {describe(tile)}")
+    tile = implicit_cast(tile, array.dtype, "Stored tile is incompatible with array's dtype")
+    if tile.shape != shape:
+        try:
+            tile = broadcast_to(tile, shape)
+        except TileTypeError:
+            raise TileTypeError(f"{fn}: tile shape {tile.shape} does not broadcast to {shape}, the shape the "
+                                "indices imply") from None
     _hints(latency, allow_tma)
     scatter(array, elems, tile, latency=latency)

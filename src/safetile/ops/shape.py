@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..errors import TileTypeError, TileValueError
+from ..errors import TileTypeError
 from ..ir.builder import emit
 from ..ir.catalogue import declare
 from ..ir.types import TileType
@@ -21,7 +21,7 @@ def _reshape_rule(types, attrs):
 def _permute_rule(types, attrs):
     src, axes = types[0], attrs["axes"]
     if sorted(axes) != list(range(src.ndim)):
-        raise TileValueError(f"axes {axes} are not a permutation of {tuple(range(src.ndim))}")
+        raise TileTypeError(f"axes {axes} are not a permutation of {tuple(range(src.ndim))}")
     return [TileType(src.dtype, tuple(src.shape[a] for a in axes))]
 
 
@@ -64,6 +64,34 @@ def _insert_rule(types, attrs):
     return [src]
 
 
+def _storage_bits(d: dt.DType) -> int:
+    """Bits of one element in packed bytes (a bool takes a byte, as in cuTile Python)."""
+    return 8 if d.is_bool else d.bits
+
+
+def _pack_rule(types, attrs):
+    (x,) = types
+    bits = dt.numel(x.shape) * _storage_bits(x.dtype)
+    if bits % 8:
+        raise TileTypeError(f"pack_to_bytes: the tile's {bits} bits are not a whole number of bytes")
+    return [TileType(dt.uint8, (bits // 8,))]
+
+
+def _unpack_rule(types, attrs):
+    (x,) = types
+    d = attrs["dtype"]
+    if x.dtype is not dt.uint8 or x.ndim != 1:
+        raise TileTypeError(f"unpack_from_bytes needs a 1-d uint8 tile, got {x}")
+    bits = x.shape[0] * 8
+    if bits % _storage_bits(d):
+        raise TileTypeError(f"unpack_from_bytes: {x.shape[0]} bytes do not hold a whole number of {d.name} elements")
+    return [TileType(d, (bits // _storage_bits(d),))]
+
+
+declare("pack_to_bytes", FAMILY, "the tile's elements flattened in C order as their little-endian bytes "
+        "(uint8; 4-bit elements two per byte, the first in the low nibble; a bool is one byte)", _pack_rule)
+declare("unpack_from_bytes", FAMILY, "the inverse of pack_to_bytes: a 1-d uint8 tile read as elements of "
+        "attr dtype", _unpack_rule)
 declare("reshape", FAMILY, "same elements in C order, new static shape", _reshape_rule)
 declare("permute", FAMILY, "reorder axes: result axis i is source axis axes[i]", _permute_rule)
 declare("broadcast_to", FAMILY, "stretch size-1 dimensions to `shape` (equal ranks)", _broadcast_rule)
@@ -94,10 +122,25 @@ def _tile(x, fn) -> Tile:
     raise TileTypeError(f"{fn}: expected a tile, got {describe(x)}")
 
 
-def reshape(x, shape) -> Tile:
-    """The same elements in C order with a new shape (every dimension a power of two)."""
+def reshape(x, /, shape) -> Tile:
+    """The same elements in C order with a new shape (every dimension a power of two); one
+    dimension may be -1 (inferred from the element count)."""
     x = _tile(x, "reshape")
+    if isinstance(shape, list):
+        shape = tuple(shape)
+    if isinstance(shape, tuple) and any(isinstance(n, int) and not isinstance(n, bool) and n < 0 for n in shape):
+        dims = [static_int(n, "shape dimension") for n in shape]
+        if sum(n == -1 for n in dims) > 1:
+            raise TileTypeError(f"Only one dimension can be -1, got {tuple(dims)}")
+        if any(n < -1 for n in dims):
+            raise TileTypeError(f"Dimension can only be -1 or non-negative, got {min(dims)}")
+        known = dt.numel(tuple(n for n in dims if n != -1))
+        if known == 0 or dt.numel(x.shape) % known:
+            raise TileTypeError(f"Cannot reshape {x.shape} to {tuple(dims)}")
+        shape = tuple(dt.numel(x.shape) // known if n == -1 else n for n in dims)
     shp = () if shape == () else static_shape(shape)
+    if dt.numel(shp) != dt.numel(x.shape):
+        raise TileTypeError(f"Cannot reshape {x.shape} to {shp}")
     if shp == x.shape:
         return x
     return Tile(emit("reshape", [x.value], {"shape": shp}).result)
@@ -110,7 +153,7 @@ def permute(x, axes) -> Tile:
         raise TileTypeError(f"permute: axes must be a tuple, got {describe(axes)}")
     ax = tuple(normalize_axis(a, x.ndim) for a in axes)
     if len(ax) != x.ndim:
-        raise TileValueError(f"permute: need {x.ndim} axes for a tile of rank {x.ndim}, got {len(ax)}")
+        raise TileTypeError(f"permute: need {x.ndim} axes for a tile of rank {x.ndim}, got {len(ax)}")
     if ax == tuple(range(x.ndim)):
         return x
     return Tile(emit("permute", [x.value], {"axes": ax}).result)
@@ -121,10 +164,10 @@ def transpose(x, axis0=None, axis1=None) -> Tile:
     x = _tile(x, "transpose")
     if axis0 is None and axis1 is None:
         if x.ndim != 2:
-            raise TileValueError(f"transpose of a rank-{x.ndim} tile needs axis0 and axis1")
+            raise TileTypeError(f"transpose of a rank-{x.ndim} tile needs axis0 and axis1")
         a, b = 0, 1
     elif axis0 is None or axis1 is None:
-        raise TileValueError("transpose needs both axis0 and axis1, or neither")
+        raise TileTypeError("transpose needs both axis0 and axis1, or neither")
     else:
         a, b = normalize_axis(axis0, x.ndim), normalize_axis(axis1, x.ndim)
     axes = list(range(x.ndim))
@@ -149,7 +192,7 @@ def expand_dims(x, axis) -> Tile:
     x = _tile(x, "expand_dims")
     a = static_int(axis, "axis")
     if not -x.ndim - 1 <= a <= x.ndim:
-        raise TileValueError(f"expand_dims: axis {a} out of range for rank {x.ndim}")
+        raise TileTypeError(f"expand_dims: axis {a} out of range for rank {x.ndim}")
     a %= x.ndim + 1
     return reshape(x, x.shape[:a] + (1,) + x.shape[a:])
 
@@ -209,7 +252,7 @@ def _block_index(index, ndim, fn, counts):
         if is_const(i):
             k = static_int(i, f"{fn} index")
             if not 0 <= k < n:
-                raise TileValueError(f"{fn}: block index {k} along axis {axis} is out of range: the tile "
+                raise TileTypeError(f"{fn}: block index {k} along axis {axis} is out of range: the tile "
                                      f"holds {n} block(s) there")
             out.append(as_tile(k, dt.int32))
         elif isinstance(i, Tile) and i.shape == () and i.dtype.is_int:
@@ -236,7 +279,9 @@ def extract(x, index, shape) -> Tile:
 def insert(x, index, value) -> Tile:
     """A copy of ``x`` with the sub-tile at block index ``index`` replaced by ``value``."""
     x = _tile(x, "insert")
-    value = _tile(value, "insert")
+    value = as_tile(value, x.dtype) if is_const(value) else _tile(value, "insert")
+    if value.dtype is not x.dtype:
+        raise TileTypeError(f"Cannot insert a tile of dtype {value.dtype.name} into a tile of dtype {x.dtype.name}")
     idx = _block_index(index, x.ndim, "insert", _counts(x.shape, value.shape, "insert"))
     from .elementwise import cast
     value = cast(value, x.dtype)
@@ -249,3 +294,32 @@ def item(x) -> Tile:
     if dt.numel(x.shape) != 1:
         raise TileTypeError(f"item() needs a tile with one element, got {x.type}")
     return reshape(x, ())
+
+
+def pack_to_bytes(x, /) -> Tile:
+    """Flatten ``x`` and reinterpret its raw bytes as a 1-d uint8 tile (little-endian; 4-bit
+    elements two per byte, the first in the low nibble; a bool is one byte)."""
+    x = _tile(x, "pack_to_bytes")
+    if x.dtype.is_bool:
+        raise TileTypeError(f"pack_to_bytes from a {x.dtype.name} tile is not supported")
+    bits = dt.numel(x.shape) * _storage_bits(x.dtype)
+    if bits % 8:
+        raise TileTypeError(f"pack_to_bytes: the total number of bits ({bits}) must be divisible by 8")
+    return Tile(emit("pack_to_bytes", [x.value]).result)
+
+
+def unpack_from_bytes(x, /, dtype) -> Tile:
+    """Reinterpret a 1-d uint8 tile as a 1-d tile of ``dtype`` (the inverse of ``pack_to_bytes``)."""
+    from .values import static_dtype
+    x = _tile(x, "unpack_from_bytes")
+    d = static_dtype(dtype)
+    if x.ndim != 1:
+        raise TileTypeError(f"unpack_from_bytes requires a 1D tile, got {x.ndim}D tile with shape {x.shape}")
+    if x.dtype is not dt.uint8:
+        raise TileTypeError(f"unpack_from_bytes requires uint8 tile, got {x.dtype.name} tile")
+    if d.is_bool:
+        raise TileTypeError(f"unpack_from_bytes to a {d.name} tile is not supported")
+    if (x.shape[0] * 8) % _storage_bits(d):
+        raise TileTypeError(f"unpack_from_bytes: the total number of bits ({x.shape[0] * 8}) must be divisible by "
+                            f"the bit width of {d.name} ({_storage_bits(d)})")
+    return Tile(emit("unpack_from_bytes", [x.value], {"dtype": d}).result)

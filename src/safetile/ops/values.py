@@ -6,13 +6,14 @@ plain Python objects until an op needs them as tiles, so constant folding is fre
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import TileTypeError, TileValueError
-from ..ir.builder import emit
+from ..ir.builder import emit, runtime_sources
 from ..ir.core import Value
 from ..ir.types import ArrayType, TileType
 
@@ -61,13 +62,22 @@ class Tile:
 
     # Operators are defined by ops.elementwise (attached there to keep one definition).
 
-    def astype(self, dtype) -> "Tile":
+    def astype(self, dtype, *, rounding_mode=None) -> "Tile":
         from .elementwise import astype
-        return astype(self, dtype)
+        return astype(self, dtype, rounding_mode=rounding_mode)
 
-    def reshape(self, *shape) -> "Tile":
+    def reshape(self, *shape, **kwargs) -> "Tile":
+        """``t.reshape(shape)``, ``t.reshape(shape=...)`` or ``t.reshape(2, 4)``."""
         from .shape import reshape
-        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)
+        if kwargs:
+            if shape or set(kwargs) != {"shape"}:
+                raise TileTypeError(f"reshape() takes a shape, got {', '.join(kwargs)}")
+            return reshape(self, kwargs["shape"])
+        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+
+    def insert(self, index, value) -> "Tile":
+        from .shape import insert
+        return insert(self, index, value)
 
     def permute(self, axes) -> "Tile":
         from .shape import permute
@@ -176,14 +186,16 @@ class ArraySlice(Array):
     that accepts an array accepts a slice without a new IR op.
     """
 
-    __slots__ = ("base", "offsets", "sizes")
+    __slots__ = ("base", "offsets", "sizes", "static_sizes")
 
-    def __init__(self, base: Array, offsets: tuple, sizes: tuple):
+    def __init__(self, base: Array, offsets: tuple, sizes: tuple, static_sizes: tuple | None = None):
         assert not isinstance(base, ArraySlice) and len(offsets) == len(sizes) == base.ndim
         super().__init__(base.value, base.name)
         self.base = base
         self.offsets = offsets
         self.sizes = sizes
+        # per axis the size known at compile time (constant slice bounds), else None
+        self.static_sizes = static_sizes if static_sizes is not None else (None,) * base.ndim
 
     def __repr__(self) -> str:
         return f"ArraySlice({self.type})"
@@ -202,6 +214,10 @@ def const_tile(value: Any, dtype: dt.DType) -> Tile:
             raise TileValueError(f"constant {value} does not fit in {dtype.name}")
     else:
         value = float(value)
+        if dtype.name in ("float8_e8m0fnu", "float8_e5m3fnu") and math.copysign(1.0, value) < 0:
+            raise TileValueError(f"negative values cannot be represented in {dtype.name}")
+        if dtype.name == "float4_e2m1fn" and math.isnan(value):
+            raise TileValueError(f"NaN cannot be represented in {dtype.name}")
     return Tile(emit("constant", [], {"value": value, "dtype": dtype, "shape": ()}).result)
 
 
@@ -232,11 +248,26 @@ def describe(x: Any) -> str:
     return _describe(x)
 
 
+def not_constant(what: str, x: "Tile | Array") -> TileTypeError:
+    """The error for a run-time value where a compile-time constant is needed; when the value
+    comes from run-time scalar parameters, it names them and the annotation that fixes it."""
+    message = f"{what} must be a compile-time constant, got a run-time {x.type}"
+    params = runtime_sources(x.value) if isinstance(x, Tile) else []
+    if params:
+        kind = "bool" if x.dtype is dt.bool_ else "float" if x.dtype.is_float else "int"
+        fixes = ", ".join(f"`{p}: ct.Constant[{kind}]`" for p in params)
+        which = f"parameter {params[0]!r}" if len(params) == 1 else \
+            "parameters " + ", ".join(repr(p) for p in params)
+        message += (f"; it comes from {which}, a run-time argument: annotate it as {fixes} to make it a "
+                    "compile-time constant")
+    return TileTypeError(message)
+
+
 def static_int(x: Any, what: str) -> int:
     """A compile-time integer (shapes, axes); tiles are rejected with a clear message."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
         if isinstance(x, Tile):
-            raise TileTypeError(f"{what} must be a compile-time constant, got a run-time {x.type}")
+            raise not_constant(what, x)
         raise TileTypeError(f"{what} must be an integer constant, got {_describe(x)}")
     return int(x)
 
@@ -250,7 +281,7 @@ def static_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
     dims = tuple(static_int(n, f"{what} dimension") for n in shape)
     for n in dims:
         if not dt.is_pow2(n):
-            raise TileValueError(f"tile dimensions must be powers of two, got {what} {dims}")
+            raise TileTypeError(f"tile dimensions must be powers of two, got {what} {dims}")
     return dims
 
 
@@ -264,5 +295,5 @@ def static_dtype(x: Any, what: str = "dtype") -> dt.DType:
 def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
     a = static_int(axis, what)
     if not -ndim <= a < max(ndim, 1) or ndim == 0:
-        raise TileValueError(f"{what} {a} is out of range for a tile of rank {ndim}")
+        raise TileTypeError(f"{what} {a} is out of range for a tile of rank {ndim}")
     return a % ndim

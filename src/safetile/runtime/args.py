@@ -6,19 +6,28 @@ become typed scalars; ``Constant`` parameters become part of the specialisation 
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..frontend.kernel import ArraySpec, ConstSpec, Kernel, ScalarSpec
+from ..errors import LaunchTypeError, TileTypeError
+from ..frontend.annotations import ANY, ArrayAnnotation, Kind, param_kind
+from ..frontend.dataclass_values import dataclass_problem
+from ..frontend.kernel import ArgSpec, ArraySpec, ConstSpec, DataclassSpec, ScalarSpec, TileKernel, TupleSpec
 
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 def is_cuda(x: Any) -> bool:
-    """Whether ``x`` lives in CUDA memory (torch CUDA tensors, CuPy arrays, ...)."""
+    """Whether ``x`` lives in CUDA memory (torch CUDA tensors, CuPy arrays, ...).
+
+    torch tensors are asked directly: their ``__cuda_array_interface__`` raises for dtypes it
+    cannot describe (bfloat16, float8), so it is never touched for them."""
+    if type(x).__module__.startswith("torch"):
+        return bool(getattr(x, "is_cuda", False))
     if hasattr(x, "__cuda_array_interface__"):
         return True
     dev = getattr(x, "device", None)
@@ -39,7 +48,7 @@ def as_numpy(x: Any) -> np.ndarray:
     mod = type(x).__module__
     if mod.startswith("torch"):
         name = str(x.dtype).rsplit(".", 1)[-1]
-        if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
             import torch
             raw = x.view(torch.int16 if name == "bfloat16" else torch.uint8)
             return np.from_dlpack(raw).view(dt.as_dtype(name).np_dtype)
@@ -83,36 +92,124 @@ def scalar_spec(x: Any) -> dt.DType:
     return dt.float32
 
 
-def arg_specs(kernel: Kernel, args: tuple) -> tuple:
+def arg_specs(kernel: TileKernel, args: tuple) -> tuple:
     """The specialisation key of a launch: one spec per kernel parameter (full checks)."""
     specs = []
-    for p, ann, is_const, a in zip(kernel.params, kernel.annotations, kernel.constant_params, args):
-        if is_const:
+    for p, ann, kind, a in zip(kernel.params, kernel.annotations, kernel.kinds, args):
+        if kind.kind == "constant":
             _check_constant(p, ann, a)
             specs.append(ConstSpec.of(_freeze(a)))
-        elif isinstance(a, SCALAR_TYPES):
-            specs.append(ScalarSpec(scalar_spec(a)))
-        elif is_array(a):
-            try:
-                d = array_dtype(a)
-            except TypeError as e:
-                raise TypeError(f"argument {p.name!r}: {e}") from None
-            # a read-only NumPy array compiles as a read-only parameter: storing to it is a
-            # compile-time error at the store, not a NumPy error halfway through the launch
-            readonly = isinstance(a, np.ndarray) and not a.flags.writeable
-            specs.append(ArraySpec(d, len(a.shape), readonly))
         else:
-            raise TypeError(f"argument {p.name!r}: expected an array, a number or a Constant, "
-                            f"got {type(a).__name__}")
+            specs.append(_spec(p.name, kind, a))
     return tuple(specs)
+
+
+def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
+    """The spec of one (non-constant) argument or tuple element, as its annotation ``kind`` says."""
+    if kind.kind == "constant":
+        return ConstSpec.of(_freeze(a))
+    if isinstance(a, SCALAR_TYPES):
+        if kind.kind in ("array", "tuple", "list"):
+            raise LaunchTypeError(f"argument {name!r}: expected {'an array' if kind.kind == 'array' else 'a tuple'}, "
+                            f"got {type(a).__name__}")
+        d = scalar_spec(a)
+        if kind.scalar is not None and d.is_int:  # ct.ScalarInt64
+            d = kind.scalar.dtype
+            if isinstance(a, (int, np.integer)) and not np.iinfo(d.np_dtype).min <= int(a) <= np.iinfo(d.np_dtype).max:
+                raise LaunchTypeError(f"argument {name!r}: {a} does not fit {d.name}")
+        return ScalarSpec(d)
+    if isinstance(a, (tuple, list)) and kind.kind in ("any", "tuple", "list"):
+        items = kind.items if kind.items is not None and len(kind.items) == len(a) else (ANY,) * len(a)
+        if kind.items is not None and len(kind.items) != len(a):
+            raise LaunchTypeError(f"argument {name!r}: the annotation has {len(kind.items)} elements, got {len(a)}")
+        elem = Kind("array", array=kind.array) if kind.kind == "list" and kind.array is not None else None
+        return TupleSpec(tuple(_spec(f"{name}[{i}]", elem or k, x) for i, (k, x) in enumerate(zip(items, a))))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type) and kind.kind == "any":
+        problem = dataclass_problem(type(a))
+        if problem:
+            raise TileTypeError(f"argument {name!r}: {problem}")
+        hints = _field_kinds(type(a))
+        return DataclassSpec(type(a), tuple(_spec(f"{name}.{f.name}", hints.get(f.name, ANY), getattr(a, f.name))
+                                            for f in dataclasses.fields(a)))
+    if is_array(a):
+        try:
+            d = array_dtype(a)
+        except TypeError as e:
+            raise LaunchTypeError(f"argument {name!r}: {e}") from None
+        # a read-only NumPy array compiles as a read-only parameter: storing to it is a
+        # compile-time error at the store, not a NumPy error halfway through the launch
+        readonly = isinstance(a, np.ndarray) and not a.flags.writeable
+        return _array_spec(name, a, d, readonly, kind.array)
+    raise LaunchTypeError(f"argument {name!r}: expected an array, a number, a tuple or a Constant, got {type(a).__name__}")
+
+
+def _array_spec(name: str, a: Any, d: dt.DType, readonly: bool, ann: ArrayAnnotation | None) -> ArraySpec:
+    """An ArraySpec with the sizes/strides ``ann`` makes compile-time constants."""
+    ndim = len(a.shape)
+    if ann is None:
+        return ArraySpec(d, ndim, readonly)
+
+    def dims(listed, values, what):
+        out = [None] * ndim
+        for i in listed:
+            if not -ndim <= i < ndim:
+                raise LaunchTypeError(f"argument {name!r}: {what} dimension {i} is out of range for an array of rank {ndim}")
+            out[i % ndim] = int(values[i % ndim])
+        return tuple(out) if listed else None
+
+    shape = dims(ann.static_shape_dims, tuple(a.shape), "static_shape_dims")
+    strides = dims(ann.static_stride_dims, element_strides(a), "static_stride_dims")
+    return ArraySpec(d, ndim, readonly, shape, strides, ann.index_dtype is dt.int64)
+
+
+def element_strides(a: Any) -> tuple:
+    """Strides in elements of a NumPy array, a torch tensor or another array object."""
+    if isinstance(a, np.ndarray):
+        return tuple(s // a.itemsize for s in a.strides)
+    stride = getattr(a, "stride", None)
+    if callable(stride):  # torch
+        return tuple(stride())
+    return tuple(s // a.itemsize for s in as_numpy(a).strides)
+
+
+def _field_kinds(cls: type) -> dict:
+    import typing
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations say nothing
+        return {}
+    return {k: param_kind(v) for k, v in hints.items()}
+
+
+def flat_runtime_args(specs: tuple, args: tuple) -> tuple:
+    """The runtime leaves (arrays and scalars) of ``args`` in parameter order, as the compiled
+    Function's runtime parameters expect them (tuples and dataclasses element by element)."""
+    out: list = []
+
+    def walk(spec, a):
+        if isinstance(spec, TupleSpec):
+            for s, x in zip(spec.items, a):
+                walk(s, x)
+        elif isinstance(spec, DataclassSpec):
+            for s, f in zip(spec.items, dataclasses.fields(a)):
+                walk(s, getattr(a, f.name))
+        elif not isinstance(spec, ConstSpec):
+            out.append(a)
+    for spec, a in zip(specs, args):
+        walk(spec, a)
+    return tuple(out)
+
+
+def has_aggregates(specs: tuple) -> bool:
+    return any(isinstance(s, (TupleSpec, DataclassSpec)) for s in specs)
 
 
 def _check_constant(p, ann: Any, value: Any) -> None:
     """A ``ct.Constant[int]`` (or ``[float]``, ``[bool]``...) parameter must get that type.
 
     The outcome depends only on ``type(value)`` (the dispatch signature relies on this)."""
-    from ..frontend.kernel import ConstantAnnotation
-    expected = ann.type if isinstance(ann, ConstantAnnotation) else None
+    from ..frontend.annotations import param_kind
+    expected = param_kind(ann).constant_type
     if not isinstance(expected, type):
         return
     is_bool = isinstance(value, (bool, np.bool_))
@@ -125,8 +222,8 @@ def _check_constant(p, ann: Any, value: Any) -> None:
     else:
         ok = isinstance(value, expected)
     if not ok:
-        raise TypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
-                        f"{type(value).__name__} {value!r}")
+        raise LaunchTypeError(f"argument {p.name!r} is a ct.Constant[{expected.__name__}], got "
+                              f"{type(value).__name__} {value!r}")
 
 
 # ----------------------------------------------------------------------------- dispatch signature
@@ -165,8 +262,10 @@ def _const_key(a: Any) -> Any:
     return (t, a)
 
 
-def signature(kernel: Kernel, args: tuple) -> tuple | None:
+def signature(kernel: TileKernel, args: tuple) -> tuple | None:
     """The dispatch signature of ``args`` for ``kernel`` (see above), or None."""
+    if kernel.static_arrays:  # array sizes/strides in the key: every launch is checked
+        return None
     out = []
     for is_const, a in zip(kernel.constant_params, args):
         t = type(a)
@@ -187,7 +286,7 @@ def signature(kernel: Kernel, args: tuple) -> tuple | None:
     return tuple(out)
 
 
-def _register(kernel: Kernel, args: tuple) -> tuple | None:
+def _register(kernel: TileKernel, args: tuple) -> tuple | None:
     """Teach ``signature`` the types of NumPy scalars and torch tensor subclasses, then retry."""
     learned = False
     for a in args:
@@ -218,5 +317,5 @@ def _freeze(v: Any) -> Any:
     try:
         hash(v)
     except TypeError:
-        raise TypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
+        raise LaunchTypeError(f"Constant arguments must be hashable, got {type(v).__name__}") from None
     return v

@@ -6,20 +6,25 @@ See docs/safe.md. Modules, one job each:
 - ``tensor``       host ``Tensor`` over NumPy / torch memory, DLPack, views
 - ``partition``    ``Partition``, ``MappedPartition``, ``Shared``, ``borrow_mut``
 - ``ownership``    move semantics shared by host values
-- ``memory``       byte extents, exact overlap, the in-flight registry
+- ``memory``       byte extents, exact and self overlap, the in-flight registry
+- ``claims``       shared memory has no writable alias (frozen and writable claims)
 - ``device``       device-side values inside entry kernels (``z.store``, ``load_tile_like``...)
-- ``entry``        ``@ct.entry`` and compilation
-- ``launch``       launch validation and execution (``LaunchOp``)
+- ``verify``       the compiled-IR ownership check of entry kernels
+- ``entry``        ``@ct.entry``, compilation and the kernel's caches
+- ``facts``        what the launch checks read of each argument
+- ``checks``       the launch checks: a pure function of the arguments' facts
+- ``launch``       the launch boundary (``prepare``, atomic moves, ``LaunchOp``)
 - ``preconditions`` declared launch preconditions
 - ``deviceop``     lazy operations and combinators; ``streams``, ``graph``, ``factories``
 - ``race``         the CPU race detector for unchecked kernels
+- ``picture``      ``p.show()``: pictures of partitions (text, or images with matplotlib)
 """
 from .device import load_tile_like, load_tile_like_1d, load_tile_like_2d, load_tile_like_3d, num_tiles
 from .deviceop import DeviceOp, empty, value, zip
 from .entry import EntryKernel, entry
-from .errors import (AliasError, BorrowError, DeviceOpError, GraphCaptureError, GridError, LaunchTypeError,
-                     NestedSyncError, OwnershipError, PartitionError, PreconditionError, RaceError,
-                     UseAfterMoveError)
+from .errors import (AliasError, BorrowError, DeviceOpError, GraphCaptureError, GridError, LaunchDroppedWarning,
+                     LaunchTypeError, NestedSyncError, OwnershipError, PartitionError, PreconditionError, RaceError,
+                     TensorError, UseAfterMoveError)
 from .factories import (arange, copy, from_numpy, full, memcpy, ones, rand, randn, tensor, to_device,
                         zeros)
 from .graph import Graph, GraphScope, graph_scope
@@ -33,7 +38,7 @@ from .types import (MappedMut, Mut, Ref, bf16, f16, f32, f64, i8, i16, i32, i64,
 
 __all__ = [
     "AliasError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "Graph", "GraphCaptureError",
-    "GraphScope", "GridError", "LaunchOp", "LaunchTypeError", "MappedMut", "MappedPartition", "Mut",
+    "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError", "TensorError", "MappedMut", "MappedPartition", "Mut",
     "MutBorrow", "NestedSyncError", "OwnershipError", "Partition", "PartitionError", "PreconditionError",
     "RaceDetector", "RaceError", "RaceReport", "Ref", "Shared", "Stream", "StreamPool", "Tensor",
     "UseAfterMoveError", "arange", "bf16", "borrow_mut", "copy", "default_device", "default_pool",

@@ -2,7 +2,8 @@
 
 Inside an entry kernel a ``ct.Mut`` parameter is this block's sub-tensor (``MutTensor``):
 ``z.load()`` reads it (zero padding past the tensor's edge) and ``z.store(tile)`` writes
-a tile of exactly its shape (edge parts are dropped). It is lowered onto the ordinary
+a tile of exactly its shape (edge parts are dropped); ``z.partition(shape)`` tiles it for
+stores at run-time indices that stay inside it. It is lowered onto the ordinary
 tile-space ``load``/``store`` ops at the block's own grid index, so no other block can
 reach it. A ``ct.Ref`` parameter (``RefTensor``) is a read-only array: ``ct.load``,
 ``ct.gather``, ``x.partition(shape).load(index)`` and ``ct.load_tile_like(x, z)`` read it,
@@ -52,14 +53,16 @@ class _OwnedTensor:
     def dtype(self) -> dt.DType:
         return self._array.dtype
 
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
 
 @tile_api_class
 class MutTensor(_OwnedTensor):
     """``ct.Mut[...]`` inside the kernel: this block's exclusive sub-tensor."""
 
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
+    __tile_surface__ = frozenset({"shape", "dtype", "ndim", "load", "store", "partition"})
 
     def _index(self) -> tuple:
         return tuple(bid(a) for a in range(self._grid_rank)) + (0,) * (len(self._shape) - self._grid_rank)
@@ -76,12 +79,75 @@ class MutTensor(_OwnedTensor):
         tile = _check_store_tile(self._name, tile, self._shape, self.dtype, f"{self._name}.store")
         mem.store(self._array, self._index(), tile)
 
-    def partition(self, *a, **k):
-        raise TileSafetyError(f"{self._name!r} is already this block's sub-tensor; mutable tensors are "
-                              "partitioned on the host (t.partition(shape)), not in the kernel")
+    def partition(self, shape) -> "OwnedPartition":
+        """This block's sub-tensor seen as a grid of ``shape`` tiles (an in-block partition).
+
+        ``p.store(tile, index)`` writes the tile at any (run-time) tile index *inside this
+        block's sub-tensor*: parts outside it are dropped, so the store can never reach
+        another block's sub-tensor (a KV-cache row at a run-time position, say). ``p.load``
+        reads back (zero outside the sub-tensor).
+        """
+        return OwnedPartition(self, shape)
 
     def __repr__(self) -> str:
         return f"MutTensor({self._name}: {self.dtype.name}{list(self._shape)})"
+
+
+@tile_api_class
+class OwnedPartition:
+    """``z.partition(shape)`` inside the kernel: this block's own sub-tensor seen as ``shape`` tiles.
+
+    ``store(tile, index)`` writes the tile at a tile index that may be known only at run time
+    (a KV-cache row at the current position, say). It is a masked scatter: on each partitioned
+    axis the element index is ``bid(axis) · P + r`` with the lane kept only where
+    ``0 <= r < P`` (P the sub-tensor's size), so no lane can leave the block's sub-tensor;
+    trailing axes of a prefix partition are whole and bounded by the tensor. The compiled-IR
+    check (``verify.py``) accepts a scatter to a ``ct.Mut`` parameter only in this form.
+    """
+
+    def __init__(self, owner: MutTensor, shape):
+        from ..ops.values import static_shape
+        self._owner = owner
+        self._shape = static_shape(shape, "partition shape")
+        if len(self._shape) != owner.ndim:
+            raise TileTypeError(f"{owner._name}.partition: shape {self._shape} has rank {len(self._shape)} but "
+                                f"{owner._name!r} has rank {owner.ndim}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._owner.dtype
+
+    def store(self, tile, index) -> None:
+        """Write ``tile`` (exactly the partition shape) at tile ``index``; lanes outside this block's
+        sub-tensor are dropped."""
+        from ..ops.factories import arange
+        from ..ops.memory import scatter
+        from ..ops.shape import reshape
+        o = self._owner
+        name = o._name
+        tile = _check_store_tile(f"{name}.partition({self._shape})", tile, self._shape, self.dtype,
+                                 f"{name}.partition(...).store")
+        index = tuple(index) if isinstance(index, tuple) else (index,)
+        if len(index) != len(self._shape):
+            raise TileTypeError(f"{name}.partition(...).store: index {describe(index)} needs {len(self._shape)} "
+                                "coordinates")
+        n = len(self._shape)
+        indices, mask = [], None
+        for axis, (i, s) in enumerate(zip(index, self._shape)):
+            lane = reshape(arange(s, dtype=dt.int32), tuple(s if a == axis else 1 for a in range(n)))
+            r = lane + i * s  # the element index inside the sub-tensor along this axis
+            if axis < o._grid_rank:
+                p = o._shape[axis]
+                inside = (r >= 0) & (r < p)
+                mask = inside if mask is None else mask & inside
+                indices.append(bid(axis) * p + r)
+            else:
+                indices.append(r)
+        scatter(o._array, tuple(indices), tile, mask=mask)
 
 
 class PartitionIndex(tuple):
@@ -103,6 +169,8 @@ class PartitionIndex(tuple):
 
 class _IndexRange:
     """What ``for idx in z.iter_indices():`` iterates: the block's share of the sub-tensors."""
+
+    __tile_surface__ = frozenset()
 
     def __init__(self, owner: "MappedMutTensor"):
         self.owner = owner
@@ -128,6 +196,8 @@ class _IndexRange:
 @tile_api_class
 class MappedMutTensor(_OwnedTensor):
     """``ct.MappedMut[...]`` inside the kernel: a bounded, disjoint walk over sub-tensors."""
+
+    __tile_surface__ = frozenset({"shape", "dtype", "ndim", "num_tiles", "iter_indices", "load", "store"})
 
     def _counts(self) -> list:
         return [mem.num_tiles(self._array, a, self._full_tile_shape()) for a in range(self._grid_rank)]
@@ -184,6 +254,8 @@ class RefTensor(Array):
     """``ct.Ref[...]`` inside the kernel: a read-only array (any load, never a store)."""
 
     __slots__ = ("_static",)
+    __tile_surface__ = frozenset({"shape", "dtype", "ndim", "strides", "name", "load", "partition", "store",
+                                  "tiled_view", "slice"})
 
     def __init__(self, value, name: str, static_shape: tuple):
         super().__init__(value, name)
@@ -218,6 +290,8 @@ class RefTensor(Array):
 @tile_api_class
 class RefPartition:
     """A read-only tensor seen as a grid of ``shape`` tiles inside the kernel."""
+
+    __tile_surface__ = frozenset({"shape", "dtype", "load", "num_tiles", "store"})
 
     def __init__(self, ref: RefTensor, shape):
         from ..ops.values import static_shape

@@ -17,7 +17,7 @@ import threading
 from typing import Any, Callable
 
 from .errors import DeviceOpError, NestedSyncError
-from .memory import REGISTRY, InFlight
+from .memory import REGISTRY, InFlight, notify_all, wait_until
 from .ownership import LazyText
 from .streams import Stream, default_pool, executing, execution
 
@@ -26,7 +26,7 @@ class ExecContext:
     """Where an operation runs: its stream, the graph recorder while capturing, and the
     in-flight entry covering the memory its launches use (one per terminal)."""
 
-    __slots__ = ("stream", "recorder", "entry", "lent", "label")
+    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended")
 
     def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal"):
         self.stream = stream
@@ -34,27 +34,21 @@ class ExecContext:
         self.entry: InFlight | None = None
         self.lent: list = []  # values given back while it runs (see Owned._give_back)
         self.label = label
+        self.ended = False
 
     @property
     def capturing(self) -> bool:
         return self.recorder is not None
 
-    def inflight(self, label: Any) -> InFlight:
-        """This terminal's in-flight entry (registered by its first launch)."""
+    def begin(self, label: Any, key: Any, writes, reads) -> InFlight:
+        """Before submitting work on these extents: claim them for this terminal's in-flight entry
+        (made by its first launch), atomically with ordering the work after conflicting work of
+        other terminals (``Registry.claim``). Call ``set_enqueued()`` on the returned entry once
+        the work is submitted."""
         e = self.entry
         if e is None:
             e = self.entry = InFlight(label, self.stream)
-            REGISTRY.add(e)
-        return e
-
-    def begin(self, label: Any, key: Any, writes, reads) -> InFlight:
-        """Before submitting work on these extents: order it after conflicting work of other
-        terminals, and add them to this terminal's entry (marked not enqueued until the work
-        is submitted: call ``set_enqueued()`` on the returned entry then)."""
-        e = self.inflight(label)
-        REGISTRY.wait_for_launch(e, writes, reads)
-        e.enqueued = False
-        e.add(key, writes, reads)
+        REGISTRY.claim(e, key, writes, reads)
         return e
 
     def finish(self, completed: bool) -> None:
@@ -64,10 +58,20 @@ class ExecContext:
         the GPU the entry stays until its stream is seen idle: host reads of that memory wait.)"""
         if self.entry is not None and (completed or not self.stream.is_cuda):
             REGISTRY.remove(self.entry)
-        for v in self.lent:
-            if v._lent is self:
-                v._lent = None
-        self.lent.clear()
+        from .ownership import OWNERSHIP
+        with OWNERSHIP:
+            for v in self.lent:
+                if v._lent is self:
+                    v._lent = None
+            self.lent.clear()
+            self.ended = True
+        notify_all()
+
+    def wait_ended(self) -> None:
+        """Block until this terminal has ended (not when called from inside it)."""
+        from .streams import current_context
+        if current_context() is not self:
+            wait_until(lambda: self.ended)
 
 
 def _await_of(op: "DeviceOp") -> str:
@@ -84,6 +88,7 @@ def _check_terminal(what: str) -> None:
 class DeviceOp:
     """A lazy unit of device work producing a value."""
 
+    __slots__ = ("__dict__", "__weakref__")  # subclasses may declare slots of their own (LaunchOp)
     arity: int | None = None  # the length of the tuple it produces, when known
 
     # ------------------------------------------------------------------ to implement
@@ -343,14 +348,26 @@ def zip(*ops: Any) -> DeviceOp:  # noqa: A001 - ct.zip, like cuTile Rust's zip!
 
 
 def _share(v: Any) -> Any:
-    from .partition import Shared
+    """The value every consumer of ``op.shared()`` gets: read-only. Tensors become ``Shared``; a
+    partition gives its tensor back first (one mutable partition handed to several consumers
+    would be a writable alias); a borrowed partition cannot be shared (its borrow must end)."""
+    from .partition import MappedPartition, Partition, Shared
     from .tensor import Tensor
     if isinstance(v, Tensor):
         return Shared._take(v)
+    if isinstance(v, MappedPartition):
+        v = v.unmap()
+    if isinstance(v, Partition):
+        if v._borrowed:
+            raise DeviceOpError(f".shared(): {v.label} is borrowed (ct.borrow_mut); a borrowed partition cannot "
+                                "become shared: release it and share the tensor")
+        return Shared._take(v.unpartition())
     if isinstance(v, tuple):
         return tuple(_share(x) for x in v)
     if isinstance(v, list):
         return [_share(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _share(x) for k, x in v.items()}
     return v
 
 

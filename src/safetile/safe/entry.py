@@ -15,16 +15,20 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
-from ..frontend.kernel import (ArraySpec, ConstSpec, Kernel, ScalarSpec, closure_scope, compile_body,
+from ..frontend.captures import CaptureSet, Captures, closure_scope
+from ..frontend.captures import current as captures_current
+from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
                                validate_hints)
-from ..frontend.source import parse_function
+from ..frontend.source import parse_function, require_source
 from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
+from ..runtime.kernel import Kernel
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
 from .types import ConstParam, TensorParam, parse_annotation
+from .verify import verify_entry
 
 
 _LaunchOp = None  # safe.launch.LaunchOp, bound on the first launch (circular import)
@@ -60,12 +64,46 @@ class Compiled:
     gpu: Any = None  # the Triton backend's launcher for it, made on the first GPU launch (launch.run_plan)
 
 
+class KernelCaches:
+    """Everything an entry kernel caches, shared by its configured copies (``kernel.grid(...)``
+    and friends put their configuration into the keys): compiled specialisations, the
+    type-level checks' results and checked plans (``launch.prepare``), each keyed on every
+    fact it depends on. Reads are plain dict reads (atomic); stores take the lock, and the
+    first result stored wins."""
+
+    __slots__ = ("compiled", "types", "plans", "lock", "compile_lock", "captured")
+    LIMIT = 256  # type checks / plans kept (then that table starts over)
+
+    def __init__(self):
+        self.compiled: dict[tuple, Compiled] = {}
+        self.types: dict[tuple, Any] = {}
+        self.plans: dict[tuple, Any] = {}
+        self.lock = threading.Lock()
+        self.compile_lock = threading.Lock()
+        self.captured = CaptureSet()  # the Python state compiled specialisations read
+
+    def refresh(self) -> None:
+        """Drop compiled code, and the checks and plans that hold it, if Python state it read
+        has changed since (docs/semantics.md: values read at compile time)."""
+        with self.compile_lock, self.lock:
+            if not captures_current(self.captured.entries):
+                self.compiled.clear()
+                self.types.clear()
+                self.plans.clear()
+                self.captured.clear()
+
+    def store(self, table: dict, key: tuple, value: Any) -> Any:
+        with self.lock:
+            if len(table) >= self.LIMIT:
+                table.clear()
+            return table.setdefault(key, value)
+
+
 class EntryKernel:
     """A ``@ct.entry`` kernel. ``kernel(*args)`` builds a lazy, validated ``LaunchOp``."""
 
     def __init__(self, fn: Callable, preconditions=(), hints: dict | None = None,
-                 generics: dict | None = None, grid: Any = None, backend: str | None = None,
-                 _shared: dict | None = None):
+                 generics: dict | None = None, grid: Any = None, backend: str | None = None):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
@@ -87,7 +125,13 @@ class EntryKernel:
         self.explicit_generics = dict(generics or {})
         self.explicit_grid = grid
         self.backend_name = backend
-        self._shared = _shared if _shared is not None else {"cache": {}, "lock": threading.Lock()}
+        self.caches = KernelCaches()
+        self.config_key = self._config()
+
+    def _config(self) -> tuple:
+        """This configuration's part of the launch caches' keys (copies share the caches)."""
+        return (tuple(sorted((k, repr(v)) for k, v in self.explicit_generics.items())), self.explicit_grid,
+                self.backend_name)
 
     def _annotation(self, p: inspect.Parameter) -> Any:
         ann = p.annotation
@@ -107,9 +151,8 @@ class EntryKernel:
     def _clone(self, **changes) -> "EntryKernel":
         k = object.__new__(EntryKernel)
         k.__dict__.update(self.__dict__)
-        k.__dict__.pop("_sig_head", None)  # launch._signature's cached configuration part
-        k.__dict__.pop("_known", None)  # launch.prepare's plans for this configuration
         k.__dict__.update(changes)
+        k.config_key = k._config()
         return k
 
     def generics(self, mapping: dict | None = None, **values) -> "EntryKernel":
@@ -152,7 +195,8 @@ class EntryKernel:
 
     def compile(self, *args) -> Function:
         """Validate a launch with these arguments and compile it, without running or moving anything."""
-        from .launch import prepare
+        from .launch import check_ownership, prepare
+        check_ownership(self, args)
         return prepare(self, args).compiled.fn
 
     def ir(self, *args) -> str:
@@ -166,21 +210,23 @@ class EntryKernel:
 
     def specialize(self, keys: tuple[ParamKey, ...], generics: dict[str, Any]) -> Compiled:
         cache_key = (keys, tuple(sorted(generics.items(), key=lambda kv: kv[0])), tuple(sorted(self.hints.items())))
-        cache = self._shared["cache"]
+        cache = self.caches.compiled
         c = cache.get(cache_key)
         if c is None:
-            with self._shared["lock"]:
+            with self.caches.compile_lock:
                 c = cache.get(cache_key)
                 if c is None:
                     fn = compile_entry(self.fn, self.param_names, keys, generics, self.hints)
+                    verify_entry(fn, keys)  # what runs keeps the ownership rules, whatever the Python did
                     shim = Kernel(self.fn, self.hints)
+                    self.caches.captured.add(fn.captures)
                     c = cache[cache_key] = Compiled(fn, shim, tuple(k.spec() for k in keys))
         return c
 
     @property
     def num_compiled(self) -> int:
         """How many specialisations have been compiled (shared by configured copies)."""
-        return len(self._shared["cache"])
+        return len(self.caches.compiled)
 
 
 def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], generics: dict[str, Any],
@@ -190,7 +236,8 @@ def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], ge
     builder = Builder()
     body = Block()
     params: list[Param] = []
-    scope = closure_scope(fn)
+    captures = Captures()
+    scope = closure_scope(fn, captures)
     scope.update(generics)
     for name, k in zip(names, keys):
         if k.kind == "const":
@@ -213,7 +260,7 @@ def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], ge
             else:
                 scope[name] = MappedMutTensor(name, Array(v, name), k.shape, k.grid_rank)
             params.append(Param(name, "array", value=v))
-    return compile_body(fn, parsed, builder, body, scope, params, hints)
+    return compile_body(fn, parsed, builder, body, scope, params, hints, captures)
 
 
 def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = False, **hints):
@@ -223,6 +270,7 @@ def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = Fal
     ``@ct.kernel`` (cuTile Python style, launched with ``ct.launch``) with no ownership checks.
     """
     def make(f: Callable):
+        require_source(f)
         if unchecked:
             if preconditions:
                 raise TypeError("preconditions belong to safe entry kernels, not unchecked ones")

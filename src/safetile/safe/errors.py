@@ -1,13 +1,14 @@
 """Errors of the safe style: ownership, launch validation, device operations, races.
 
 Launch-time rejections are ``LaunchError`` subclasses (a ``ValueError``) raised before
-anything runs, so a rejected launch writes nothing and moves nothing. Using a value
-that was moved (into a partition, a launch, a shared handle) raises ``UseAfterMoveError``
-naming what moved it.
+anything runs, so a rejected launch writes nothing and moves nothing (``LaunchTypeError``
+and ``GridError`` live in ``safetile.errors``, shared with ``ct.launch``; re-exported here).
+Using a value that was moved (into a partition, a launch, a shared handle) raises
+``UseAfterMoveError`` naming what moved it.
 """
 from __future__ import annotations
 
-from ..errors import LaunchError
+from ..errors import GridError, LaunchError, LaunchTypeError  # noqa: F401 - re-exported
 
 
 class OwnershipError(RuntimeError):
@@ -22,16 +23,8 @@ class BorrowError(OwnershipError):
     """The tensor is mutably borrowed by a partition; release the partition first."""
 
 
-class LaunchTypeError(LaunchError, TypeError):
-    """An argument does not fit its ``@ct.entry`` parameter (kind, element type, rank, shape)."""
-
-
 class AliasError(LaunchError):
     """A mutable argument overlaps another argument in memory."""
-
-
-class GridError(LaunchError):
-    """The launch grid is missing, or disagrees with a partition (names the axis)."""
 
 
 class PartitionError(LaunchError):
@@ -60,3 +53,12 @@ class RaceError(RuntimeError):
     def __init__(self, report):
         self.report = report
         super().__init__(report.describe())
+
+
+class LaunchDroppedWarning(RuntimeWarning):
+    """A launch was dropped (or cancelled by leaving a borrow) without being run; its arguments were
+    given back."""
+
+
+class TensorError(ValueError, TypeError):
+    """A host tensor operation was refused (a view, a reshape, a shape or device argument)."""

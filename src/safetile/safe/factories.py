@@ -8,6 +8,7 @@ not allocate and can (it is how graph inputs are refreshed).
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -16,9 +17,10 @@ from .. import dtypes as dt
 from ..ir.builder import active as _in_tile_code
 from ..ops import factories as _tile
 from .deviceop import DeviceOp
-from .errors import AliasError, LaunchTypeError
-from .memory import REGISTRY, extent_of, overlaps
-from .ownership import caller_site
+from .claims import CLAIMS, WRITABLE
+from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError, TensorError
+from .memory import REGISTRY, distinct_elements, extent_of, notify_all, overlaps, wait_until
+from .ownership import OWNERSHIP, caller_site
 from .tile_api import tile_api
 from .tensor import Tensor, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
 
@@ -28,7 +30,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
         shape = (int(shape),)
     if not isinstance(shape, (tuple, list)) or any(isinstance(n, bool) or not isinstance(n, (int, np.integer))
                                                    or int(n) < 0 for n in shape):
-        raise ValueError(f"a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
+        raise TensorError(f"a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
     return tuple(int(n) for n in shape)
 
 
@@ -107,7 +109,7 @@ def arange(size, *, dtype=dt.int32, start=0, step=1, device=None):
 def _random(kind: str, shape, seed, dtype, device) -> DeviceOp:
     shp, d, dev = _shape(shape), dt.as_dtype(dtype), normalize_device(device)
     if not d.is_float:
-        raise TypeError(f"{kind}: random tensors are floating point, got {d.name}")
+        raise TensorError(f"{kind}: random tensors are floating point, got {d.name}")
 
     def make(device):
         if device == "cpu":
@@ -148,7 +150,7 @@ def _source_data(src: Any, what: str) -> Any:
         return src._tensor._data
     if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
         return src
-    raise TypeError(f"{what}: cannot copy from {type(src).__name__}")
+    raise TensorError(f"{what}: cannot copy from {type(src).__name__}")
 
 
 def _to(data: Any, device: str):
@@ -168,8 +170,8 @@ def copy(src: Any) -> DeviceOp:
 
     def make(device):
         data = _source_data(src, "copy")
-        REGISTRY.wait_for_host(extent_of(data), False)
-        return _to(data, device)
+        with REGISTRY.host_access(extent_of(data), False, "a copy"):
+            return _to(data, device)
     return Alloc("copy", normalize_device(str(dev)), make)
 
 
@@ -180,8 +182,8 @@ def to_device(src: Any, device: Any = None) -> DeviceOp:
 
     def make(device):
         data = _source_data(src, "to_device")
-        REGISTRY.wait_for_host(extent_of(data), False)
-        return _to(data, device)
+        with REGISTRY.host_access(extent_of(data), False, "a copy"):
+            return _to(data, device)
     return Alloc(f"to_device({dev})", dev, make)
 
 
@@ -197,10 +199,12 @@ tensor = from_numpy
 
 
 class Memcpy(DeviceOp):
-    """``ct.memcpy(dst, src)``: copy into existing memory (no allocation; recordable)."""
+    """``ct.memcpy(dst, src)``: copy into existing memory (no allocation; recordable). Like a
+    launch it holds ``dst`` from construction until it runs, is cancelled or is dropped."""
 
     def __init__(self, dst: Any, src: Any):
         from .partition import Partition
+        self._state = "new"  # nothing to give back until the destination is moved in
         if not isinstance(dst, (Tensor, Partition)):
             raise LaunchTypeError(f"memcpy: the destination must be a Tensor or a Partition, got "
                                   f"{type(dst).__name__}")
@@ -213,13 +217,23 @@ class Memcpy(DeviceOp):
         if dt.as_dtype(sdata.dtype) is not dt.as_dtype(ddata.dtype):
             raise LaunchTypeError(f"memcpy: element types differ: destination {dt.as_dtype(ddata.dtype).name}, "
                                   f"source {dt.as_dtype(sdata.dtype).name}")
-        if overlaps(extent_of(sdata), extent_of(ddata)):
+        dext = extent_of(ddata)
+        if overlaps(extent_of(sdata), dext):
             raise AliasError(f"memcpy: the destination {dst.label} overlaps the source in memory")
+        if not distinct_elements(dext):
+            raise AliasError(f"memcpy: the destination {dst.label} overlaps itself (several elements share "
+                             "memory: zero or overlapping strides); a written tensor needs distinct elements")
         self.dst, self.src = dst, src
         self._site = caller_site()
-        self._ran = False
-        dst._move(f"{self.label} (created at {self._site}); it is given back by that operation's result",
-                  holder=self)
+        self._claim = None
+        with OWNERSHIP:  # usable, not shared memory, then moved: one step
+            dst._check("copied into")
+            if not isinstance(dst, Partition):  # a partition holds its own writable claim
+                self._claim = CLAIMS.claim(self, WRITABLE, [dext], f"memcpy into {dst.label}",
+                                           f"memcpy into {dst.label} is refused")
+            dst._move(f"{self.label} (created at {self._site}); it is given back by that operation's result "
+                      "or by op.cancel()", holder=self)
+            self._state = "built"
 
     @property
     def label(self) -> str:
@@ -230,45 +244,89 @@ class Memcpy(DeviceOp):
         d = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
         return d._device
 
-    def _wait_done(self) -> bool:
-        return self._ran
+    def _set_state(self, old: tuple, new: str) -> bool:
+        with OWNERSHIP:
+            if self._state not in old:
+                return False
+            self._state = new
+        notify_all()
+        return True
+
+    def _release(self, ctx=None) -> None:
+        with OWNERSHIP:
+            if self.dst.holder is self:
+                self.dst._give_back(ctx)
+            CLAIMS.release(self._claim)
+
+    def cancel_unrun(self) -> bool:
+        if not self._set_state(("built",), "cancelled"):
+            return False
+        self._release()
+        return True
+
+    def cancel(self):
+        """Give the destination back without copying."""
+        if not self.cancel_unrun():
+            raise DeviceOpError(f"{self.label} cannot be cancelled: it is {self._state}")
+        return self.dst
+
+    def _wait_finished(self) -> None:
+        wait_until(lambda: self._state != "running")
+
+    def __del__(self):
+        try:
+            if self._state == "built" and self._set_state(("built",), "dropped"):
+                self._release()
+                warnings.warn(f"{self.label} was dropped without being run; its destination was given back",
+                              LaunchDroppedWarning, stacklevel=2)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
     def _abandon(self) -> None:
-        if not self._ran and self.dst._holder is self:
-            self._ran = True
-            self.dst._give_back()
+        if self._set_state(("built",), "abandoned"):
+            self._release()
 
     def _run(self, ctx):
         from .partition import Partition
-        dt_ = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
-        ddata = dt_._data
-        sdata = _source_data(self.src, "memcpy")
-        dev = dt_._device
+        if not self._set_state(("built",), "running"):
+            raise DeviceOpError(f"{self.label} is {self._state}; a copy runs once")
+        try:
+            dt_ = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
+            ddata = dt_._data
+            sdata = _source_data(self.src, "memcpy")
+            dev = dt_._device
 
-        def step(stream):
-            if dev == "cpu":
-                if not isinstance(sdata, np.ndarray):
-                    np.copyto(ddata, torch_to_numpy(sdata))
+            def step(stream):
+                if dev == "cpu":
+                    if not isinstance(sdata, np.ndarray):
+                        np.copyto(ddata, torch_to_numpy(sdata))
+                    else:
+                        np.copyto(ddata, sdata)
                 else:
-                    np.copyto(ddata, sdata)
-            else:
-                import torch
-                src = sdata if not isinstance(sdata, np.ndarray) else torch.from_numpy(np.ascontiguousarray(sdata))
-                ddata.copy_(src, non_blocking=True)
+                    import torch
+                    src = sdata if not isinstance(sdata, np.ndarray) else \
+                        torch.from_numpy(np.ascontiguousarray(sdata))
+                    ddata.copy_(src, non_blocking=True)
 
-        if ctx.capturing:
-            if dev != "cpu" and isinstance(sdata, np.ndarray):
-                ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from a "
-                                    "device tensor")
-            ctx.recorder.record(self.label, step, [extent_of(ddata)], dev)
-        else:
-            entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)])
-            try:
-                step(ctx.stream)
-            finally:
-                entry.set_enqueued()
-        self._ran = True
-        self.dst._give_back(ctx)
+            if ctx.capturing:
+                if dev != "cpu" and isinstance(sdata, np.ndarray):
+                    ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from "
+                                        "a device tensor")
+                ctx.recorder.record(self.label, step, [extent_of(ddata)], [extent_of(sdata)], dev)
+            else:
+                entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)])
+                try:
+                    step(ctx.stream)
+                finally:
+                    entry.set_enqueued()
+        except BaseException:
+            self._state = "failed"
+            self._release(ctx)
+            notify_all()
+            raise
+        self._state = "done"
+        self._release(ctx)
+        notify_all()
         return self.dst
 
 

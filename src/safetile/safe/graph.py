@@ -13,8 +13,10 @@ replay runs the recorded sequence.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
+from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import GraphCaptureError
 from .memory import REGISTRY, Extent, InFlight
@@ -26,22 +28,22 @@ class Recorder:
 
     def __init__(self):
         self.steps: list[tuple[str, Callable[[Stream], None]]] = []
-        self._extents: dict[Extent, None] = {}  # distinct extents, in first-use order
+        # distinct extents, in first-use order (a chain of N launches on the same tensors has as many
+        # extents as one launch, so per-replay bookkeeping does not grow with N)
+        self.writes: dict[Extent, None] = {}
+        self.reads: dict[Extent, None] = {}
         self.device: str | None = None
 
-    @property
-    def extents(self) -> list[Extent]:
-        """The distinct memory extents the recorded steps use (a chain of N launches on the same
-        tensors has as many extents as one launch, so per-replay bookkeeping does not grow with N)."""
-        return list(self._extents)
-
-    def record(self, label: str, fn: Callable[[Stream], None], extents: list[Extent], device: str) -> None:
+    def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
+               device: str) -> None:
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
         self.steps.append((label, fn))
-        for e in extents:
-            self._extents[e] = None
+        for e in writes:
+            self.writes[e] = None
+        for e in reads:
+            self.reads[e] = None
 
     def reject(self, label: str, why: str = "it allocates memory") -> None:
         raise GraphCaptureError(f"{label} cannot be recorded into a graph: {why}; allocate before capturing "
@@ -53,12 +55,18 @@ class Graph:
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
         self._steps = recorder.steps
-        self._extents = recorder.extents  # distinct extents (see Recorder.extents)
+        self._writes = list(recorder.writes)
+        self._reads = [e for e in recorder.reads if e not in recorder.writes]
         self._label = f"graph replay ({len(self._steps)} ops)"
         self.value = value
         self.stream = stream
         self._cuda_graph = None
+        self._lock = threading.Lock()
         self.replays = 0
+        # while the graph lives its replays may write this memory: it can never become Shared meanwhile
+        self._claim = CLAIMS.claim(self, WRITABLE, self._writes, f"a graph ({len(self._steps)} ops) whose replays "
+                                   "write it (close it with g.close())", "capturing the graph is refused")
+        self._closed = False
         if stream.is_cuda and self._steps:
             self._capture_cuda()
 
@@ -98,25 +106,22 @@ class Graph:
                 fn(self.stream)
         self._cuda_graph = g
 
-    def _wait_conflicts(self) -> None:
-        entries = REGISTRY._entries
-        if not entries:
-            return
-        for e in entries:
-            if not e.done and any(e.conflicts(ext, True) for ext in self._extents) and not e.finished():
-                e.wait_host()
-
     def launch(self) -> Any:
-        """Replay the graph on its stream, wait for it, and return the captured value."""
+        """Replay the graph on its stream, wait for it, and return the captured value.
+
+        The replay claims its memory in the in-flight registry for its whole duration (CPU
+        and GPU alike): conflicting launches, replays and host reads wait for it."""
         _check_terminal("Graph.launch()")
-        self._wait_conflicts()
+        if self._closed:
+            raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
         stream = self.stream
-        entry = InFlight(self._label, stream, self._extents, [])
-        REGISTRY.add(entry)  # concurrent work on this memory waits for the replay
+        entry = InFlight(self._label, stream)
+        REGISTRY.claim(entry, self, self._writes, self._reads)
         try:
             if self._cuda_graph is not None:
                 with stream.context():
                     self._cuda_graph.replay()
+                entry.set_enqueued()
                 stream.synchronize()
             else:
                 def replay():
@@ -126,15 +131,26 @@ class Graph:
                 stream.run(replay)
         finally:
             REGISTRY.remove(entry)
-        self.replays += 1
+        with self._lock:
+            self.replays += 1
         return self.value
+
+    def close(self) -> None:
+        """Release the graph: it can no longer be replayed, and its memory may become Shared."""
+        self._closed = True
+        CLAIMS.release(self._claim)
+        self._cuda_graph = None
 
     replay = launch
 
     def update(self, op: DeviceOp) -> "Graph":
         """Re-capture from ``op`` on the same stream (returns self)."""
         g = Graph.capture(op, self.stream)
+        self.close()
         self.__dict__.update(g.__dict__)
+        self._claim = CLAIMS.claim(self, WRITABLE, self._writes, "a graph whose replays write it",
+                                   "updating the graph is refused")
+        g.close()
         return self
 
     def __repr__(self) -> str:

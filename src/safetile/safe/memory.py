@@ -1,13 +1,21 @@
-"""Where host values live in memory: byte extents, exact overlap, and in-flight regions.
+"""Where host values live in memory: byte extents, exact overlap, and the in-flight registry.
 
 Aliasing checks compare byte extents computed from the data pointer, shape, strides and
-item size; when two extents intersect (two views of one buffer), the exact sets of bytes
-are compared so that disjoint interleaved views (``a[:, ::2]`` and ``a[:, 1::2]``) pass.
+item size (negative strides included: a reversed view's extent starts at its last
+element). When two extents intersect (two views of one buffer), the exact sets of *bytes*
+are compared, so disjoint interleaved views (``a[:, ::2]`` and ``a[:, 1::2]``) pass and
+views that share part of an element (an ``f32`` and a ``u8`` view one byte apart) do not.
+A mutable view must not overlap *itself* either: every element needs its own bytes
+(``distinct_elements``), which zero strides (``expand``, broadcasting) and overlapping
+``as_strided`` layouts break.
 
-The in-flight registry records the memory every running launch uses (read or written).
-A host read of memory an unfinished launch writes waits for it; a launch that conflicts
-with an unfinished launch on another stream waits for it (GPU: the stream waits on an
-event; CPU: the worker waits on a threading event). So host code never races a launch.
+The in-flight registry records the memory every running terminal uses (read or written)
+and every host access in progress. Claiming memory is one atomic step: under the
+registry's lock, a claimant either finds no conflicting access being submitted and
+registers itself (marked "submitting"), or waits for those and tries again. So two
+threads can never both pass the conflict check for overlapping work, a host read never
+runs while a launch on that memory runs, and work on the GPU is ordered by stream events
+(recorded when someone needs them, and again after every new submission).
 """
 from __future__ import annotations
 
@@ -17,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-EXACT_LIMIT = 1 << 22  # elements per view compared exactly; beyond, intersecting extents are overlap
+EXACT_LIMIT = 1 << 22  # bytes per view compared exactly; beyond, intersecting extents count as overlap
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,16 @@ class Extent:
     def empty(self) -> bool:
         return self.hi <= self.lo
 
+    @property
+    def count(self) -> int:
+        """The number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
     def byte_set(self) -> np.ndarray:
+        """Every byte address of every element, sorted, each once."""
         addr = np.zeros((), dtype=np.int64) + self.ptr
         for n, s in zip(self.shape, self.strides):
             addr = addr[..., None] + np.arange(n, dtype=np.int64) * s
@@ -81,18 +98,41 @@ def overlaps(a: Extent, b: Extent) -> bool:
         return False
     if a.shape == b.shape and a.strides == b.strides and a.ptr == b.ptr:
         return True
-    if int(np.prod(a.shape)) > EXACT_LIMIT or int(np.prod(b.shape)) > EXACT_LIMIT:
+    if a.count * a.itemsize > EXACT_LIMIT or b.count * b.itemsize > EXACT_LIMIT:
         return True  # conservative for huge interleaved views
     return bool(np.intersect1d(a.byte_set(), b.byte_set(), assume_unique=True).size)
 
 
+def distinct_elements(e: Extent) -> bool:
+    """Whether every element of the view has bytes of its own (no zero or overlapping strides).
+
+    Sufficient test first: with the axes sorted by |stride|, each stride at least the span
+    of the axes below it. Otherwise the bytes are counted exactly (refused beyond
+    ``EXACT_LIMIT``)."""
+    if e.empty:
+        return True
+    span = e.itemsize
+    for s, n in sorted((abs(s), n) for n, s in zip(e.shape, e.strides) if n > 1):
+        if s < span:
+            break
+        span += s * (n - 1)
+    else:
+        return True
+    if e.count * e.itemsize > EXACT_LIMIT:
+        return False
+    return int(e.byte_set().size) == e.count * e.itemsize
+
+
 # ------------------------------------------------------------------------------ in flight
 
-_FLAGS = threading.Condition(threading.Lock())  # one condition for every in-flight entry
+# One condition for every in-flight state change. Its lock is re-entrant: a waiter's test runs
+# under it, and anything that allocates there may run a finalizer (an unrun LaunchOp given back
+# when it is dropped) that notifies this same condition from the same thread.
+_FLAGS = threading.Condition(threading.RLock())
 _WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
 
 
-def _notify() -> None:
+def notify_all() -> None:
     """Wake waiting threads (the condition is taken only while some thread waits: a waiter
     counts itself under the lock before it tests its flag, so a change that saw no waiter
     happened before that test)."""
@@ -101,7 +141,8 @@ def _notify() -> None:
             _FLAGS.notify_all()
 
 
-def _wait_until(test) -> None:
+def wait_until(test) -> None:
+    """Block until ``test()`` is true (re-tested whenever an in-flight state changes)."""
     if test():
         return
     with _FLAGS:
@@ -115,19 +156,19 @@ def _wait_until(test) -> None:
 class InFlight:
     """The memory one terminal's unfinished work uses (extents written and read).
 
-    One entry covers everything a terminal (``sync``, ``await``, a graph replay) runs on its
-    stream, not one entry per launch: launches on one stream are ordered by the stream, so
-    outsiders only need "all of it so far". ``enqueued`` is false while a launch of the
-    entry is being submitted; on the CPU a launch runs while it is submitted, so an enqueued
-    CPU entry has no work running. On the GPU, waiting uses a CUDA event recorded on the
-    entry's stream when someone first needs it (it follows all work submitted so far), so a
-    launch costs no event. ``done`` is set when the terminal has waited for its work."""
+    One entry covers everything a terminal (``sync``, ``await``, a graph replay, a host
+    read) runs, not one entry per launch: launches on one stream are ordered by the stream,
+    so outsiders only need "all of it so far". ``enqueued`` is false while work of the
+    entry is being submitted; on the CPU (and for host accesses) work runs while it is
+    submitted, so an enqueued CPU entry has nothing running. On the GPU, others wait on a
+    CUDA event recorded on the entry's stream when someone first needs it after a
+    submission. ``done`` is set when the terminal has waited for its work."""
 
     __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added")
 
     def __init__(self, label: Any, stream: Any, writes=(), reads=()):
         self.label = label  # text, or an object formatted with str() only when shown
-        self.stream = stream
+        self.stream = stream  # None: a host access
         self.writes: list = list(writes)
         self.reads: list = list(reads)
         self.done = False
@@ -146,24 +187,29 @@ class InFlight:
         self.reads += [e for e in reads if e not in self.reads]
 
     def set_enqueued(self) -> None:
+        """The work being submitted is submitted (CPU: it has run)."""
         self.enqueued = True
-        _notify()
+        notify_all()
 
     def set_done(self) -> None:
         self.done = True
-        _notify()
+        notify_all()
 
     def conflicts(self, ext: Extent, writing: bool) -> bool:
         if any(overlaps(ext, w) for w in self.writes):
             return True
         return writing and any(overlaps(ext, r) for r in self.reads)
 
+    def conflicts_any(self, writes, reads) -> bool:
+        return any(self.conflicts(x, True) for x in writes) or any(self.conflicts(x, False) for x in reads)
+
     @property
     def on_gpu(self) -> bool:
         return self.stream is not None and self.stream.is_cuda
 
     def event(self):
-        """A CUDA event after all work submitted to the entry's stream so far (made on first use)."""
+        """A CUDA event after all work submitted to the entry's stream so far (recorded on first
+        use after each submission: ``Registry.claim`` forgets it when more work is submitted)."""
         ev = self._event
         if ev is None:
             import torch
@@ -186,51 +232,74 @@ class InFlight:
             self.done = True
         return ok
 
-    def _submitted(self) -> bool:
+    def submitted(self) -> bool:
         return self.enqueued or self.done
 
     def wait_host(self) -> None:
         """Block the host until this work has finished (CPU: enqueued means nothing is running)."""
-        _wait_until(self._submitted)
+        wait_until(self.submitted)
         if self.on_gpu and not self.done:
             self.event().synchronize()
-
-    def wait_on(self, stream) -> None:
-        """Make ``stream``'s later work wait for this work (device-side on GPU)."""
-        if not (self.on_gpu and stream is not None and stream.is_cuda):
-            return self.wait_host()
-        _wait_until(self._submitted)
-        if not self.done:
-            stream.torch_stream.wait_event(self.event())
 
 
 class Registry:
     """The unfinished work. ``_entries`` is copy-on-write (a tuple replaced under the lock), so
-    readers take it without locking. There is one entry per running terminal, so the tuple
-    stays short; finished GPU entries left behind (a terminal that failed midway) are pruned
-    when the tuple has grown."""
+    readers take it without locking. There is one entry per running terminal or host access,
+    so the tuple stays short; finished GPU entries left behind (a terminal that failed
+    midway) are pruned when the tuple has grown."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._entries: tuple[InFlight, ...] = ()
         self._prune_at = 32
 
-    def conflicting(self, ext: Extent, writing: bool, exclude: Any = None) -> list[InFlight]:
-        entries = self._entries
-        if not entries:
-            return []
-        # the cheap tests first: the done flag and the extents; the device is asked only
-        # for an entry that really conflicts
-        return [e for e in entries if e is not exclude and not e.done and e.conflicts(ext, writing)
-                and not e.finished()]
-
-    def add(self, entry: InFlight) -> None:
-        with self._lock:
-            entries = self._entries
-            if len(entries) >= self._prune_at:
-                entries = tuple(e for e in entries if not e.finished())
-                self._prune_at = max(32, 2 * len(entries))
-            self._entries = entries + (entry,)
+    def claim(self, entry: InFlight, key: Any, writes, reads) -> None:
+        """Atomically: wait until no conflicting work of another entry is being submitted, then
+        register ``entry`` (if new) with these extents, marked as submitting. Conflicting GPU work
+        already submitted is ordered before ``entry``'s: its stream waits on an event (host
+        accesses and CPU entries wait on the host, after registering). Call
+        ``entry.set_enqueued()`` once the work is submitted (CPU: has run)."""
+        entries = self._entries  # the common case: this terminal's entry is the only one registered
+        if len(entries) == 1 and entries[0] is entry and id(key) in entry._added:
+            lock = self._lock
+            lock.acquire()
+            if self._entries is entries:  # unchanged since read: nobody else claimed meanwhile
+                entry.enqueued = False
+                entry._event = None
+                lock.release()
+                return
+            lock.release()
+        while True:
+            blockers, submitted = [], []
+            with self._lock:
+                for e in self._entries:
+                    if e is entry or e.done or not e.conflicts_any(writes, reads):
+                        continue
+                    if not e.enqueued:
+                        blockers.append(e)
+                    elif e.on_gpu and not (e.stream is entry.stream) and not e.finished():
+                        submitted.append(e)
+                if not blockers:
+                    entry.enqueued = False
+                    entry._event = None  # new work: an event recorded before it would not cover it
+                    entry.add(key, writes, reads)
+                    if entry not in self._entries:
+                        entries = self._entries
+                        if len(entries) >= self._prune_at:
+                            entries = tuple(e for e in entries if not e.finished())
+                            self._prune_at = max(32, 2 * len(entries))
+                        self._entries = entries + (entry,)
+                    if entry.on_gpu:
+                        for e in submitted:  # device-side order, issued under the lock: cheap
+                            entry.stream.torch_stream.wait_event(e.event())
+                        submitted = []
+                    else:
+                        events = [e.event() for e in submitted]
+                    break
+            wait_until(lambda: all(b.submitted() for b in blockers))
+        if submitted:
+            for ev in events:  # a host access or CPU entry after GPU work: wait on the host
+                ev.synchronize()
 
     def remove(self, entry: InFlight) -> None:
         """The entry's work has finished: mark it done and forget it."""
@@ -242,21 +311,34 @@ class Registry:
             elif entry in entries:
                 self._entries = tuple(e for e in entries if e is not entry)
 
-    def wait_for_host(self, ext: Extent, writing: bool) -> None:
-        """Host access to ``ext``: wait until no unfinished work conflicts with it."""
-        for e in self.conflicting(ext, writing):
-            e.wait_host()
+    def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> "HostAccess":
+        """``with REGISTRY.host_access(ext, writing):`` — the memory is not touched by running work
+        while the block runs (launches claiming it meanwhile wait for the block to end)."""
+        return HostAccess(self, ext, writing, label)
 
-    def wait_for_launch(self, entry: InFlight, writes, reads) -> None:
-        """Before ``entry``'s stream runs work on these extents: order it after conflicting
-        unfinished work of other entries (same-stream work is ordered by the stream)."""
-        stream = entry.stream
-        for e in self._entries:
-            if e is entry or e.done or (e.stream is stream and e.enqueued):
-                continue
-            if (any(e.conflicts(x, True) for x in writes) or any(e.conflicts(x, False) for x in reads)) \
-                    and not e.finished():
-                e.wait_on(stream)
+    def wait_for_host(self, ext: Extent, writing: bool) -> None:
+        """Wait until no unfinished work conflicts with ``ext`` (a snapshot: prefer ``host_access``)."""
+        with self.host_access(ext, writing):
+            pass
+
+
+class HostAccess:
+    """A host read or write of memory, registered for its duration (see ``Registry.host_access``)."""
+
+    __slots__ = ("registry", "entry", "ext", "writing")
+
+    def __init__(self, registry: Registry, ext: Extent, writing: bool, label: Any):
+        self.registry, self.ext, self.writing = registry, ext, writing
+        self.entry = InFlight(label, None)
+
+    def __enter__(self) -> "HostAccess":
+        w, r = ([self.ext], []) if self.writing else ([], [self.ext])
+        self.registry.claim(self.entry, self, w, r)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.registry.remove(self.entry)
+        return False
 
 
 REGISTRY = Registry()

@@ -10,11 +10,18 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
+import weakref
 
 from .errors import UseAfterMoveError
 from .streams import current_context
 
 _ids = itertools.count(1)
+
+# Every ownership transition (a check that a value is usable and the move that follows, a give
+# back, a borrow, a shared handle's holders) happens under this one lock, so two threads can never
+# both take one value: the check and the move are one step. It is held for microseconds.
+OWNERSHIP = threading.RLock()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -25,8 +32,8 @@ _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips i
 _basenames: dict[str, str] = {}
 
 
-def caller_site() -> str:
-    """``file:line`` of the first frame outside safetile (where the user made the call)."""
+def caller_location() -> tuple[str, int] | None:
+    """(file name, line) of the first frame outside safetile (where the user made the call)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
@@ -37,12 +44,24 @@ def caller_site() -> str:
                 _basenames.clear()
             skip = _internal[fn] = fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])
         if not skip:
-            base = _basenames.get(fn)
-            if base is None:
-                base = _basenames[fn] = os.path.basename(fn)
-            return f"{base}:{f.f_lineno}"
+            return fn, f.f_lineno
         f = f.f_back
-    return "<unknown>"
+    return None
+
+
+def format_location(loc: tuple[str, int] | None) -> str:
+    """``file:line`` of a ``caller_location``."""
+    if loc is None:
+        return "<unknown>"
+    base = _basenames.get(loc[0])
+    if base is None:
+        base = _basenames[loc[0]] = os.path.basename(loc[0])
+    return f"{base}:{loc[1]}"
+
+
+def caller_site() -> str:
+    """``file:line`` of the first frame outside safetile (where the user made the call)."""
+    return format_location(caller_location())
 
 
 class LazyText:
@@ -94,20 +113,30 @@ class Owned:
                                     "finished; that terminal's result gives it back")
 
     def _move(self, into: str, holder=None, check: bool = True) -> None:
-        if check:
-            self._check("moved")
-        self._moved = into
-        self._holder = holder
+        """Check that the value is usable and move it, as one step (``OWNERSHIP``). ``holder``
+        (an operation) is kept weakly: a dropped operation is not kept alive by its arguments."""
+        with OWNERSHIP:
+            if check:
+                self._check("moved")
+            self._moved = into
+            self._holder = (getattr(holder, "_ref", None) or weakref.ref(holder)) if holder is not None else None
+
+    @property
+    def holder(self):
+        """The operation this value was moved into, while it is alive and holds it (else None)."""
+        h = self._holder
+        return h() if h is not None else None
 
     def _give_back(self, ctx=None) -> None:
         """Usable again; when given back inside a running terminal (``ctx``), only by that
         terminal's own code (its ``then`` closures) until it ends: the launches it submitted
         may still be running, and the values belong to the whole chain (as moves do in Rust)."""
-        self._moved = None
-        self._holder = None
-        if ctx is not None and self._lent is not ctx:
-            self._lent = ctx
-            ctx.lent.append(self)
+        with OWNERSHIP:
+            self._moved = None
+            self._holder = None
+            if ctx is not None and self._lent is not ctx:
+                self._lent = ctx
+                ctx.lent.append(self)
 
     @property
     def is_moved(self) -> bool:

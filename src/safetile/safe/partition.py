@@ -11,15 +11,18 @@ number of launches and host readers may use at once (the ``Arc`` analogue).
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
 
-from .errors import BorrowError, OwnershipError, PartitionError
-from .ownership import Owned, caller_site
+from .claims import CLAIMS, FROZEN, WRITABLE
+from .errors import OwnershipError, PartitionError
+from .ownership import OWNERSHIP, LazyText, Owned, caller_site
 from .tensor import Tensor
 
 MAX_MUT_RANK = 3
+MAX_TILE_ELEMENTS = 1 << 24  # a sub-tensor is one tile: beyond this no backend can hold it
 
 
 def _shape_arg(shape: Any, what: str) -> tuple[int, ...]:
@@ -51,6 +54,9 @@ class Partition(Owned):
         self._prefix = prefix
         self._borrowed = borrowed
         self._released = False
+        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._claim = None  # its writable claim on the memory (claims.py)
+        self._mapped = None  # the mapped partition it was moved into, if any
 
     @classmethod
     def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> "Partition":
@@ -71,11 +77,20 @@ class Partition(Owned):
                                      f"grid is 3-D) but the tensor has rank {ndim}; use partition_prefix(...)")
             raise PartitionError(f"{what}: the partition shape {pshape} has rank {len(pshape)} but the tensor "
                                  f"has rank {ndim}")
+        sub = pshape + tuple(int(n) for n in tensor._data.shape[len(pshape):])
+        if math.prod(sub) > MAX_TILE_ELEMENTS:
+            raise PartitionError(f"{what}: a sub-tensor of shape {sub} has {math.prod(sub)} elements; a sub-tensor "
+                                 f"is one tile, at most {MAX_TILE_ELEMENTS} (2**24) elements")
         p = cls(tensor, pshape, prefix, borrowed)
-        if borrowed:
-            tensor._borrow = p
-        else:
-            tensor._move(f"{p.label} (by .partition() at {caller_site()}); get it back with .unpartition()")
+        site = caller_site()
+        with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
+            tensor._check("partitioned")
+            p._claim = CLAIMS.claim(p, WRITABLE, [tensor._extent()], LazyText(_label_of, weakref.ref(p)),
+                                    f"{what} is refused")
+            if borrowed:
+                tensor._borrow = p
+            else:
+                tensor._move(f"{p.label} (by .partition() at {site}); get it back with .unpartition()")
         return p
 
     def _brief(self) -> str:
@@ -146,30 +161,36 @@ class Partition(Owned):
         state = f", moved into {self._moved}" if self._moved else ""
         return f"<safetile {self.label} grid={self._grid()}{state}>"
 
+    def show(self, path=None):
+        """A picture: which tile block owns which sub-tensor, edge sub-tensors, the launch grid.
+        Without ``path`` a text picture (printed and returned); with one an image (``.png``,
+        ``.svg``: needs matplotlib) or text (``.txt``). See ``safe/picture.py``."""
+        from .picture import show
+        self._check("shown")
+        return show(self, path)
+
     # ------------------------------------------------------------------ host access
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the whole partitioned tensor."""
         self._check("read")
-        t = self._tensor
-        saved, t._moved, b, t._borrow = t._moved, None, t._borrow, None
-        try:
-            return t.to_numpy()
-        finally:
-            t._moved, t._borrow = saved, b
+        return self._tensor._host_copy()
 
     # ------------------------------------------------------------------ transfers
 
     def unpartition(self) -> Tensor:
         """Give the tensor back (the partition is consumed; a borrow ends)."""
-        self._check("unpartitioned")
-        t = self._tensor
-        if self._borrowed:
-            self._released = True
-            t._borrow = None
-        else:
-            self._move(f"the tensor returned by .unpartition() at {caller_site()}")
-            t._give_back()
+        site = caller_site()
+        with OWNERSHIP:
+            self._check("unpartitioned")
+            t = self._tensor
+            if self._borrowed:
+                self._released = True
+                t._borrow = None
+            else:
+                self._move(f"the tensor returned by .unpartition() at {site}", check=False)
+                t._give_back()
+            CLAIMS.release(self._claim)
         return t
 
     def release(self) -> Tensor:
@@ -189,7 +210,10 @@ class Partition(Owned):
             raise PartitionError(f"map of {self.label}: num_tile_blocks={int(n)} is out of range; it must be "
                                  f"between 1 and the number of sub-tensors ({total})")
         m = MappedPartition(self, int(n))
-        self._move(f"{m.label} (by .map() at {caller_site()}); get it back with .unmap()")
+        site = caller_site()
+        with OWNERSHIP:
+            self._move(f"{m.label} (by .map() at {site}); get it back with .unmap()")
+            self._mapped = m
         return m
 
 
@@ -206,6 +230,12 @@ class MappedPartition(Owned):
         super().__init__(partition._name)
         self._partition = partition
         self._n = num_tile_blocks
+        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
+
+    def _check(self, action: str = "used") -> None:
+        if self._partition._released:
+            raise OwnershipError(f"{self.label} cannot be {action}: its partition was released (its borrow ended)")
+        super()._check(action)
 
     @property
     def _tensor(self) -> Tensor:
@@ -233,17 +263,20 @@ class MappedPartition(Owned):
 
     def to_numpy(self) -> np.ndarray:
         self._check("read")
-        p = self._partition
-        saved, p._moved = p._moved, None
-        try:
-            return p.to_numpy()
-        finally:
-            p._moved = saved
+        return self._partition._tensor._host_copy()
+
+    def show(self, path=None):
+        """Like ``Partition.show``, with each block's sequence of sub-tensors."""
+        from .picture import show
+        self._check("shown")
+        return show(self, path)
 
     def unmap(self) -> Partition:
-        self._check("unmapped")
-        self._move(f"the partition returned by .unmap() at {caller_site()}")
-        self._partition._give_back()
+        site = caller_site()
+        with OWNERSHIP:
+            self._move(f"the partition returned by .unmap() at {site}")
+            self._partition._mapped = None
+            self._partition._give_back()
         return self._partition
 
     def unpartition(self) -> Tensor:
@@ -260,15 +293,31 @@ class Shared:
 
     def __init__(self, tensor: Tensor):
         self._tensor = tensor
-        self._holders = 0  # launches built but not finished that read this handle
+        self._holders = 0  # launches built but not finished that read this handle (under OWNERSHIP)
         self._unwrapped: str | None = None
+        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._claim = None  # its frozen claim on the memory (claims.py)
 
     @classmethod
     def _take(cls, tensor: Tensor) -> "Shared":
-        tensor._check("shared")
         s = cls(tensor)
-        tensor._move(f"{s.label} (by .shared() at {caller_site()}); get it back with .try_unwrap()")
+        site = caller_site()
+        with OWNERSHIP:  # usable, no writable alias, then moved: one step
+            tensor._check("shared")
+            s._claim = CLAIMS.claim(s, FROZEN, [tensor._extent()], LazyText(_label_of, weakref.ref(s)),
+                                    f".shared() of {tensor.label} is refused")
+            tensor._move(f"{s.label} (by .shared() at {site}); get it back with .try_unwrap()")
         return s
+
+    def _hold(self) -> None:
+        """A launch reads this handle until it finishes (``try_unwrap`` waits for none)."""
+        with OWNERSHIP:
+            self._check("passed to a launch")
+            self._holders += 1
+
+    def _release(self) -> None:
+        with OWNERSHIP:
+            self._holders -= 1
 
     @property
     def label(self) -> str:
@@ -305,14 +354,7 @@ class Shared:
 
     def to_numpy(self) -> np.ndarray:
         self._check("read")
-        from .memory import REGISTRY, extent_of
-        REGISTRY.wait_for_host(extent_of(self._tensor._data), False)
-        t = self._tensor
-        saved, t._moved = t._moved, None
-        try:
-            return t.to_numpy()
-        finally:
-            t._moved = saved
+        return self._tensor._host_copy()
 
     def __array__(self, dtype=None, copy=None):
         a = self.to_numpy()
@@ -328,12 +370,15 @@ class Shared:
 
     def try_unwrap(self) -> Tensor:
         """The tensor back, if no launch still holds this handle (else ``OwnershipError``)."""
-        self._check("unwrapped")
-        if self._holders:
-            raise OwnershipError(f"{self.label} is still held by {self._holders} launch(es) that have not "
-                                 "finished; sync them first")
-        self._unwrapped = caller_site()
-        self._tensor._give_back()
+        site = caller_site()
+        with OWNERSHIP:
+            self._check("unwrapped")
+            if self._holders:
+                raise OwnershipError(f"{self.label} is still held by {self._holders} launch(es) that have not "
+                                     "finished; sync them first")
+            self._unwrapped = site
+            CLAIMS.release(self._claim)
+            self._tensor._give_back()
         return self._tensor
 
     def try_partition(self, shape) -> Partition:
@@ -342,6 +387,11 @@ class Shared:
 
     def __repr__(self) -> str:
         return f"<safetile {self.label}>"
+
+
+def _label_of(ref) -> str:
+    x = ref()
+    return x.label if x is not None else "a value that no longer exists"
 
 
 def shared(x):
@@ -359,8 +409,9 @@ def shared(x):
 class MutBorrow:
     """``ct.borrow_mut(t)``: partition ``t`` in place; ``t`` is unusable until the borrow ends.
 
-    As a context manager, leaving the block waits for launches still using the
-    partitions made from it and ends the borrow::
+    As a context manager, leaving the block (normally or by an exception) waits for launches
+    still running on the partitions made from it, cancels those that never ran, and ends the
+    borrow::
 
         with ct.borrow_mut(t) as b:
             p, x = kernel(b.partition(128), x).sync()
@@ -386,18 +437,35 @@ class MutBorrow:
         return self
 
     def __exit__(self, et, ev, tb) -> bool:
+        """End the borrow, always (an exception leaving the block too): a launch built in the
+        block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
+        block ended normally); one running elsewhere is waited for."""
+        import warnings
+        from .errors import LaunchDroppedWarning
+        cancelled = []
         for p in self._parts:
             if p._released:
                 continue
-            holder = p._holder
+            top = p._mapped if p._mapped is not None else p
+            holder = top.holder
             if holder is not None:
-                if not holder._wait_done():
-                    raise BorrowError(f"leaving the borrow of {self._tensor.label}: {p.label} is still held by "
-                                      f"{holder.label}, which has not run; sync it inside the block")
-                p._give_back()
-            if p._moved is None:
+                if holder.cancel_unrun():
+                    cancelled.append(holder.label)
+                else:
+                    holder._wait_finished()
+            ctx = top._lent
+            if ctx is not None:
+                ctx.wait_ended()
+            with OWNERSHIP:
                 p._released = True
-                self._tensor._borrow = None
+                if p._mapped is not None:
+                    p._mapped._move("nothing: its partition's borrow ended", check=False)
+                CLAIMS.release(p._claim)
+        self._tensor._borrow = None
+        if cancelled and et is None:
+            warnings.warn(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
+                          "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning,
+                          stacklevel=2)
         return False
 
 

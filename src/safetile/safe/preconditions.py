@@ -16,6 +16,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from .errors import PreconditionError
 
 
@@ -72,6 +74,9 @@ class Precondition:
             else:
                 ok = self._eval(self.tree, values)
                 detail = self._detail(values)
+            if not isinstance(ok, (bool, np.bool_, int, np.integer)):
+                raise TypeError(f"it gave {type(ok).__name__}, not a truth value (True or False)")
+            ok = bool(ok)
         except PreconditionError:
             raise
         except Exception as e:  # noqa: BLE001 - report any evaluation problem as a failed check
@@ -83,8 +88,9 @@ class Precondition:
 
     def _detail(self, values) -> str:
         parts = []
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)]
+        for node in sorted(calls, key=lambda n: n.col_offset):  # in source order
+            if isinstance(node.func, ast.Name):
                 try:
                     parts.append(f"{ast.unparse(node)} = {self._eval(node, values)}")
                 except Exception:  # noqa: BLE001

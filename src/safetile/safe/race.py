@@ -1,11 +1,19 @@
 """The CPU race detector for unchecked kernels (opt-in).
 
-While a kernel runs on the CPU backend, the detector records which elements every tile
-block writes (through the store/scatter lowerings' ``record_tile``/``record_elements``
-hooks) as byte addresses, so views of one buffer are compared correctly. Afterwards,
-elements written by two different blocks are reported with both block coordinates, the
-argument and the region (bounding box and count). Atomics are not races and are never
-recorded; one block writing an element twice is program order, not a race.
+While a kernel runs on the CPU backend, the detector records every access of every tile
+block (through the memory lowerings' ``record_tile``/``record_elements`` hooks): plain
+writes (store, scatter), plain reads (load, gather) and atomic updates, each as the byte
+range of the element it touches, so views of one buffer and views of other element types
+(an ``f32`` and a ``u8`` view of the same bytes) are compared correctly. Afterwards, a
+byte touched by two different blocks is a race when
+
+* both write it (**write-write**);
+* one writes it and the other reads it (**write-read**: the read sees either value);
+* one updates it atomically and the other reads or writes it plainly (**atomic-plain**).
+
+Atomic updates from several blocks are not races, nor are reads by several blocks; one
+block touching a byte several times is program order. Races are reported with both block
+coordinates, the argument and the region (bounding box and count of elements).
 
 ``ct.detect_races(kernel, grid, args)`` runs a launch under the detector and raises
 ``RaceError`` (or returns the report with ``raise_on_race=False``).
@@ -19,10 +27,18 @@ import numpy as np
 
 from .errors import RaceError
 
+READ, WRITE, ATOMIC = 0, 1, 2
+_KINDS = {"read": READ, "write": WRITE, "atomic": ATOMIC}
+_PAIR_TEXT = {
+    "write-write": "both write",
+    "write-read": "write and read (one writes what the other reads)",
+    "atomic-plain": "update atomically and access plainly (one atomic, one plain)",
+}
+
 
 @dataclass
 class Conflict:
-    """Elements of one argument written by two blocks."""
+    """Elements of one argument accessed by two blocks in a racing way (``kind``)."""
 
     array: str
     block_a: tuple[int, int, int]
@@ -30,10 +46,11 @@ class Conflict:
     lo: tuple[int, ...]  # bounding box of the shared elements (inclusive)
     hi: tuple[int, ...]
     count: int
+    kind: str = "write-write"  # 'write-write' | 'write-read' | 'atomic-plain'
 
     def describe(self) -> str:
         region = ", ".join(f"{a}:{b + 1}" for a, b in zip(self.lo, self.hi))
-        return (f"blocks {self.block_a} and {self.block_b} both write {self.count} element(s) of "
+        return (f"blocks {self.block_a} and {self.block_b} {_PAIR_TEXT[self.kind]} {self.count} element(s) of "
                 f"{self.array!r} in region [{region}]")
 
 
@@ -55,11 +72,16 @@ class RaceReport:
         """Every block involved in a race."""
         return {c.block_a for c in self.conflicts} | {c.block_b for c in self.conflicts}
 
+    @property
+    def kinds(self) -> set[str]:
+        return {c.kind for c in self.conflicts}
+
     def describe(self, limit: int = 8) -> str:
         if not self.conflicts:
-            return f"kernel {self.kernel!r} over grid {self.grid}: no write-write races"
-        lines = [f"data race in kernel {self.kernel!r} over grid {self.grid}: {self.racy_elements} of "
-                 f"{self.written_elements} written element(s) are written by more than one tile block"]
+            return f"kernel {self.kernel!r} over grid {self.grid}: no data races"
+        lines = [f"data race in kernel {self.kernel!r} over grid {self.grid}: {self.racy_elements} element(s) are "
+                 f"accessed by more than one tile block in a racing way ({', '.join(sorted(self.kinds))}; "
+                 f"{self.written_elements} element(s) written)"]
         lines += ["  " + c.describe() for c in self.conflicts[:limit]]
         if len(self.conflicts) > limit:
             lines.append(f"  ... and {len(self.conflicts) - limit} more pair(s) of blocks")
@@ -74,7 +96,7 @@ def _element_index(idx: np.ndarray, s: int, d: int, rank: int, nb: int) -> np.nd
 
 
 class RaceDetector:
-    """Collects (block, byte address) pairs of every write of one launch."""
+    """Collects (block, element address, item size, kind) of every access of one launch."""
 
     def __init__(self, kernel: str, grid: tuple[int, int, int], named: list[tuple[str, np.ndarray]]):
         self.kernel = kernel
@@ -82,8 +104,11 @@ class RaceDetector:
         self.named = named
         self._ids: list[np.ndarray] = []
         self._addr: list[np.ndarray] = []
+        self._size: list[int] = []
+        self._kind: list[int] = []
 
-    def _add(self, run, elems: list[np.ndarray], arr: np.ndarray, extra_mask=None, extra_shapes=()) -> None:
+    def _add(self, run, elems: list[np.ndarray], arr: np.ndarray, kind: str, extra_mask=None,
+             extra_shapes=()) -> None:
         nb = run.nb
         bs = run.blockset
         full = np.broadcast_shapes(*(e.shape for e in elems), *extra_shapes)
@@ -100,20 +125,22 @@ class RaceDetector:
         addr = np.zeros((), dtype=np.int64) + base
         for e, st in zip(elems, arr.strides):
             addr = addr + e * st
-        addr = np.broadcast_to(addr, full)[valid]
-        self._addr.append(addr.astype(np.int64, copy=False))
+        self._addr.append(np.broadcast_to(addr, full)[valid].astype(np.int64, copy=False))
         self._ids.append(np.broadcast_to(ids, full)[valid])
+        self._size.append(arr.itemsize)
+        self._kind.append(_KINDS[kind])
 
-    # hooks called by the CPU backend's store/scatter lowerings
-    def record_tile(self, run, op, view, index, shape) -> None:
+    # hooks called by the CPU backend's memory lowerings
+    def record_tile(self, run, op, view, index, shape, kind: str = "write") -> None:
         rank = len(shape)
         elems = [_element_index(i, s, d, rank, run.nb) for d, (i, s) in enumerate(zip(index, shape))]
-        self._add(run, elems, view)
+        self._add(run, elems, view, kind)
 
-    def record_elements(self, run, op, arr, elems, value, mask) -> None:
+    def record_elements(self, run, op, arr, elems, value, mask, kind: str = "write", values=()) -> None:
         elems = [np.asarray(e, dtype=np.int64) for e in elems]
-        shapes = [np.shape(value)] + ([np.shape(mask)] if mask is not None else [])
-        self._add(run, elems, arr, extra_mask=mask, extra_shapes=shapes)
+        shapes = ([np.shape(value)] if value is not None else []) + [np.shape(v) for v in values] + \
+            ([np.shape(mask)] if mask is not None else [])
+        self._add(run, elems, arr, kind, extra_mask=mask, extra_shapes=shapes)
 
     # ------------------------------------------------------------------ analysis
 
@@ -122,7 +149,7 @@ class RaceDetector:
         return (block % gx, (block // gx) % gy, block // (gx * gy))
 
     def _locate(self, addr: np.ndarray) -> tuple[str, np.ndarray]:
-        """The argument holding these addresses and their element coordinates in it."""
+        """The argument holding these byte addresses and the coordinates of their elements in it."""
         a0 = int(addr[0])
         for name, arr in self.named:
             if arr.size == 0:
@@ -142,37 +169,82 @@ class RaceDetector:
                 return name, coords
         return "<memory>", ((addr - a0)[:, None]).astype(np.int64)
 
+    def _bytes(self):
+        """Every accessed byte: (byte address, block, kind, element start address), one row each."""
+        rows = []
+        for addr, ids, size, kind in zip(self._addr, self._ids, self._size, self._kind):
+            if addr.size == 0:
+                continue
+            lane = np.arange(size, dtype=np.int64)
+            rows.append(((addr[:, None] + lane).reshape(-1), np.repeat(ids, size), np.full(addr.size * size, kind),
+                         np.repeat(addr, size)))
+        if not rows:
+            return None
+        return tuple(np.concatenate(c) for c in zip(*rows))
+
     def finish(self) -> RaceReport:
         report = RaceReport(self.kernel, self.grid)
-        if not self._addr:
+        got = self._bytes()
+        if got is None:
             return report
-        addr = np.concatenate(self._addr)
-        ids = np.concatenate(self._ids)
-        report.written_elements = int(np.unique(addr).size)
-        order = np.lexsort((ids, addr))
-        addr, ids = addr[order], ids[order]
-        keep = np.r_[True, (addr[1:] != addr[:-1]) | (ids[1:] != ids[:-1])]
-        addr, ids = addr[keep], ids[keep]  # unique (address, block) pairs
-        starts = np.r_[True, addr[1:] != addr[:-1]]
-        group = np.cumsum(starts) - 1
-        counts = np.bincount(group)
-        racy_groups = np.flatnonzero(counts > 1)
-        report.racy_elements = int(racy_groups.size)
-        if not racy_groups.size:
+        addr, ids, kind, start = got
+        writes = kind == WRITE
+        report.written_elements = int(np.unique(start[writes]).size)
+        # reads matter only where someone writes or updates atomically
+        changed = np.unique(addr[kind != READ])
+        keep = (kind != READ) | np.isin(addr, changed)
+        addr, ids, kind, start = addr[keep], ids[keep], kind[keep], start[keep]
+        if not addr.size:
             return report
-        # every later writer of a racy element pairs with the writer before it
-        racy = np.isin(group, racy_groups) & ~starts
-        pos = np.flatnonzero(racy)
-        a_blk, b_blk, r_addr = ids[pos - 1], ids[pos], addr[pos]
-        pairs: dict[tuple[int, int], list[int]] = {}
-        for k, key in enumerate(zip(a_blk.tolist(), b_blk.tolist())):
-            pairs.setdefault(key, []).append(k)
-        for (a, b), ks in sorted(pairs.items(), key=lambda kv: -len(kv[1])):
-            name, coords = self._locate(r_addr[ks])
+        order = np.lexsort((kind, ids, addr))
+        addr, ids, kind, start = addr[order], ids[order], kind[order], start[order]
+        first = np.r_[True, (addr[1:] != addr[:-1]) | (ids[1:] != ids[:-1]) | (kind[1:] != kind[:-1])]
+        addr, ids, kind, start = addr[first], ids[first], kind[first], start[first]  # unique (byte, block, kind)
+        group = np.cumsum(np.r_[True, addr[1:] != addr[:-1]]) - 1
+        ngroups = int(group[-1]) + 1
+        new_block = np.r_[True, (addr[1:] != addr[:-1]) | (ids[1:] != ids[:-1])]
+        blocks = np.bincount(group, weights=new_block, minlength=ngroups)
+        has_w = np.bincount(group, weights=kind == WRITE, minlength=ngroups) > 0
+        has_r = np.bincount(group, weights=kind == READ, minlength=ngroups) > 0
+        has_a = np.bincount(group, weights=kind == ATOMIC, minlength=ngroups) > 0
+        racy = (blocks >= 2) & (has_w | (has_a & has_r))
+        if not racy.any():
+            return report
+        sel = racy[group]
+        addr, ids, kind, start, group = addr[sel], ids[sel], kind[sel], start[sel], group[sel]
+        report.racy_elements = int(np.unique(start).size)
+        pairs: dict[tuple[str, int, int], list[int]] = {}
+        bounds = np.flatnonzero(np.r_[True, group[1:] != group[:-1], True])
+        ids_l, kind_l, addr_l = ids.tolist(), kind.tolist(), addr.tolist()
+        for g0, g1 in zip(bounds[:-1], bounds[1:]):
+            for key in _racing_pairs(ids_l[g0:g1], kind_l[g0:g1]):
+                pairs.setdefault(key, []).append(addr_l[g0])
+        for (what, a, b), byte_addrs in sorted(pairs.items(), key=lambda kv: -len(kv[1])):
+            name, coords = self._locate(np.asarray(byte_addrs, dtype=np.int64))
+            count = int(np.unique(coords, axis=0).shape[0])
             report.conflicts.append(Conflict(name, self._coords(a), self._coords(b),
                                              tuple(int(v) for v in coords.min(axis=0)),
-                                             tuple(int(v) for v in coords.max(axis=0)), len(ks)))
+                                             tuple(int(v) for v in coords.max(axis=0)), count, what))
         return report
+
+
+def _racing_pairs(ids: list[int], kinds: list[int]):
+    """The racing (kind, block, block) pairs on one byte: consecutive writers; each reader with a
+    writer of another block; each atomic block with a plain access of another block."""
+    writers = [b for b, k in zip(ids, kinds) if k == WRITE]
+    readers = [b for b, k in zip(ids, kinds) if k == READ]
+    atomics = [b for b, k in zip(ids, kinds) if k == ATOMIC]
+    out = [("write-write", a, b) for a, b in zip(writers, writers[1:])]
+    for r in readers:
+        w = next((w for w in writers if w != r), None)
+        if w is not None:
+            out.append(("write-read", w, r))
+    plain = writers + readers
+    for a in atomics:
+        p = next((p for p in plain if p != a), None)
+        if p is not None:
+            out.append(("atomic-plain", a, p))
+    return out
 
 
 def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = True) -> RaceReport:
@@ -183,15 +255,18 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
     """
     from .entry import EntryKernel
     if isinstance(kernel, EntryKernel):
-        from .launch import prepare
+        from .launch import check_ownership, prepare, runtime_args
         k = kernel.grid(grid) if grid is not None else kernel
-        plan = prepare(k, tuple(args))
+        args = tuple(args)
+        check_ownership(k, args)
+        plan = prepare(k, args)
         if plan.device != "cpu":
             raise ValueError("the race detector runs on the CPU backend (host memory)")
-        named = [(n, a) for n, a in zip(kernel.param_names, plan.runtime_args) if isinstance(a, np.ndarray)]
+        runtime = runtime_args(args)
+        named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
         det = RaceDetector(kernel.__name__, plan.grid3, named)
         from ..runtime.launch import run_cpu
-        run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, tuple(plan.runtime_args), det)
+        run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)
     else:
         from ..runtime.args import arg_specs, as_numpy, is_cuda
         from ..runtime.launch import check_args, normalize_grid, run_cpu

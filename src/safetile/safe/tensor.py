@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from .errors import BorrowError
-from .memory import REGISTRY, extent_of
+from .errors import BorrowError, TensorError
+from .memory import REGISTRY
 from .ownership import Owned
 
 
@@ -58,7 +58,7 @@ def normalize_device(device: Any) -> str:
         return "cuda:0"
     if s == "cpu" or s.startswith("cuda:"):
         return s
-    raise ValueError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
+    raise TensorError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
 
 
 class Tensor(Owned):
@@ -72,21 +72,25 @@ class Tensor(Owned):
 
     def __init__(self, data: Any, name: str | None = None):
         super().__init__(name)
+        # the tensor keeps a private view of the memory: whoever handed the array in cannot reset
+        # its shape or strides under the tensor (its facts, launch.prepare, rely on that)
         if isinstance(data, np.ndarray):
-            self._data = data
+            self._data = data.view()
             self._device = "cpu"
         elif _is_torch(data):
             if data.device.type == "cuda":
-                self._data = data
+                self._data = data.detach()
                 self._device = str(data.device)
             else:  # CPU torch memory is viewed through NumPy (zero copy)
                 from ..runtime.args import as_numpy
-                self._data = as_numpy(data)
+                self._data = as_numpy(data).view()
                 self._device = "cpu"
         else:
-            raise TypeError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
+            raise TensorError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
+        self._torch = not isinstance(self._data, np.ndarray)
         self._dtype = dt.as_dtype(self._data.dtype)
         self._borrow = None  # the partition mutably borrowing this tensor, if any
+        self._facts = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
     # ------------------------------------------------------------------ state
 
@@ -148,7 +152,7 @@ class Tensor(Owned):
     @property
     def data_ptr(self) -> int:
         self._check("inspected")
-        return extent_of(self._data).ptr
+        return self._extent().ptr
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -159,16 +163,21 @@ class Tensor(Owned):
 
     # ------------------------------------------------------------------ host access
 
-    def _wait_host(self, writing: bool = False) -> None:
-        REGISTRY.wait_for_host(extent_of(self._data), writing)
+    def _extent(self):
+        from .facts import tensor_facts
+        return tensor_facts(self).extent
+
+    def _host_copy(self) -> np.ndarray:
+        """A NumPy copy, taken while no launch writes this memory (launches wait for the copy)."""
+        with REGISTRY.host_access(self._extent(), False, "a host read"):
+            if isinstance(self._data, np.ndarray):
+                return np.array(self._data, copy=True)
+            return torch_to_numpy(self._data)
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the contents (waits for unfinished launches writing this memory)."""
         self._check("read")
-        self._wait_host()
-        if isinstance(self._data, np.ndarray):
-            return np.array(self._data, copy=True)
-        return torch_to_numpy(self._data)
+        return self._host_copy()
 
     numpy = to_numpy
 
@@ -195,7 +204,7 @@ class Tensor(Owned):
 
     def __dlpack__(self, *args, **kwargs):
         self._check("exported")
-        self._wait_host(writing=True)
+        REGISTRY.wait_for_host(self._extent(), True)
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
@@ -219,7 +228,7 @@ class Tensor(Owned):
             return cls(torch.from_dlpack(x), name)
         if hasattr(x, "__dlpack__"):
             return cls(np.from_dlpack(x), name)
-        raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack")
+        raise TensorError(f"from_dlpack: {type(x).__name__} does not support DLPack")
 
     # ------------------------------------------------------------------ views
 
@@ -239,15 +248,15 @@ class Tensor(Owned):
             try:
                 v.shape = shape
             except AttributeError:
-                raise ValueError(f"reshape of {self.label} to {shape} needs a copy (non-contiguous "
+                raise TensorError(f"reshape of {self.label} to {shape} needs a copy (non-contiguous "
                                  "layout); make one with .dup() first") from None
             except ValueError as e:
-                raise ValueError(f"cannot reshape {self.label} to {shape}: {e}") from None
+                raise TensorError(f"cannot reshape {self.label} to {shape}: {e}") from None
         else:
             try:
                 v = self._data.view(shape)
             except RuntimeError as e:
-                raise ValueError(f"cannot reshape {self.label} to {shape} without a copy: {e}") from None
+                raise TensorError(f"cannot reshape {self.label} to {shape} without a copy: {e}") from None
         return self._view_of(v)
 
     view = reshape
@@ -259,13 +268,18 @@ class Tensor(Owned):
         for k in keys:
             if isinstance(k, slice):
                 if k.step is not None and k.step <= 0:
-                    raise ValueError("tensor slices need a positive step")
+                    raise TensorError("tensor slices need a positive step")
             elif not (k is Ellipsis or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
-                raise TypeError(f"tensor views take integers, slices and ..., got {k!r}")
-        return self._view_of(self._data[key])
+                raise TensorError(f"tensor views take integers, slices and ..., got {k!r}")
+        try:
+            return self._view_of(self._data[key])
+        except (IndexError, ValueError, TypeError, RuntimeError) as e:
+            raise TensorError(f"cannot take the view {key!r} of {self.label}: {e}") from None
 
     def slice(self, axis: int, start: int, stop: int) -> "Tensor":
         """The zero-copy view ``[start:stop]`` along ``axis``."""
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -self.ndim <= axis < self.ndim:
+            raise TensorError(f"slice of {self.label}: axis {axis!r} is not an axis of a rank-{self.ndim} tensor")
         key = [slice(None)] * self.ndim
         key[axis] = slice(start, stop)
         return self[tuple(key)]

@@ -47,6 +47,23 @@ class BlockSet:
                 bs.ranges[id(coord)] = ("range", axis, 0, 1, coord.size)
         return bs
 
+    @staticmethod
+    def box(grid: tuple[int, int, int], lo: tuple[int, int, int], hi: tuple[int, int, int]) -> "BlockSet":
+        """The blocks ``lo <= (x, y, z) < hi`` of ``grid`` in grid mode (a chunk of a large grid);
+        coordinates and ids are those of the whole grid."""
+        if lo == (0, 0, 0) and hi == grid:
+            return BlockSet.full_grid(grid)
+        gx, gy, _ = grid
+        x = np.arange(lo[0], hi[0], dtype=np.int32).reshape(1, 1, -1)
+        y = np.arange(lo[1], hi[1], dtype=np.int32).reshape(1, -1, 1)
+        z = np.arange(lo[2], hi[2], dtype=np.int32).reshape(-1, 1, 1)
+        ids = x.astype(np.int64) + gx * (y + gy * z.astype(np.int64))
+        bs = BlockSet((z.size, y.size, x.size), (x, y, z), ids, grid)
+        for coord, axis, start in ((x, 2, lo[0]), (y, 1, lo[1]), (z, 0, lo[2])):
+            if coord.size > 1:
+                bs.ranges[id(coord)] = ("range", axis, start, 1, coord.size)
+        return bs
+
     def subset(self, flat_idx: np.ndarray) -> "BlockSet":
         """The blocks at positions ``flat_idx`` (ascending) of this set, in subset mode."""
         coords = tuple(self.flatten(c)[flat_idx] for c in self.coords)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as dt
+from ... import numerics
 from .executor import lowers
 
 
@@ -20,7 +22,7 @@ def _compute_dtype(x: np.ndarray) -> np.dtype:
     c = _COMPUTE.get(d)
     if c is None:
         c = _COMPUTE[d] = np.dtype(np.float32) if d.kind == "V" or (d.kind == "f" and d.itemsize < 4) \
-            or d.name in ("bfloat16",) or "float8" in d.name else d
+            or d.name in ("bfloat16",) or "float8" in d.name or "float4" in d.name else d
     return c
 
 
@@ -68,14 +70,49 @@ _BINARY = {
 }
 
 
+def _ignore_nan(fn):
+    """minimum/maximum that return the other operand where one is NaN (propagate_nan=False)."""
+    return {"minimum": np.fmin, "maximum": np.fmax}.get(fn.__name__, fn)
+
+
+def _ftz(fn):
+    """``fn`` on float32 with subnormal inputs and results flushed to zero (flush_to_zero=True)."""
+    def flushed(*xs):
+        return numerics.flush_subnormals(fn(*(numerics.flush_subnormals(x) for x in xs)))
+    return flushed
+
+
+def _directed(name: str, d: dt.DType, mode: str):
+    """``name`` computed exactly and rounded with a directed mode (numerics.py)."""
+    def rounded(*xs):
+        hi, sign = numerics.exact_op(name, *(x.astype(np.float64) for x in xs))
+        return numerics.round_to(hi, sign, d, mode)
+    return rounded
+
+
+def numpy_fn(op, fn):
+    """The NumPy function for an element-wise op, honouring its rounding_mode, flush_to_zero and
+    propagate_nan attributes (the result dtype's ``float32``-or-wider compute)."""
+    d = op.results[0].type.dtype
+    mode = op.attrs.get("rounding_mode")
+    if mode is not None and mode.value in numerics.DIRECTED:
+        fn = _directed(op.name, d, mode.value)
+    if op.name in ("minimum", "maximum") and not op.attrs.get("propagate_nan", False):
+        fn = _ignore_nan(fn)
+    if op.attrs.get("flush_to_zero"):
+        fn = _ftz(fn)
+    return fn
+
+
 @lowers(*_BINARY, bind=True)
 def binary(op):
     """Bound: the NumPy function and the result dtype are looked up once per op."""
-    fn, dtype = _BINARY[op.name], out_dtype(op)
+    fn, dtype = numpy_fn(op, _BINARY[op.name]), out_dtype(op)
 
     def lower(run, op, args):
         x, y = _up(*args)
-        return fn(x, y).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            return fn(x, y).astype(dtype, copy=False)
     return lower
 
 
@@ -103,11 +140,12 @@ _UNARY = {
 @lowers(*_UNARY, bind=True)
 def unary(op):
     """Bound: the NumPy function and the result dtype are looked up once per op."""
-    fn, dtype = _UNARY[op.name], out_dtype(op)
+    fn, dtype = numpy_fn(op, _UNARY[op.name]), out_dtype(op)
 
     def lower(run, op, args):
         (x,) = _up(*args)
-        return fn(x).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            return fn(x).astype(dtype, copy=False)
     return lower
 
 
@@ -139,35 +177,16 @@ def where(run, op, args):
     return np.where(c, x, y).astype(out_dtype(op), copy=False)
 
 
-def _round_tf32(x: np.ndarray) -> np.ndarray:
-    """Round float32 values to TF32's 10-bit mantissa (nearest, ties to even)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    lsb = (bits >> np.uint32(13)) & np.uint32(1)
-    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
-    finite = np.isfinite(x)
-    return np.where(finite, rounded.view(np.float32), x)
+@lowers("astype", bind=True)
+def astype(op):
+    src, dst = op.operands[0].type.dtype, op.attrs["dtype"]
+    mode = op.attrs.get("rounding_mode")
+    rounding = mode.value if mode is not None else None
 
-
-def convert(x: np.ndarray, target) -> np.ndarray:
-    """Value conversion with safetile's rules (see the astype op)."""
-    dst = target.np_dtype
-    if target.name == "tfloat32":
-        return _round_tf32(x.astype(np.float32))
-    if target.is_bool:
-        return x != 0
-    if target.is_int and _compute_dtype(x).kind == "f":
-        f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
-        info = np.iinfo(dst)
-        hi, lo = float(info.max), float(info.min)
-        inside = np.where((f < hi) & (f > lo), f, 0).astype(dst)
-        return np.where(f >= hi, info.max, np.where(f <= lo, info.min, inside)).astype(dst)
-    return x.astype(dst)
-
-
-@lowers("astype")
-def astype(run, op, args):
-    (x,) = args
-    return convert(x, op.attrs["dtype"])
+    def lower(run, op, args):
+        (x,) = args
+        return dt.convert(x, dst, src, rounding)
+    return lower
 
 
 @lowers("bitcast")

@@ -13,12 +13,13 @@ parameters the kernel may write. A launch then only looks values up and calls lo
 """
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ...errors import TileInternalError, TileRuntimeError
+from ...errors import GridError, TileInternalError, TileRuntimeError
 from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, walk
 from ...ir.types import TileType
@@ -90,6 +91,13 @@ class Plan:
             if OPS[op.name].effect == "write":
                 written.add(op.operands[0].id)
         self.written = frozenset(written)  # array parameters some op may write (store, scatter, atomics)
+        # a while loop around an atomic (a spin lock) waits for other blocks: run blocks one by one
+        self.serial = any(op.name == "while" and any(
+            inner.name in ("atomic_rmw", "atomic_cas") for region in op.regions for inner in walk(region))
+            for op in walk(fn.body))
+        # the most elements one block's tile value has: sizes the chunks of a large grid
+        self.max_tile = max((math.prod(r.type.shape) for op in walk(fn.body) for r in op.results
+                             if isinstance(r.type, TileType)), default=1)
         self._add(fn.body)
 
     def _add(self, block: Block) -> None:
@@ -161,29 +169,43 @@ class Run:
     """One launch of one kernel on the CPU."""
 
     def __init__(self, fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
-                 scalars: dict[int, Any], race_detector=None):
+                 scalars: dict[int, Any], race_detector=None, blocks: BlockSet | None = None):
         self.fn = fn
         self.plan = plan_of(fn)
         self.fn_uses = self.plan.uses
         self.grid = grid
         self.arrays = arrays
-        self.blocks = BlockSet.full_grid(grid)
+        self.blocks = blocks if blocks is not None else BlockSet.full_grid(grid)
         self.prints: dict[int, list[tuple[dict, list]]] = {}  # block -> (print attrs, operand values)
         self.printer = Printer()
         self.race_detector = race_detector
-        self.env = self.cur_env = Env(self.blocks)
+        self.scalars = scalars
         self._may_change: dict[int, bool] = {}
-        values = self.env.values
-        values.update(arrays)
+        self.env = self.cur_env = self._top_env()
+
+    def _top_env(self) -> Env:
+        env = Env(self.blocks)
+        env.values.update(self.arrays)
         shape1 = (1,) * self.blocks.nb
-        for vid, x in scalars.items():
-            values[vid] = np.asarray(x).reshape(shape1)
+        for vid, x in self.scalars.items():
+            env.values[vid] = np.asarray(x).reshape(shape1)
+        return env
 
     # ------------------------------------------------------------------ driving
 
     def execute(self) -> None:
         with np.errstate(all="ignore"):
-            self.run_block(self.fn.body, self.env, [])
+            if self.plan.serial and self.blocks.size > 1:
+                # blocks one after another, in linear order (a block spinning on a lock another
+                # block holds could never finish in lock step)
+                full = self.blocks
+                for i in range(full.size):
+                    self.blocks = full.subset(np.array([i]))
+                    self.env = self.cur_env = self._top_env()
+                    self.run_block(self.fn.body, self.env, [])
+                self.blocks = full
+            else:
+                self.run_block(self.fn.body, self.env, [])
         self.flush_prints()
 
     def flush_prints(self) -> None:
@@ -352,7 +374,51 @@ def _run_while(run: Run, op: Op, env: Env) -> list[Any]:
 _CONTROL = {"if": _run_if, "for": _run_for, "while": _run_while}
 
 
+# A launch holds each value for all its blocks at once. A grid too large for that runs in
+# chunks of whole blocks (boxes of the grid, in block-id order, so buffered prints stay in
+# order), each sized so one tile value of the kernel takes at most CHUNK_BYTES; blocks are
+# independent, so the result is the same. Beyond MAX_BLOCKS blocks the launch is refused.
+CHUNK_BYTES = 1 << 28
+MAX_BLOCKS = 1 << 31
+
+
 def execute(fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
             scalars: dict[int, Any], race_detector=None) -> None:
     """Run ``fn`` over ``grid``; ``arrays``/``scalars`` map parameter value ids to data."""
-    Run(fn, grid, arrays, scalars, race_detector).execute()
+    gx, gy, gz = grid
+    total = gx * gy * gz
+    max_tile = plan_of(fn).max_tile
+    per_chunk = max(1, CHUNK_BYTES // (8 * max_tile))
+    if total > MAX_BLOCKS:
+        raise GridError(f"grid {grid} has {total} blocks; the CPU backend runs at most {MAX_BLOCKS} (2**31) blocks "
+                        "in one launch (nothing ran)")
+    try:
+        if total <= per_chunk:
+            Run(fn, grid, arrays, scalars, race_detector).execute()
+            return
+        for lo, hi in chunks(grid, per_chunk):
+            Run(fn, grid, arrays, scalars, race_detector, BlockSet.box(grid, lo, hi)).execute()
+    except MemoryError:
+        raise TileRuntimeError(f"the CPU backend ran out of memory running grid {grid} ({min(total, per_chunk)} "
+                               f"blocks at a time, tiles of up to {max_tile} elements); blocks that ran before "
+                               "may have stored their results. Use smaller tiles or the GPU") from None
+
+
+def chunks(grid: tuple[int, int, int], per_chunk: int):
+    """Boxes ``(lo, hi)`` of at most ``per_chunk`` blocks covering ``grid``, in block-id order:
+    whole xy planes when they fit, else whole x rows, else runs of x."""
+    gx, gy, gz = grid
+    if gx * gy <= per_chunk:
+        step = per_chunk // (gx * gy)
+        for z in range(0, gz, step):
+            yield (0, 0, z), (gx, gy, min(z + step, gz))
+    elif gx <= per_chunk:
+        step = per_chunk // gx
+        for z in range(gz):
+            for y in range(0, gy, step):
+                yield (0, y, z), (gx, min(y + step, gy), z + 1)
+    else:
+        for z in range(gz):
+            for y in range(gy):
+                for x in range(0, gx, per_chunk):
+                    yield (x, y, z), (min(x + per_chunk, gx), y + 1, z + 1)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import _round_tf32
+from ... import dtypes as dt
 from .executor import lowers
 
 
 def _operand(x: np.ndarray, dtype) -> np.ndarray:
     if dtype.name == "tfloat32":
-        return _round_tf32(x)
+        return dt.round_tf32(x)
     if dtype.is_float:
         return x.astype(np.float64 if dtype.name == "float64" else np.float32, copy=False)
     return x.astype(np.int64 if dtype.bits == 64 else np.int32, copy=False)
@@ -54,3 +54,24 @@ def mma(run, op, args):
     prod = _product(_operand(a, xd), _operand(b, xd), run.nb)
     total = prod + acc.astype(prod.dtype, copy=False)
     return total.astype(out.np_dtype, copy=False)
+
+
+def _decoded(x: np.ndarray, d) -> np.ndarray:
+    """Values of a narrow float format as float64 (float8_e5m3fnu is kept as raw bits)."""
+    from ... import numerics
+    return numerics.decode(x, d) if d.raw_bits else x.astype(np.float64)
+
+
+@lowers("mma_scaled")
+def mma_scaled(run, op, args):
+    """Decoded operands times their block scales (each scale repeated over its B elements of K),
+    multiplied in float64 and rounded once to the float32 accumulator."""
+    x, xs, y, ys, acc = args
+    xd, sd = op.operands[0].type.dtype, op.operands[1].type.dtype
+    k = op.operands[0].type.shape[-1]
+    block = k // op.operands[1].type.shape[-1]
+    xv = _decoded(x, xd) * np.repeat(_decoded(xs, sd), block, axis=-1)
+    yv = _decoded(y, xd) * np.repeat(_decoded(ys, sd), block, axis=-2)
+    with np.errstate(all="ignore"):
+        total = np.matmul(xv, yv) + acc.astype(np.float64)
+    return total.astype(np.float32)

@@ -52,7 +52,7 @@ def _tiles(view: np.ndarray, shape: tuple[int, ...], keys: tuple) -> np.ndarray:
             counted.append(len(dims))
             steps.append(k.step)
             dims += [spanned, s]
-    v = view[tuple(cut)]
+    v = view[tuple(cut)] if cut else view[...]  # a 0-d array: a 0-d view, not a scalar copy
     if not counted:
         return v
     v = v.reshape(dims)  # splits each cut dim into (tiles, s): one axis split, always a view
@@ -118,6 +118,8 @@ def load(run, op, args):
     shape, order = op.attrs["shape"], op.attrs["order"]
     view = arr.transpose(order)
     nb = run.nb
+    if run.race_detector is not None:
+        run.race_detector.record_tile(run, op, view, index, shape, "read")
     fast = _fast_keys(run.blockset, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
@@ -185,6 +187,11 @@ def _scatter(view: np.ndarray, elems: list[np.ndarray], value: np.ndarray, mask:
         valid &= (e >= 0) & (e < n)
     if mask is not None:
         valid &= mask
+    if not elems:  # a 0-d array: the last writing lane wins
+        written = np.broadcast_to(value, full)[valid]
+        if written.size:
+            view[...] = written[-1]
+        return
     sel = tuple(np.broadcast_to(e, full)[valid] for e in elems)
     view[sel] = np.broadcast_to(value, full)[valid]
 
@@ -197,14 +204,16 @@ def gather(run, op, args):
     n = arr.ndim
     elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
     mask = args[1 + n] if op.attrs["has_mask"] else None
-    full = np.broadcast_shapes(*(e.shape for e in elems), *(() if mask is None else (mask.shape,)))
+    if run.race_detector is not None:
+        run.race_detector.record_elements(run, op, arr, elems, None, mask, "read")
+    full = np.broadcast_shapes((1,) * run.nb, *(e.shape for e in elems), *(() if mask is None else (mask.shape,)))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):
         valid &= (e >= 0) & (e < size)
     if mask is not None:
         valid &= mask
     clipped = tuple(np.broadcast_to(np.clip(e, 0, max(size - 1, 0)), full) for e, size in zip(elems, arr.shape))
-    vals = arr[clipped] if arr.size else np.zeros(full, dtype=arr.dtype)
+    vals = (arr[clipped] if clipped else arr[...]) if arr.size else np.zeros(full, dtype=arr.dtype)
     pad = np.asarray(op.attrs["padding_value"]).astype(arr.dtype)
     return np.where(valid, vals, pad)
 
@@ -258,6 +267,9 @@ def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc,
     Both give the result of applying the updates one after the other in block order.
     """
     every_block = run.blockset.batch_shape + (1,) * len(op.result.type.shape)
+    if run.race_detector is not None:
+        run.race_detector.record_elements(run, op, arr, elems, np.zeros(every_block, bool), None, "atomic",
+                                          values)
     full = np.broadcast_shapes(every_block, *(e.shape for e in elems), *(v.shape for v in values))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):

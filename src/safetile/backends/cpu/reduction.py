@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+from ... import dtypes as dt
+from ... import numerics
 from .context import BlockSet
 from .elementwise import _compute_dtype
 from .executor import Env, lowers
@@ -30,23 +32,71 @@ def _numeric(x):
     return x.astype(_compute_dtype(x), copy=False)
 
 
-@lowers("reduce_sum")
+def _combine(op, base: str):
+    """(x, y) -> x op y in float32-or-wider with the op's rounding mode and flush_to_zero, or None
+    for the plain NumPy reduction. Directed modes round every partial result (the reduction
+    order is a tree, as on the GPU)."""
+    mode = op.attrs.get("rounding_mode")
+    ftz = op.attrs.get("flush_to_zero", False)
+    if mode is None and not ftz:
+        return None
+    plain = np.add if base == "add" else np.multiply
+
+    def comb(x, y):
+        if mode is not None and mode.value in numerics.DIRECTED:
+            hi, sign = numerics.exact_op(base, x.astype(np.float64), y.astype(np.float64))
+            r = numerics.round_to(hi, sign, dt.as_dtype(x.dtype), mode.value)
+        else:
+            r = plain(x, y)
+        return numerics.flush_subnormals(r) if ftz else r
+    return comb
+
+
+def _tree(x, axes, keepdims, comb):
+    """Reduce ``axes`` of ``x`` by halving (tile dimensions are powers of two)."""
+    axes = sorted(axes)
+    rest = [a for a in range(x.ndim) if a not in axes]
+    moved = x.transpose(rest + axes)
+    flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+    while flat.shape[-1] > 1:
+        half = flat.shape[-1] // 2
+        flat = comb(flat[..., :half], flat[..., half:])
+    r = flat[..., 0]
+    if keepdims:
+        r = np.expand_dims(r, tuple(axes))
+    return r
+
+
+def _to_result(op, x):
+    """A float32 accumulation back to a 16-bit result in the op's rounding mode."""
+    d = op.results[0].type.dtype
+    mode = op.attrs.get("rounding_mode")
+    if mode is not None and mode.value in numerics.DIRECTED and d.is_float and d.bits == 16:
+        x64 = np.asarray(x, np.float64)
+        return numerics.round_to(x64, np.zeros_like(x64), d, mode.value)
+    return x
+
+
+def _flushed(op, x):
+    return numerics.flush_subnormals(x) if op.attrs.get("flush_to_zero") else x
+
+
+@lowers("reduce_sum", "reduce_prod")
 def reduce_sum(run, op, args):
-    x = _numeric(args[0])
-    return _finish(np.sum(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"], dtype=x.dtype), run, op)
-
-
-@lowers("reduce_prod")
-def reduce_prod(run, op, args):
-    x = _numeric(args[0])
-    return _finish(np.prod(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"], dtype=x.dtype), run, op)
+    x = _flushed(op, _numeric(args[0]))
+    comb = _combine(op, "add" if op.name == "reduce_sum" else "mul")
+    if comb is not None:
+        with np.errstate(all="ignore"):
+            return _finish(_to_result(op, _tree(x, _axes(run, op), op.attrs["keepdims"], comb)), run, op)
+    fn = np.sum if op.name == "reduce_sum" else np.prod
+    return _finish(fn(x, axis=_axes(run, op), keepdims=op.attrs["keepdims"], dtype=x.dtype), run, op)
 
 
 @lowers("reduce_max", "reduce_min")
 def reduce_extreme(run, op, args):
-    x = _numeric(args[0])
+    x = _flushed(op, _numeric(args[0]))
     is_max = op.name == "reduce_max"
-    if x.dtype.kind == "f" and not op.attrs.get("propagate_nan", True):
+    if x.dtype.kind == "f" and not op.attrs.get("propagate_nan", False):
         fn = np.nanmax if is_max else np.nanmin
     else:
         fn = np.max if is_max else np.min
@@ -58,12 +108,17 @@ def reduce_extreme(run, op, args):
 
 @lowers("argmax", "argmin")
 def arg_extreme(run, op, args):
+    """Index of the first extreme of the C-order flattened reduced axes; NaNs are the extreme
+    with propagate_nan, else ignored (an all-NaN slice gives index 0)."""
     x = _numeric(args[0])
     nb, axes = run.nb, op.attrs["axes"]
+    is_max = op.name == "argmax"
+    if x.dtype.kind == "f" and not op.attrs.get("propagate_nan", False):
+        x = np.where(np.isnan(x), -np.inf if is_max else np.inf, x)
     rest = [a for a in range(x.ndim - nb) if a not in axes]
     moved = x.transpose(tuple(range(nb)) + tuple(nb + a for a in rest) + tuple(nb + a for a in axes))
     flat = moved.reshape(moved.shape[:nb + len(rest)] + (-1,))
-    r = (np.argmax if op.name == "argmax" else np.argmin)(flat, axis=-1)
+    r = (np.argmax if is_max else np.argmin)(flat, axis=-1)
     return _finish(r, run, op)
 
 
@@ -125,10 +180,29 @@ def _scan_builtin(x, axis, reverse, fn):
 
 @lowers("cumsum", "cumprod")
 def cumulative(run, op, args):
-    x = _numeric(args[0])
+    x = _flushed(op, _numeric(args[0]))
+    axis = run.nb + op.attrs["axis"]
+    comb = _combine(op, "add" if op.name == "cumsum" else "mul")
+    if comb is not None:
+        with np.errstate(all="ignore"):
+            r = _to_result(op, _scan_tree(x, axis, op.attrs["reverse"], comb))
+        return np.asarray(r).astype(op.results[0].type.dtype.np_dtype, copy=False)
     fn = np.cumsum if op.name == "cumsum" else np.cumprod
-    r = _scan_builtin(x, run.nb + op.attrs["axis"], op.attrs["reverse"], fn)
+    r = _scan_builtin(x, axis, op.attrs["reverse"], fn)
     return r.astype(op.results[0].type.dtype.np_dtype, copy=False)
+
+
+def _scan_tree(x, axis, reverse, comb):
+    """Inclusive scan by doubling strides (Hillis-Steele) with ``comb``."""
+    if reverse:
+        x = np.flip(x, axis)
+    n, step = x.shape[axis], 1
+    while step < n:
+        head = np.take(x, np.arange(step), axis=axis)
+        cur = comb(np.take(x, np.arange(n - step), axis=axis), np.take(x, np.arange(step, n), axis=axis))
+        x = np.concatenate([head, cur], axis=axis)
+        step *= 2
+    return np.flip(x, axis) if reverse else x
 
 
 @lowers("scan")

@@ -101,3 +101,34 @@ def insert(run, op, args):
     bkeys = tuple(g.reshape(g.shape + (1,) * len(sub)) for g in grids)
     out[bkeys + tuple(keys)] = np.broadcast_to(val, batch + sub)
     return out
+
+
+def _raw_bytes(x: np.ndarray, nb: int, d) -> np.ndarray:
+    """batch + (bytes,) little-endian bytes of the tile elements of ``x`` (dtype ``d``)."""
+    batch = x.shape[:nb]
+    flat = np.ascontiguousarray(x).reshape(batch + (-1,))
+    if d.is_bool:
+        return flat.astype(np.uint8)
+    if d.bits == 4:  # ml_dtypes float4: one code per byte, in the low nibble
+        codes = flat.view(np.uint8) & 0x0F
+        return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    return flat.view(np.uint8).reshape(batch + (-1,))
+
+
+@lowers("pack_to_bytes")
+def pack_to_bytes(run, op, args):
+    (x,) = args
+    return _raw_bytes(x, run.nb, op.operands[0].type.dtype)
+
+
+@lowers("unpack_from_bytes")
+def unpack_from_bytes(run, op, args):
+    (x,) = args
+    d = op.attrs["dtype"]
+    b = np.ascontiguousarray(x, dtype=np.uint8)
+    if d.is_bool:
+        return b != 0
+    if d.bits == 4:
+        codes = np.stack([b & 0x0F, b >> 4], axis=-1).reshape(b.shape[:-1] + (-1,))
+        return codes.astype(np.uint8).view(d.np_dtype)
+    return b.view(d.np_dtype)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -114,10 +116,18 @@ def backend_hash() -> str:
     return _backend_hash
 
 
+@functools.cache
+def triton_version() -> str:
+    """Triton's version from its installed metadata, without importing it ('' when absent)."""
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 def digest(ir_text: str, facts: Any) -> str:
-    import triton
     h = hashlib.sha256()
-    for part in (backend_hash(), triton.__version__, ir_text, repr(facts)):
+    for part in (backend_hash(), triton_version(), ir_text, repr(facts)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -222,6 +232,21 @@ def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple
         return fn, gen
 
 
+def load_meta(key: str) -> Generated | None:
+    """The metadata and source of a disk entry without importing it (nor Triton), or None."""
+    root = cache_dir()
+    if root is None:
+        return None
+    path = root / key[:2] / f"st_{key}.py"
+    try:
+        gen = _decode(key, path.read_text())
+    except (OSError, UnicodeDecodeError):
+        return None
+    if gen is not None and os.environ.get("SAFETILE_DUMP_SOURCE", "") not in ("", "0"):
+        print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
+    return gen
+
+
 # ---------------------------------------------------------------------------- compiled binaries
 
 def _binary_record(key: str, src: Any, target: Any, options: dict) -> Path | None:
@@ -268,3 +293,83 @@ def remember_binary(key: str, src: Any, target: Any, options: dict, compiled: An
             _write_atomic(path, json.dumps({"hash": compiled.hash, "name": compiled.name}))
     except Exception:  # noqa: BLE001 - the record only saves time
         pass
+
+
+# ---------------------------------------------------------------------------- first compile in a process
+
+_key_memo_lock = threading.Lock()
+_key_memo_done = False
+
+
+def _triton_fingerprint(root: Path) -> str:
+    """Name, size and modification time of every file of the Triton package: what Triton's own
+    compile-cache key (``triton_key``) is computed from."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(filenames):
+            st = os.stat(os.path.join(dirpath, f))
+            h.update(f"{os.path.relpath(os.path.join(dirpath, f), root)}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def memoize_triton_key() -> None:
+    """Keep Triton's ``triton_key()`` on disk. Triton computes it in every process before its first
+    compilation by hashing its whole installation, native library included (0.3–0.7 s); the value
+    only changes when those files do. The record is keyed by every file's name, size and
+    modification time; on a match, ``triton.runtime.cache.triton_key`` returns the recorded value
+    (the string Triton computed for the same files), otherwise Triton's own function runs and
+    its result is recorded. Best effort: any failure leaves Triton as it is."""
+    global _key_memo_done
+    with _key_memo_lock:
+        if _key_memo_done:
+            return
+        _key_memo_done = True
+        root = cache_dir()
+        if root is None:
+            return
+        try:
+            import triton
+            import triton.runtime.cache as tcache
+            original = tcache.triton_key
+            fingerprint = _triton_fingerprint(Path(triton.__file__).parent)
+            path = root / f"triton_key_{fingerprint[:40]}.json"
+            try:
+                record = json.loads(path.read_text())
+                value = record["key"] if record.get("fingerprint") == fingerprint else None
+            except (OSError, ValueError, KeyError, TypeError):
+                value = None
+            if value is None:
+                value = original()
+                _write_atomic(path, json.dumps({"fingerprint": fingerprint, "key": value}))
+
+            def triton_key() -> str:
+                return value
+            triton_key.cache_clear = getattr(original, "cache_clear", lambda: None)  # lru_cache's interface
+            tcache.triton_key = triton_key
+        except Exception:  # noqa: BLE001 - only saves time
+            pass
+
+
+def prebuild_launcher(signature: dict) -> threading.Thread | None:
+    """Build Triton's C launcher for ``signature`` in the background (a C compiler run, ~0.3 s
+    when no kernel with this signature was built before) while the kernel itself compiles; the
+    launcher lands in Triton's cache, where loading the compiled kernel finds it. The source is
+    made exactly as Triton's CUDA launcher makes it for a kernel without host-side tensor
+    descriptors. Best effort: on any failure Triton builds it as usual."""
+    try:
+        from triton.backends.nvidia import driver as nv
+        from triton.runtime.build import compile_module_from_src
+    except Exception:  # noqa: BLE001 - not the CUDA backend of the Triton this was written for
+        return None
+
+    def build() -> None:
+        try:
+            source = nv.make_launcher({}, dict(signature), None)
+            compile_module_from_src(src=source, name="__triton_launcher", library_dirs=nv.library_dirs(),
+                                    include_dirs=nv.include_dirs, libraries=nv.libraries)
+        except Exception:  # noqa: BLE001 - only saves time
+            pass
+    t = threading.Thread(target=build, name="safetile-launcher-build", daemon=True)
+    t.start()
+    return t

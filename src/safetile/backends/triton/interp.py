@@ -101,6 +101,39 @@ def _np_fn(fn):
     return staticmethod(apply)
 
 
+def _rounded(op: str, mode: str):
+    """libdevice's directed-rounding arithmetic (``add_rz``...), exactly as numerics.py defines it."""
+    def fn(*xs):
+        from ... import dtypes as dt
+        from ... import numerics
+        d = dt.as_dtype(xs[0].dtype)
+        hi, sign = numerics.exact_op(op, *(x.astype(np.float64) for x in xs))
+        return numerics.round_to(hi, sign, d, mode)
+    return fn
+
+
+def _narrowed(mode: str):
+    """libdevice's double2float_rz/rd/ru."""
+    def fn(x):
+        from ... import dtypes as dt
+        from ... import numerics
+        return numerics.round_to(x.astype(np.float64), np.zeros(x.shape), dt.float32, mode)
+    return fn
+
+
+def _np_fn_as(fn, dtype):
+    """Like ``_np_fn`` but with a fixed result dtype (float64 → float32 conversions)."""
+    def apply(*args):
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+        data = [a.handle.data for a in args]
+        with np.errstate(all="ignore"):
+            out = fn(*data).astype(dtype, copy=False)
+        return tl.core.tensor(TensorHandle(out, tl.float32), args[0].type.with_element_ty(tl.float32)
+                              if args[0].type.is_block() else tl.float32)
+    return staticmethod(apply)
+
+
 class libdevice_shim:  # noqa: N801 - stands in for a module
     tanh = _np_fn(np.tanh)
     tan = _np_fn(np.tan)
@@ -108,3 +141,11 @@ class libdevice_shim:  # noqa: N801 - stands in for a module
     cosh = _np_fn(np.cosh)
     atan2 = _np_fn(np.arctan2)
     pow = _np_fn(np.power)
+    rint = _np_fn(np.rint)
+
+
+for _op, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("sqrt", "sqrt")):
+    for _suffix, _mode in (("rz", "zero"), ("rd", "negative_inf"), ("ru", "positive_inf")):
+        setattr(libdevice_shim, f"{_name}_{_suffix}", _np_fn(_rounded(_op, _mode)))
+for _suffix, _mode in (("rz", "zero"), ("rd", "negative_inf"), ("ru", "positive_inf")):
+    setattr(libdevice_shim, f"double2float_{_suffix}", _np_fn_as(_narrowed(_mode), np.float32))

@@ -18,15 +18,16 @@ import threading
 from typing import Any
 
 from ... import dtypes as dt
+from ...errors import LaunchTypeError, TileRuntimeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
-from . import cache
-from ...runtime.launch import normalize_grid
+from . import cache, direct
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
 
 _I32_LIMIT = 2**31 - 1
+_CODED = ("float8_e8m0fnu", "float8_e5m3fnu", "float4_e2m1fn")
 _GRID_YZ_LIMIT = 65535
 
 
@@ -36,6 +37,14 @@ def interpreting() -> bool:
 
 def tma_enabled() -> bool:
     return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+
+
+def loop_stages(target: int) -> int:
+    """Pipelining depth of tile-streaming loops (``Facts.loop_stages``); ``SAFETILE_PIPELINE_LOOPS=0`` turns it off."""
+    if target < 80:
+        return 0
+    v = os.environ.get("SAFETILE_PIPELINE_LOOPS", "3")
+    return int(v) if v.isdigit() else 0
 
 
 def pdl_enabled(target: int) -> bool:
@@ -83,7 +92,7 @@ def _numpy_to_torch(a):
     d = dt.as_dtype(a.dtype)
     if d.name == "bfloat16":
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    if d.name in ("float8_e4m3fn", "float8_e5m2"):
+    if d.name in ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
         return torch.from_numpy(a.view(np.uint8)).view(getattr(torch, d.name))
     return torch.from_numpy(a)
 
@@ -123,9 +132,11 @@ def stream_handle(stream: Any, device: int) -> int:
         h = getattr(stream, "ptr", None)  # CuPy
     if h is None and hasattr(stream, "__cuda_stream__"):  # CUDA stream protocol
         h = stream.__cuda_stream__()[1]
+    if h is None and getattr(stream, "torch_stream", None) is not None:  # a CUDA ct.Stream
+        h = stream.torch_stream.cuda_stream
     if h is None:
-        raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
-                        "stream, an int handle, or None)")
+        raise LaunchTypeError(f"cannot use {type(stream).__name__} as a CUDA stream (expected a torch or CuPy "
+                              "stream, a ct.Stream, an int handle, or None)")
     return int(h)
 
 
@@ -171,6 +182,40 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     return opts
 
 
+def _shared_limit() -> int:
+    """Shared memory one block may use on the current device (0: unknown)."""
+    try:
+        from triton.runtime.driver import driver
+        dev = driver.active.get_current_device()
+        return int(driver.active.utils.get_device_properties(dev)["max_shared_mem"])
+    except Exception:  # noqa: BLE001 - no limit known: compile as asked
+        return 0
+
+
+def compile_fitting(src, target, options: dict, shared_limit: int | None = None):
+    """``triton.compile(src, target, options)``, made to fit where the hints do not: a
+    ``num_ctas`` > 1 that Triton fails to plan is compiled with one CTA, and a binary that needs
+    more shared memory than a block has (a deep software pipeline of big tiles: the 128x256x128
+    tiles of NVIDIA's batched-matmul sample, the 32x1024 tiles of its LayerNorm backward) is
+    compiled again with fewer pipeline stages. Hints never make a correct kernel fail."""
+    import triton
+    opts = dict(options)
+    try:
+        compiled = triton.compile(src, target=target, options=opts)
+    except Exception:
+        if opts.get("num_ctas", 1) == 1:
+            raise
+        opts["num_ctas"] = 1
+        compiled = triton.compile(src, target=target, options=opts)
+    limit = _shared_limit() if shared_limit is None else shared_limit
+    stages = opts.get("num_stages") or 3  # Triton's default for CUDA
+    while limit and compiled.metadata.shared > limit and stages > 1:
+        stages -= 1
+        opts["num_stages"] = stages
+        compiled = triton.compile(src, target=target, options=opts)
+    return compiled
+
+
 # ---------------------------------------------------------------------------- variants
 
 class Variant:
@@ -178,14 +223,17 @@ class Variant:
     ``call(gx, gy, gz, stream, *prefix, *kernel_args)`` (Triton's C launcher, or its Python
     wrapper where the kernel needs per-launch scratch memory)."""
 
-    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = ""):
+    def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = "",
+                 loaded: tuple | None = None):
         self.gen = gen
         self.fn = fn
         self.interp = interp
         self.jitfn = jitfn
         if interp:
             return
-        import triton
+        if loaded is not None:  # found through direct.load: no Triton objects
+            self.call, self.prefix = loaded
+            return
         from triton.compiler import ASTSource
         from triton.runtime.driver import driver
         target = driver.active.get_current_target()
@@ -194,10 +242,16 @@ class Variant:
         # a binary compiled by an earlier process: straight from Triton's cache (see cache.py)
         self.compiled = cache.load_binary(key, src, target, options) if key else None
         if self.compiled is None:
-            self.compiled = triton.compile(src, target=target, options=options)
+            cache.memoize_triton_key()
+            building = cache.prebuild_launcher(gen.signature)  # a C compiler run, beside the kernel's
+            self.compiled = compile_fitting(src, target, options)
             if key:
                 cache.remember_binary(key, src, target, options, self.compiled)
-        launcher = self.compiled.run  # loads the binary and builds Triton's C launcher
+            if building is not None:
+                building.join()
+        launcher = self.compiled.run  # loads the binary and builds (or finds) Triton's C launcher
+        if key:
+            direct.remember(key, options, facts.target, self.compiled, gen.signature)
         self.function = self.compiled.function
         self.packed = self.compiled.packed_metadata
         scratch = getattr(launcher, "global_scratch_size", 0) or getattr(launcher, "profile_scratch_size", 0)
@@ -251,9 +305,10 @@ class Specialization:
     # -------------------------------------------------------------- facts
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
-        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp)
+        return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
+                     0 if interp else loop_stages(target))
 
-    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool) -> Variant:
+    def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
         derived once per key; keys with the same facts share one compiled variant."""
         with self.lock:
@@ -266,12 +321,23 @@ class Specialization:
                 if self.ir_text is None:
                     self.ir_text = format_function(self.fn)
                 k = cache.digest(self.ir_text, facts)
-                jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                v = self.by_facts[(facts, interp)] = Variant(jitfn, gen, facts, self.fn, interp, k)
+                v = None if interp else self._warm(k, facts, device)
+                if v is None:
+                    jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+                    v = Variant(jitfn, gen, facts, self.fn, interp, k)
+                self.by_facts[(facts, interp)] = v
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
             return v
+
+    def _warm(self, k: str, facts: Facts, device: int) -> "Variant | None":
+        """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
+        gen = cache.load_meta(k)
+        if gen is None:
+            return None
+        loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device, len(gen.signature))
+        return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
     def __call__(self, stream, grid3, args) -> "Variant | None":
@@ -332,7 +398,7 @@ class Specialization:
         key = tuple(key)
         v = self.variants.get(key)
         if v is None:
-            v = self.variant(key, self.parts(args), big, _capability(device), False)
+            v = self.variant(key, self.parts(args), big, _capability(device), False, device)
         if big:
             flat += self.flat_grid(grid3)
             grid3 = (gx * gy * gz, 1, 1)
@@ -367,6 +433,8 @@ class Specialization:
             a = args[i]
             if kind == "array":
                 ptr, shape, strides, obj = array_parts(a)
+                if d.name in _CODED:  # formats Triton has no type for travel as their bytes
+                    obj = obj.view(_torch.uint8)
                 flat.append(obj)
                 flat += shape
                 flat += strides
@@ -423,82 +491,6 @@ def _capability(device: int) -> int:
 
 # ---------------------------------------------------------------------------- interpreter
 
-class FastPath:
-    """``ct.launch`` for torch CUDA tensors and plain scalars in one pass over the arguments.
-
-    The key holds everything the checked path's decisions depend on: per tensor its exact
-    type, dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
-    specialisation, and the variant's facts); per scalar its type (and int32 range); per
-    Constant its type and value. A key seen after a checked launch maps to the compiled
-    variant, so the launch reads each tensor's attributes once and calls Triton's launcher.
-    Anything else (other array types, NumPy scalars, huge grids, another current device)
-    returns False and takes the checked path."""
-
-    __slots__ = ("consts", "table")
-
-    def __init__(self, kernel):
-        self.consts = tuple(kernel.constant_params)
-        self.table: dict[tuple, tuple] = {}
-
-    def parts(self, args):
-        key: list = []
-        flat: list = []
-        for is_const, a in zip(self.consts, args):
-            t = type(a)
-            if t is _Tensor:
-                if is_const:
-                    return None
-                ptr = a.data_ptr()
-                shape = a.shape
-                strides = a.stride()
-                key.append((a.dtype, a.get_device(), ptr & 15, shape, strides))
-                flat.append(ptr)
-                flat += shape
-                flat += strides
-            elif t is int:
-                if is_const:
-                    key.append((t, a))
-                else:
-                    key.append(-2147483648 <= a < 2147483648)
-                    flat.append(a)
-            elif t is float or t is bool:
-                key.append((t, a) if is_const else t)
-                if not is_const:
-                    flat.append(a)
-            elif is_const and (t is str or t is type(None)):
-                key.append((t, a))
-            else:
-                return None
-        return tuple(key), flat
-
-    def learn(self, v: Variant, grid3, args) -> None:
-        """Remember the variant a checked launch with these arguments ran."""
-        p = self.parts(args)
-        if p is None or grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT:
-            return
-        if len(self.table) >= 1024:
-            self.table.clear()
-        self.table[p[0]] = (v.call, v.prefix, _current_device())
-
-    def __call__(self, stream, grid, args) -> bool:
-        p = self.parts(args)
-        if p is None:
-            return False
-        hit = self.table.get(p[0])
-        if hit is None:
-            return False
-        call, prefix, device = hit
-        gx, gy, gz = normalize_grid(grid)
-        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != _current_device():
-            return False
-        if stream is None:
-            stream = _get_stream(device)
-        elif type(stream) is not int:
-            stream = stream_handle(stream, device)
-        call(gx, gy, gz, stream, *prefix, *p[1])
-        return True
-
-
 class Bound:
     """A resolved launch: calling it with a raw stream handle submits the kernel."""
 
@@ -551,6 +543,7 @@ def learn_fast(kernel, v: Variant, grid3, args) -> None:
     """After a checked ``ct.launch`` ran ``v`` on CUDA: teach the kernel's fast path."""
     fast = kernel.gpu_fast
     if fast is None:
+        from .fastpath import FastPath
         fast = kernel.gpu_fast = FastPath(kernel)
     fast.learn(v, grid3, args)
 
@@ -570,15 +563,19 @@ def kernel_source(kernel, args, target: int | None = None) -> str:
     specs = arg_specs(kernel, args)
     fn = kernel.specialize(specs)
     spec = specialization(kernel, fn, specs)
+    return function_source(fn, [args[i] for i, kind, _ in spec.slots if kind == "array"], target)
+
+
+def function_source(fn: Function, arrays: list, target: int | None = None) -> str:
+    """The generated Triton source for the compiled ``fn`` launched with ``arrays`` (its array
+    arguments in parameter order: their alignment and strides are specialisation facts)."""
     parts = []
-    for i, kind, _ in spec.slots:
-        if kind == "array":
-            a = args[i]
-            if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
-                ptr = a.__array_interface__["data"][0]
-                parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
-            else:
-                parts.append(array_parts(a)[:3])
+    for a in arrays:
+        if hasattr(a, "strides") and hasattr(a, "__array_interface__"):  # NumPy
+            ptr = a.__array_interface__["data"][0]
+            parts.append((ptr, tuple(a.shape), tuple(s // a.itemsize for s in a.strides)))
+        else:
+            parts.append(array_parts(a)[:3])
     if target is None:
         target = 0
         if not interpreting():
@@ -589,5 +586,5 @@ def kernel_source(kernel, args, target: int | None = None) -> str:
             except ImportError:
                 pass
     facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
-                  pdl_enabled(target))
+                  pdl_enabled(target), loop_stages(target))
     return generate(fn, facts).source

@@ -53,3 +53,37 @@ def mma(g: Gen, op):
     else:
         prod = f"tl.sum({Ac}[:, :, :, None] * {Bc}[:, None, :, :], axis=2)"
     return g.cast(f"({prod} + {g.cast(C, accd, cd)})", cd, accd)
+
+
+_DECODE = {"float8_e8m0fnu": "_st_e8m0_to_f32({})", "float8_e5m3fnu": "_st_e5m3_to_f32({})",
+           "float4_e2m1fn": "_st_fp4_to_f32({})"}
+
+
+def _f32(x: str, d) -> str:
+    return _DECODE[d.name].format(x) if d.name in _DECODE else f"{x}.to(tl.float32)"
+
+
+@lowers("mma_scaled")
+def mma_scaled(g: Gen, op):
+    """Emulated block scaling: operands decoded to float32, multiplied by their scales repeated
+    over each block of K (exact: the scales are powers of two or narrow floats), then one
+    float32 ``tl.dot`` in IEEE precision (or a broadcast product for small tiles)."""
+    x, xs, y, ys, acc = op.operands
+    xd, sd = x.type.dtype, xs.type.dtype
+    xsh, ysh = x.type.shape, y.type.shape
+    batch = list(xsh[:-2])
+    m, k, n = xsh[-2], xsh[-1], ysh[-1]
+    ks = xs.type.shape[-1]
+    block = k // ks
+    xs_full = g.tmp(f"tl.reshape(tl.broadcast_to(tl.reshape({_f32(g.val(xs), sd)}, {batch + [m, ks, 1]!r}), "
+                    f"{batch + [m, ks, block]!r}), {batch + [m, k]!r})")
+    ys_full = g.tmp(f"tl.reshape(tl.broadcast_to(tl.reshape({_f32(g.val(ys), sd)}, {batch + [ks, 1, n]!r}), "
+                    f"{batch + [ks, block, n]!r}), {batch + [k, n]!r})")
+    A = g.tmp(f"{_f32(g.val(x), xd)} * {xs_full}")
+    B = g.tmp(f"{_f32(g.val(y), xd)} * {ys_full}")
+    C = g.val(acc)
+    if m >= 16 and n >= 16 and k >= 16:
+        return f"tl.dot({A}, {B}, {C}, input_precision=\"ieee\")"
+    if not batch:
+        return f"(tl.sum({A}[:, :, None] * {B}[None, :, :], axis=1) + {C})"
+    return f"(tl.sum({A}[:, :, :, None] * {B}[:, None, :, :], axis=2) + {C})"

@@ -185,6 +185,127 @@ else:
         return x.to(tl.bfloat16)
 
 
+# ---------------------------------------------------------------------------- rounding modes and formats
+# (the reference semantics are numerics.py; flags: MODE 0 = toward zero, 1 = down, 2 = up, 3 = nearest
+# with ties away from zero)
+
+@triton.jit
+def _st_ftz(x):
+    """float32 subnormals → zero of the same sign (flush_to_zero=True)."""
+    return tl.where(tl.abs(x) < 1.1754943508222875e-38, x * 0.0, x)
+
+
+@triton.jit
+def _st_step(r, UINT: tl.constexpr, SIGN: tl.constexpr, UP: tl.constexpr):
+    """The next representable value after ``r`` upward (UP) or downward, through its bits."""
+    bits = r.to(UINT, bitcast=True)
+    neg = (bits & SIGN) != 0
+    mag = bits & (SIGN - 1)
+    if UP:
+        away = ~neg
+        from_zero = 1
+    else:
+        away = neg
+        from_zero = SIGN | 1
+    new = tl.where(mag == 0, from_zero, tl.where(away, bits + 1, bits - 1)).to(UINT)
+    return new.to(r.dtype, bitcast=True)
+
+
+@triton.jit
+def _st_round_dir(x, r, UINT: tl.constexpr, SIGN: tl.constexpr, MODE: tl.constexpr):
+    """Directed rounding of the wider value ``x`` given ``r``, one of its two neighbours in the
+    narrower format (e.g. its round-to-nearest)."""
+    back = r.to(x.dtype)
+    down = _st_step(r, UINT, SIGN, False)
+    up = _st_step(r, UINT, SIGN, True)
+    if MODE == 0:
+        out = tl.where((x > 0) & (back > x), down, tl.where((x < 0) & (back < x), up, r))
+    elif MODE == 1:
+        out = tl.where(back > x, down, r)
+    elif MODE == 2:
+        out = tl.where(back < x, up, r)
+    else:
+        other = tl.where(back > x, down, up)
+        d_r = tl.abs(back - x)
+        d_o = tl.abs(other.to(x.dtype) - x)
+        away = tl.abs(other.to(x.dtype)) > tl.abs(back)
+        out = tl.where((back != x) & ((d_o < d_r) | ((d_o == d_r) & away)), other, r)
+    return out
+
+
+@triton.jit
+def _st_tf32_dir(x, MODE: tl.constexpr):
+    """float32 → tfloat32 toward zero (MODE 0) or to nearest with ties away (MODE 3)."""
+    bits = x.to(tl.uint32, bitcast=True)
+    if MODE == 3:
+        bits = bits + 0x1000
+    r = (bits & 0xFFFFE000).to(tl.float32, bitcast=True)
+    return tl.where((x == x) & (tl.abs(x) != float("inf")), r, x)
+
+
+@triton.jit
+def _st_e8m0_from_f32(x, UP: tl.constexpr):
+    """float32 → float8_e8m0fnu bits, toward zero or up; negative and NaN → 0xFF, saturating."""
+    bits = x.to(tl.uint32, bitcast=True)
+    e = (bits >> 23) & 0xFF
+    m = bits & 0x7FFFFF
+    if UP:
+        code = tl.where(e == 0, tl.where(m > 0x400000, 1, 0), e + tl.where(m != 0, 1, 0))
+    else:
+        code = e
+    code = tl.minimum(code, 254)
+    return tl.where((x != x) | (x < 0), 255, code).to(tl.uint8)
+
+
+@triton.jit
+def _st_e8m0_to_f32(c):
+    c32 = c.to(tl.uint32)
+    bits = tl.where(c32 == 0, 0x400000, c32 << 23)
+    return tl.where(c32 == 255, float("nan"), bits.to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def _st_e5m3_to_f32(c):
+    c32 = c.to(tl.uint32)
+    e = c32 >> 3
+    m = c32 & 7
+    normal = (((e + 112) << 23) | (m << 20)).to(tl.float32, bitcast=True)
+    sub = m.to(tl.float32) * 7.62939453125e-06
+    return tl.where(c32 == 255, float("nan"), tl.where(e == 0, sub, normal))
+
+
+@triton.jit
+def _st_e5m3_from_f32(x):
+    """float32 → float8_e5m3fnu bits, nearest even, saturating; negative → 0, NaN → 0xFF."""
+    a = tl.minimum(tl.maximum(x, 0.0), 114688.0)
+    bits = a.to(tl.uint32, bitcast=True)
+    rounded = bits + 0x7FFFF + ((bits >> 20) & 1)
+    normal = ((((rounded >> 23) - 112) << 3) | ((rounded >> 20) & 7))
+    sub = _ld.rint(a * 131072.0).to(tl.uint32)
+    code = tl.where(a < 6.103515625e-05, sub, normal)
+    return tl.where(x != x, 255, code).to(tl.uint8)
+
+
+@triton.jit
+def _st_fp4_to_f32(c):
+    c32 = c.to(tl.uint32)
+    e = (c32 >> 1) & 3
+    m = (c32 & 1).to(tl.float32)
+    mag = tl.where(e == 0, m * 0.5, (1.0 + m * 0.5) * tl.where(e == 1, 1.0, tl.where(e == 2, 2.0, 4.0)))
+    return tl.where((c32 & 8) != 0, -mag, mag)
+
+
+@triton.jit
+def _st_fp4_from_f32(x):
+    """float32 → float4_e2m1fn (one code per uint8), nearest even, saturating; NaN → 0."""
+    a = tl.abs(x)
+    code = ((a > 0.25).to(tl.uint8) + (a >= 0.75).to(tl.uint8) + (a > 1.25).to(tl.uint8)
+            + (a >= 1.75).to(tl.uint8) + (a > 2.5).to(tl.uint8) + (a >= 3.5).to(tl.uint8)
+            + (a > 5.0).to(tl.uint8))
+    neg = ((x.to(tl.uint32, bitcast=True) >> 31) != 0) & (x == x)
+    return tl.where(neg, code | 8, code).to(tl.uint8)
+
+
 # ---------------------------------------------------------------------------- combine functions
 
 @triton.jit
@@ -195,6 +316,46 @@ def _st_add(a, b):
 @triton.jit
 def _st_mul(a, b):
     return a * b
+
+
+@triton.jit
+def _st_add_ftz(a, b):
+    return _st_ftz(a + b)
+
+
+@triton.jit
+def _st_mul_ftz(a, b):
+    return _st_ftz(a * b)
+
+
+@triton.jit
+def _st_add_rz(a, b):
+    return _ld.add_rz(a, b)
+
+
+@triton.jit
+def _st_add_rd(a, b):
+    return _ld.add_rd(a, b)
+
+
+@triton.jit
+def _st_add_ru(a, b):
+    return _ld.add_ru(a, b)
+
+
+@triton.jit
+def _st_mul_rz(a, b):
+    return _ld.mul_rz(a, b)
+
+
+@triton.jit
+def _st_mul_rd(a, b):
+    return _ld.mul_rd(a, b)
+
+
+@triton.jit
+def _st_mul_ru(a, b):
+    return _ld.mul_ru(a, b)
 
 
 @triton.jit
@@ -243,6 +404,28 @@ else:  # one instruction each on sm_80+ (max.NaN.f32 / max.f32)
     @triton.jit
     def _st_min_num(a, b):
         return tl.minimum(a, b)
+
+
+@triton.jit
+def _st_argmax_num(av, ai, bv, bi):
+    """(value, index) pairs: the larger value wins, NaN counts as smallest (ignored), ties take the
+    lower index."""
+    an = av != av
+    bn = bv != bv
+    better = (av > bv) | (~an & bn)
+    tie = (av == bv) | (an & bn)
+    pick = better | (tie & (ai < bi))
+    return tl.where(pick, av, bv), tl.where(pick, ai, bi)
+
+
+@triton.jit
+def _st_argmin_num(av, ai, bv, bi):
+    an = av != av
+    bn = bv != bv
+    better = (av < bv) | (~an & bn)
+    tie = (av == bv) | (an & bn)
+    pick = better | (tie & (ai < bi))
+    return tl.where(pick, av, bv), tl.where(pick, ai, bi)
 
 
 @triton.jit

@@ -2,9 +2,10 @@
 
 Built-in reductions use ``tl.sum``/``tl.max``/``tl.reduce`` one axis at a time (highest
 axis first, so lower axis numbers stay valid); 16-bit floats accumulate in float32 and
-integers wrap in their own width like the CPU backend. Max/min use NaN-aware combiners,
-argmax/argmin carry (value, index) pairs with NaN counted as the extreme and ties going to
-the lower index. Custom reductions and scans compile their combining region into a
+integers wrap in their own width like the CPU backend. Sums and products with a directed
+rounding mode or flush_to_zero combine with the prelude's ``_st_add_rz``-style functions.
+Max/min use NaN-aware combiners, argmax/argmin carry (value, index) pairs with NaN counted
+as the extreme (propagate_nan) or ignored, and ties going to the lower index. Custom reductions and scans compile their combining region into a
 generated ``@triton.jit`` function for ``tl.reduce`` / ``tl.associative_scan``.
 """
 from __future__ import annotations
@@ -29,10 +30,39 @@ def _reduce_chain(g: Gen, x: str, op, call: str) -> str:
     return x
 
 
+_DIRECTED = {"zero": ("rz", 0), "negative_inf": ("rd", 1), "positive_inf": ("ru", 2)}
+
+
+def _combiner(op, base: str) -> str | None:
+    """The prelude combine function for a sum/product with rounding_mode or flush_to_zero
+    (``_st_add_rz``, ``_st_mul_ftz``...), or None for the plain operation."""
+    mode = op.attrs.get("rounding_mode")
+    if mode is not None and mode.value in _DIRECTED:
+        return f"_st_{base}_{_DIRECTED[mode.value][0]}"
+    if op.attrs.get("flush_to_zero"):
+        return f"_st_{base}_ftz"
+    return None
+
+
+def _finish(g: Gen, op, out: str, d) -> str:
+    """Back to 16-bit floats in the op's rounding mode (they accumulate in float32)."""
+    mode = op.attrs.get("rounding_mode")
+    if mode is None or mode.value not in _DIRECTED or not (d.is_float and d.bits == 16):
+        return _native(g, out, d, op.name in ("reduce_sum", "cumsum"))
+    wide = g.tmp(out)
+    near = g.tmp(g.down(wide, d))
+    return f"_st_round_dir({wide}, {near}, tl.uint16, 0x8000, {_DIRECTED[mode.value][1]})"
+
+
 @lowers("reduce_sum", "reduce_prod")
 def reduce_sum(g: Gen, op):
     d = op.result.type.dtype
     x = g.up(g.val(op.operands[0]), d)
+    comb = _combiner(op, "add" if op.name == "reduce_sum" else "mul")
+    if comb is not None:
+        if op.attrs.get("flush_to_zero"):
+            x = g.tmp(f"_st_ftz({x})")
+        return _finish(g, op, _reduce_chain(g, x, op, "tl.reduce({x}, {axis}, %s, keep_dims={kd})" % comb), d)
     call = "tl.sum({x}, axis={axis}, keep_dims={kd})" if op.name == "reduce_sum" else \
         "tl.reduce({x}, {axis}, _st_mul, keep_dims={kd})"
     return _native(g, _reduce_chain(g, x, op, call), d, op.name == "reduce_sum")
@@ -62,7 +92,9 @@ def reduce_extreme(g: Gen, op):
     narrow = d.bits == 8 or d.name == "bfloat16"
     if narrow:
         x = g.up(x, d)
-    kind = "nan" if op.attrs.get("propagate_nan", True) else "num"
+    kind = "nan" if op.attrs.get("propagate_nan") else "num"
+    if op.attrs.get("flush_to_zero"):
+        x = g.tmp(f"_st_ftz({x})")
     out = _reduce_chain(g, x, op, "tl.reduce({x}, {axis}, _st_%s_%s, keep_dims={kd})"
                         % ("max" if is_max else "min", kind))
     return g.down(out, d) if narrow else out
@@ -81,7 +113,7 @@ def arg_extreme(g: Gen, op):
     kd = op.attrs["keepdims"]
     shape = list(src.shape)
     rank = len(shape)
-    comb = "_st_argmax_comb" if op.name == "argmax" else "_st_argmin_comb"
+    comb = "_st_%s_%s" % (op.name, "comb" if op.attrs.get("propagate_nan") else "num")
     if len(axes) == 1:
         a = axes[0]
         ishape = [1] * rank
@@ -122,6 +154,12 @@ def custom_reduce(g: Gen, op):
 def cumulative(g: Gen, op):
     d = op.result.type.dtype
     x = g.up(g.val(op.operands[0]), d)
+    comb = _combiner(op, "add" if op.name == "cumsum" else "mul")
+    if comb is not None:
+        if op.attrs.get("flush_to_zero"):
+            x = g.tmp(f"_st_ftz({x})")
+        out = f"tl.associative_scan({x}, {op.attrs['axis']}, {comb}, reverse={op.attrs['reverse']})"
+        return _finish(g, op, out, d)
     fn = "tl.cumsum" if op.name == "cumsum" else "tl.cumprod"
     out = f"{fn}({x}, axis={op.attrs['axis']}, reverse={op.attrs['reverse']})"
     return _native(g, out, d, op.name == "cumsum")

@@ -138,3 +138,52 @@ def insert(g: Gen, op):
     out = f"tl.reshape(tl.where({mask}, tl.reshape({vs}, {vinter!r}), tl.reshape({xs}, {inter!r})), {list(full)!r})"
     return f"{out}.to({tl_dtype(d)}, bitcast=True)" if d.is_float and d.bits == 8 else out
 
+
+
+def _uint(bits: int) -> str:
+    return f"tl.uint{bits}"
+
+
+@lowers("pack_to_bytes")
+def pack_to_bytes(g: Gen, op):
+    """Elements → little-endian bytes: each element's bits shifted into (n, k) bytes, then flattened
+    (row-major, so the bytes of element 0 come first); 4-bit codes pair up in one byte."""
+    src = op.operands[0].type
+    d = src.dtype
+    n = 1
+    for s in src.shape:
+        n *= s
+    x = g.tmp(f"tl.reshape({g.val(op.operands[0])}, [{n}])")
+    if d.is_bool:
+        return f"{x}.to(tl.uint8)"
+    if d.bits == 4:
+        pairs = g.tmp(f"tl.split(tl.reshape({x}, [{n // 2}, 2]))")
+        return f"({pairs}[0] | ({pairs}[1] << 4)).to(tl.uint8)"
+    bits = d.bits
+    u = g.tmp(f"{x}.to({_uint(bits)}, bitcast=True)") if tl_dtype(d) != _uint(bits) else x
+    if bits == 8:
+        return u
+    k = bits // 8
+    shifts = f"(tl.arange(0, {k}) * 8).to({_uint(bits)})"
+    b = g.tmp(f"(({u}[:, None] >> {shifts}[None, :]) & 0xFF).to(tl.uint8)")
+    return f"tl.reshape({b}, [{n * k}])"
+
+
+@lowers("unpack_from_bytes")
+def unpack_from_bytes(g: Gen, op):
+    d = op.attrs["dtype"]
+    m = op.operands[0].type.shape[0]
+    x = g.val(op.operands[0])
+    if d.is_bool:
+        return f"({x} != 0)"
+    if d.bits == 4:
+        lo, hi = f"({x} & 15)", f"({x} >> 4)"
+        return f"tl.reshape(tl.join({lo}, {hi}), [{2 * m}])"
+    bits = d.bits
+    if bits == 8:
+        return f"{x}.to({tl_dtype(d)}, bitcast=True)" if tl_dtype(d) != "tl.uint8" else x
+    k = bits // 8
+    b = g.tmp(f"tl.reshape({x}, [{m // k}, {k}]).to({_uint(bits)})")
+    shifts = f"(tl.arange(0, {k}) * 8).to({_uint(bits)})"
+    u = g.tmp(f"tl.reduce({b} << {shifts}[None, :], 1, _st_or)")
+    return f"{u}.to({tl_dtype(d)}, bitcast=True)" if tl_dtype(d) != _uint(bits) else u

@@ -151,7 +151,7 @@ class FunctionsMixin(ExprMixin):
         if acc_d.name not in allowed:
             acc_d = dt.as_dtype(allowed[-1])
         acc_t = self.materialize(acc, TileType(acc_d, out))
-        return mm.mma(a, b, acc_t)
+        return mm.emit_mma(a, b, acc_t)
 
     # ------------------------------------------------------------------ RND
 

@@ -1,0 +1,1 @@
+"""Benchmark kernels written with safetile's public API, as a user would write them."""

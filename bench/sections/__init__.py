@@ -1,0 +1,2 @@
+"""Benchmark sections: each ``bench_<name>(args, res)`` checks its cases against torch, times
+them and stores rows under ``res[<name>]``."""

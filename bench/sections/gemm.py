@@ -1,0 +1,122 @@
+"""GEMM against torch.matmul (cuBLAS; ``a @ b``, torch's default path, with ``out=`` timed beside
+it): fp16/bf16 in, fp32 accumulate.
+
+Per shape, the candidates are: every ``--gemm-configs`` tile configuration with one tile per
+block (pointer loads, then the best again with tensor descriptors), the persistent kernel with
+the best tiles, and stream-K with the best tiles where the tiles do not fill whole waves. The
+fastest correct one is compared with torch. Small problems are also timed inside CUDA graphs
+(kernel time without host launch cost)."""
+from __future__ import annotations
+
+import torch
+
+import safetile as ct
+from benchlib import check, launch, time_graph_ms, time_ms
+from kernels.gemm import matmul, matmul_persistent, matmul_streamk, plan_streamk
+
+TILE_KEYS = ("BM", "BN", "BK", "warps", "stages")
+
+
+def parse_configs(text, names=TILE_KEYS):
+    return [dict(zip(names, map(int, c.split("x")))) for c in text.split(",") if c]
+
+
+def _fmt(e) -> str:
+    kind = e.get("kind", "tile")
+    return (f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' tma' if e.get('tma') else ''}"
+            f"{'' if kind == 'tile' else ' ' + kind}: {e['TFLOPs']:.0f}]")
+
+
+def bench_gemm(args, res):
+    rows = []
+    shapes = [(s, s, s) for s in args.gemm_sizes] + args.gemm_shapes
+    configs = parse_configs(args.gemm_configs)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for dtype in args.gemm_dtypes:
+        td = getattr(torch, dtype)
+        for (m, n, k) in shapes:
+            need = 2 * (m * k + k * n + 2 * m * n)
+            if need * 1.2 > args.mem_budget:
+                print(f"  gemm {dtype} {m}x{n}x{k}: skipped (memory budget)")
+                continue
+            a = torch.randn(m, k, device="cuda", dtype=td)
+            b = torch.randn(k, n, device="cuda", dtype=td)
+            c = torch.empty(m, n, device="cuda", dtype=td)
+            ref = torch.matmul(a, b)
+            flop = 2.0 * m * n * k
+            # torch's default path is ``a @ b`` (a new output); ``out=`` is timed beside it
+            t_torch = time_ms([lambda: torch.matmul(a, b)], args.reps)
+            t_out = time_ms([lambda: torch.matmul(a, b, out=c)], args.reps)
+            row = {"dtype": dtype, "m": m, "n": n, "k": k, "torch_ms": t_torch, "torch_TFLOPs": flop / t_torch / 1e9,
+                   "torch_out_ms": t_out, "torch_out_TFLOPs": flop / t_out / 1e9, "configs": []}
+            atol = 5e-1 if k > 2048 else 1e-1
+
+            def run(cfg, kind, tma=False):
+                """Check, then time one candidate; None when it cannot run (e.g. shared memory)."""
+                try:
+                    kern, grid, kargs = _candidate(cfg, kind, tma, a, b, c, sms)
+                    c.fill_(float("nan"))
+                    launch(grid, kern, kargs)
+                    ok = check(f"gemm {dtype} {m}x{n}x{k} {kind} {cfg} tma={tma}", c, ref, 2e-2, atol, res)
+                    t = time_ms([lambda: launch(grid, kern, kargs)], args.reps)
+                except Exception as e:  # noqa: BLE001 - a config that does not fit: skip it
+                    print(f"  gemm {dtype} {m}x{n}x{k} {kind} {cfg}: failed ({type(e).__name__}: {str(e)[:120]})")
+                    return None
+                entry = {**cfg, "kind": kind, "tma": tma, "ms": t, "TFLOPs": flop / t / 1e9, "ok": ok,
+                         "launch": (kern, grid, kargs)}
+                row["configs"].append({k2: v for k2, v in entry.items() if k2 != "launch"})
+                return entry
+
+            def best_of(es):
+                es = [e for e in es if e]
+                return max(es, key=lambda e: e["TFLOPs"] if e["ok"] else -1) if es else None
+            entries = [run(cfg, "tile") for cfg in configs]
+            best = best_of(entries)
+            tiles = {k2: best[k2] for k2 in TILE_KEYS}
+            if True in args.gemm_tma:
+                entries.append(run(tiles, "tile", True))
+            if args.gemm_persistent:  # these keep more in shared memory: one stage fewer if needed
+                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *parse_configs(args.gemm_streamk_configs)])):
+                    for cfg in cands:
+                        if cfg != tiles and cfg in cands[:cands.index(cfg)]:
+                            continue
+                        if kind == "streamk" and not plan_streamk(m, n, cfg["BM"], cfg["BN"], sms)[1]:
+                            continue
+                        for stages in (cfg["stages"], cfg["stages"] - 1):
+                            e = run({**cfg, "stages": stages}, kind)
+                            if e is not None:
+                                entries.append(e)
+                                break
+            best = best_of(entries)
+            row.update(best={k2: v for k2, v in best.items() if k2 != "launch"}, safetile_TFLOPs=best["TFLOPs"],
+                       safetile_ms=best["ms"], ratio=t_torch / best["ms"], ok=all(e["ok"] for e in entries if e))
+            if m * n * k <= args.gemm_graph_limit ** 3:  # small problems: host launch cost hides the kernel
+                kern, grid, kargs = best["launch"]
+                g_st = time_graph_ms([lambda: launch(grid, kern, kargs)], args.reps)
+                g_torch = time_graph_ms([lambda: torch.matmul(a, b)], args.reps)
+                row.update(graph_safetile_TFLOPs=flop / g_st / 1e9, graph_torch_TFLOPs=flop / g_torch / 1e9,
+                           graph_ratio=g_torch / g_st)
+            rows.append(row)
+            print(f"  gemm {dtype:8s} {m}x{n}x{k}: " + " ".join(_fmt(e) for e in entries if e) +
+                  f"  torch {row['torch_TFLOPs']:6.1f} (out= {row['torch_out_TFLOPs']:6.1f})  ratio {row['ratio']:.2f}" +
+                  (f"  in CUDA graphs: {row['graph_safetile_TFLOPs']:.1f} vs {row['graph_torch_TFLOPs']:.1f}"
+                   if "graph_ratio" in row else ""), flush=True)
+            del a, b, c, ref, entries, best
+    res["gemm"] = rows
+
+
+def _candidate(cfg, kind, tma, a, b, c, sms):
+    """(kernel with its hints, grid, arguments) of one GEMM candidate."""
+    m, n = c.shape
+    bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    tiles = ct.cdiv(m, bm) * ct.cdiv(n, bn)
+    hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
+    if kind == "tile":
+        return matmul.replace_hints(**hints), (tiles,), (a, b, c, bm, bn, bk, 8, tma)
+    nprog = min(sms, tiles)
+    if kind == "persistent":
+        return matmul_persistent.replace_hints(**hints), (nprog,), (a, b, c, bm, bn, bk, 8, nprog)
+    dp, sk = plan_streamk(m, n, bm, bn, sms)
+    work = torch.empty(2 * sms * bm, bn, device=c.device, dtype=torch.float32)
+    locks = torch.zeros(max(sk, 1), device=c.device, dtype=torch.int32)
+    return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, 8, sms)

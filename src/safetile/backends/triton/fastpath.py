@@ -1,0 +1,177 @@
+"""``ct.launch`` of an already compiled kernel on torch CUDA tensors and plain scalars, in one
+pass over the arguments.
+
+The key holds everything the checked path's decisions depend on: per tensor its exact type,
+dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
+specialisation, and the variant's facts); per scalar its type (and int32 range); per Constant
+its type and value. A key seen after a checked launch maps to the compiled variant, so the
+launch reads each tensor's attributes once and calls Triton's C launcher. Anything else
+(other array types, NumPy scalars, huge grids, another current device) returns False and
+takes the checked path.
+
+Reading the arguments is most of the host cost of such a launch, so for the argument kinds of
+the latest checked launch (which positions hold tensors, ints, floats, Constants) a function
+is generated once that reads them without loops or intermediate lists; its keys are the same
+as the generic reader's, so both find the same table entries.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...runtime.launch import normalize_grid
+from . import launcher as L
+
+_GRID_YZ_LIMIT = 65535
+_CONST_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
+def _kind(a, is_const: bool) -> str | None:
+    t = type(a)
+    if t is L._Tensor:
+        return None if is_const else "tensor"
+    if t is int:
+        return "const" if is_const else "int"
+    if t is float or t is bool:
+        return "const" if is_const else t.__name__
+    if is_const and (t is str or a is None):
+        return "const"
+    return None
+
+
+def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
+    """``fast(stream, grid, args)`` for one tuple of argument kinds: True when it launched, False
+    on a missing entry or a condition only the checked path handles, None when the arguments
+    are not of these kinds."""
+    n = len(kinds)
+    names = [f"a{i}" for i in range(n)]
+    guards, reads, keys, flat = [], [], [], []
+    tensors: list[int] = []
+    for i, k in enumerate(kinds):
+        a = names[i]
+        if k == "tensor":
+            guards.append(f"type({a}) is _T")
+            read = f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride(); k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i})"
+            for n_, j in enumerate(tensors[:4]):  # the same tensor passed again (x, x, out): read it once
+                reads.append(f"{'el' if n_ else ''}if {a} is a{j}:")
+                reads.append(f"    p{i}, s{i}, t{i}, k{i} = p{j}, s{j}, t{j}, k{j}")
+            if tensors:
+                reads.append("else:")
+            reads.append(f"{'    ' if tensors else ''}{read}")
+            tensors.append(i)
+            keys.append(f"k{i}")
+            flat.append(f"p{i}, *s{i}, *t{i}")
+        elif k == "int":
+            guards.append(f"type({a}) is int")
+            keys.append(f"-2147483648 <= {a} < 2147483648")
+            flat.append(a)
+        elif k in ("float", "bool"):
+            guards.append(f"type({a}) is {k}")
+            keys.append(k)
+            flat.append(a)
+        else:  # a Constant: its type and value are part of the key
+            guards.append(f"type({a}) in _CONST")
+            keys.append(f"(type({a}), {a})")
+    lines = [
+        "def fast(stream, grid, args):",
+        f"    if len(args) != {n}:",
+        "        return None",
+        f"    {', '.join(names)}{',' if n == 1 else ''} = args",
+        *([f"    if not ({' and '.join(guards)}):", "        return None"] if guards else []),
+        *(f"    {r}" for r in reads),
+        f"    hit = table.get(({', '.join(keys)}{',' if n == 1 else ''}))",
+        "    if hit is None:",
+        "        return False",
+        "    call, prefix, device = hit",
+        "    gx, gy, gz = normalize_grid(grid)",
+        f"    if gy > {_GRID_YZ_LIMIT} or gz > {_GRID_YZ_LIMIT} or device != current_device():",
+        "        return False",
+        "    if stream is None:",
+        "        stream = get_stream(device)",
+        "    elif type(stream) is not int:",
+        "        stream = stream_handle(stream, device)",
+        f"    call(gx, gy, gz, stream, *prefix{''.join(', ' + f for f in flat)})",
+        "    return True",
+    ]
+    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "normalize_grid": normalize_grid,
+             "current_device": L._cuda_get_device, "get_stream": L._get_stream, "stream_handle": L.stream_handle}
+    exec(compile("\n".join(lines), "<safetile fast launch>", "exec"), scope)  # noqa: S102 - our own text
+    return scope["fast"]
+
+
+class FastPath:
+    """The one-pass launch path of one kernel (see the module docstring)."""
+
+    __slots__ = ("consts", "table", "fast", "kinds")
+
+    def __init__(self, kernel):
+        self.consts = tuple(kernel.constant_params)
+        self.table: dict[tuple, tuple] = {}
+        self.fast = None
+        self.kinds: tuple | None = None
+
+    def parts(self, args):
+        """(key, flat kernel arguments) of any argument kinds, or None for ones it does not know."""
+        key: list = []
+        flat: list = []
+        for is_const, a in zip(self.consts, args):
+            t = type(a)
+            if t is L._Tensor:
+                if is_const:
+                    return None
+                ptr = a.data_ptr()
+                shape = a.shape
+                strides = a.stride()
+                key.append((a.dtype, a.get_device(), ptr & 15, shape, strides))
+                flat.append(ptr)
+                flat += shape
+                flat += strides
+            elif t is int:
+                if is_const:
+                    key.append((t, a))
+                else:
+                    key.append(-2147483648 <= a < 2147483648)
+                    flat.append(a)
+            elif t is float or t is bool:
+                key.append((t, a) if is_const else t)
+                if not is_const:
+                    flat.append(a)
+            elif is_const and (t is str or t is type(None)):
+                key.append((t, a))
+            else:
+                return None
+        return tuple(key), flat
+
+    def learn(self, v, grid3, args) -> None:
+        """Remember the variant a checked launch with these arguments ran."""
+        p = self.parts(args)
+        if p is None or grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT:
+            return
+        if len(self.table) >= 1024:
+            self.table.clear()
+        self.table[p[0]] = (v.call, v.prefix, L._current_device())
+        kinds = tuple(_kind(a, c) for a, c in zip(args, self.consts))
+        if kinds != self.kinds and None not in kinds:
+            self.fast, self.kinds = _specialised(kinds, self.table), kinds
+
+    def __call__(self, stream, grid, args) -> bool:
+        fast = self.fast
+        if fast is not None:
+            done = fast(stream, grid, args)
+            if done is not None:
+                return done
+        p = self.parts(args)
+        if p is None:
+            return False
+        hit = self.table.get(p[0])
+        if hit is None:
+            return False
+        call, prefix, device = hit
+        gx, gy, gz = normalize_grid(grid)
+        if gy > _GRID_YZ_LIMIT or gz > _GRID_YZ_LIMIT or device != L._current_device():
+            return False
+        if stream is None:
+            stream = L._get_stream(device)
+        elif type(stream) is not int:
+            stream = L.stream_handle(stream, device)
+        call(gx, gy, gz, stream, *prefix, *p[1])
+        return True

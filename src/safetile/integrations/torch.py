@@ -1,0 +1,332 @@
+"""safetile kernels as PyTorch custom ops (``torch.library``), with no hand-written fake kernel.
+
+::
+
+    from safetile.integrations.torch import Out, torch_op
+
+    @torch_op("mylib::add", outputs={"z": Out("x")}, generics={"B": 128})
+    @ct.entry
+    def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], y: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z) + ct.load_tile_like(y, z))
+
+    z = add(x, y)                      # torch tensors in, a new torch tensor out
+    torch.compile(model, fullgraph=True)   # traces through it; CUDA graphs capture it
+
+The op's inputs are the kernel's other parameters in order, without the constants (fixed at
+registration). Each output is declared once (``Out``: shape, element type, and for an entry
+kernel the partition); torch's fake kernel (what ``torch.compile`` traces with) is derived
+from those declarations, and so is the real op's allocation, so the two cannot disagree.
+
+Ownership across the boundary (the safe style's rules, as docs/torch.md says): the op owns
+its outputs (each call allocates them with torch's allocator, partitions them for the
+launch and hands them to torch once the launch is enqueued); inputs are borrowed for the
+call as read-only ``ct.Ref`` arguments (never moved, never written). Outputs are fresh, so
+they alias no input; inputs may alias each other. Every call is validated like any safe
+launch (element types, ranks, static sizes, preconditions; ``LaunchError`` subclasses).
+The work is ordered by torch's current stream; the op takes no part in safetile's in-flight
+registry (as for ``ct.from_dlpack``, don't hand the same memory to safe launches still running).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .. import dtypes as dt
+from ..errors import LaunchTypeError
+from ..runtime.kernel import Kernel
+from ..runtime.launch import launch
+from ..safe.entry import EntryKernel
+from ..safe.launch import prepare, run_plan, runtime_args
+from ..safe.tensor import Tensor, torch_dtype
+from ..safe.types import ConstParam, ScalarParam, TensorParam
+
+__all__ = ["Out", "torch_op"]
+
+
+@dataclass(frozen=True)
+class Out:
+    """An output of a torch op: a kernel parameter the op allocates and returns.
+
+    ``shape``: the name of a tensor input (same shape), a tuple of sizes, or a callable that
+    receives the inputs and constants it names (``lambda a, b: (a.shape[0], b.shape[1])``).
+    ``dtype``: a torch or safetile element type, or the name of a tensor input; by default the
+    parameter's declared element type (``ct.Mut[ct.f32, ...]``), else that of ``shape``'s input.
+    ``partition`` (entry kernels): the sub-tensor shape; by default the parameter's sizes, with
+    generic names taken from ``generics=``. ``blocks`` (``ct.MappedMut`` parameters): the number
+    of tile blocks, an int or a callable like ``shape``.
+    """
+
+    shape: Any
+    dtype: Any = None
+    partition: tuple[int, ...] | None = None
+    blocks: Any = None
+
+
+def torch_op(name: str, kernel: Any = None, *, outputs: dict[str, Out], constants: dict[str, Any] | None = None,
+             generics: dict[str, Any] | None = None, grid: Any = None, scalars: dict[str, type] | None = None):
+    """Register ``kernel`` as the torch custom op ``name`` ("namespace::op"); returns the op.
+
+    ``@ct.entry`` kernels: the grid follows from the output partitions. ``@ct.kernel``
+    (unchecked) kernels: give ``grid`` (a tuple, or a callable receiving the inputs, outputs
+    and constants it names); parameters are tensors unless annotated ``int``/``float``/``bool``
+    (or a safetile dtype) or listed in ``scalars={"eps": float}``. ``constants`` fixes the
+    ``ct.Constant`` parameters; ``generics`` configures an entry kernel (``kernel.generics``).
+    Usable as a decorator above ``@ct.entry`` / ``@ct.kernel``.
+    """
+    if kernel is None:
+        return lambda k: torch_op(name, k, outputs=outputs, constants=constants, generics=generics, grid=grid,
+                                  scalars=scalars)
+    return _TorchOp(name, kernel, outputs, dict(constants or {}), dict(generics or {}), grid,
+                    dict(scalars or {})).op
+
+
+# ------------------------------------------------------------------------------ registration
+
+
+@dataclass(frozen=True)
+class _Output:
+    name: str
+    shape: Callable[[dict], tuple]
+    dtype: Callable[[dict], Any]
+    partition: tuple[int, ...] | None  # entry kernels
+    blocks: Callable[[dict], int] | None  # mapped partitions
+
+
+class _TorchOp:
+    """What one registered op knows: its inputs, outputs, constants and how to launch."""
+
+    def __init__(self, name: str, kernel: Any, outputs: dict[str, Out], constants: dict[str, Any],
+                 generics: dict[str, Any], grid: Any, scalars: dict[str, type]):
+        if "::" not in name:
+            raise ValueError(f"torch op name {name!r} must look like 'namespace::name'")
+        if isinstance(kernel, EntryKernel):
+            self.entry = True
+            names = list(kernel.param_names)
+            decls = list(kernel.decls)
+            const = [isinstance(d, ConstParam) for d in decls]
+            if grid is not None:
+                raise TypeError(f"torch_op {name!r}: an entry kernel's grid follows from its partitions; configure "
+                                "an explicit one on the kernel (kernel.grid((x, y, z))) instead of grid=")
+            if generics:
+                kernel = kernel.generics(**generics)
+        elif isinstance(kernel, Kernel):
+            self.entry = False
+            names = [p.name for p in kernel.params]
+            decls = list(kernel.annotations)
+            const = list(kernel.constant_params)
+            if grid is None:
+                raise TypeError(f"torch_op {name!r}: an unchecked @ct.kernel needs grid= (a tuple, or a callable of "
+                                "the inputs, outputs and constants it names)")
+        else:
+            raise TypeError(f"torch_op expects an @ct.entry or @ct.kernel, got {type(kernel).__name__}")
+        self.name, self.kernel, self.names, self.constants, self.generics = name, kernel, names, constants, generics
+        where = f"torch_op {name!r}"
+        consts = {n for n, c in zip(names, const) if c}
+        if set(constants) != consts:
+            missing, extra = sorted(consts - set(constants)), sorted(set(constants) - consts)
+            raise TypeError(f"{where}: constants= must give exactly the ct.Constant parameters "
+                            f"({', '.join(sorted(consts)) or 'none'})"
+                            + (f"; missing {', '.join(missing)}" if missing else "")
+                            + (f"; not constants: {', '.join(extra)}" if extra else ""))
+        for out in outputs:
+            if out not in names or out in consts:
+                raise TypeError(f"{where}: output {out!r} is not an array parameter of {kernel.__name__!r}")
+        for n in scalars:
+            if self.entry or n not in names or n in consts or n in outputs:
+                raise TypeError(f"{where}: scalars= names {n!r}, not an input parameter of an unchecked kernel")
+        self.inputs: list[tuple[str, str]] = []  # (name, schema type)
+        for n, d in zip(names, decls):
+            if n in consts or n in outputs:
+                if self.entry and n in outputs and not (isinstance(d, TensorParam) and d.mutable):
+                    raise TypeError(f"{where}: output {n!r} must be a ct.Mut or ct.MappedMut parameter, it is {d!r}")
+                continue
+            if self.entry and isinstance(d, TensorParam) and d.mutable:
+                raise TypeError(f"{where}: {n!r} is mutable ({d!r}): declare it in outputs= (the op allocates it)")
+            self.inputs.append((n, self._schema_type(d, scalars.get(n))))
+        self.tensor_inputs = [n for n, t in self.inputs if t == "Tensor"]
+        if not self.tensor_inputs:
+            raise TypeError(f"{where}: needs at least one tensor input (its device places the outputs)")
+        known = [n for n, _ in self.inputs] + sorted(consts)
+        self.outputs = [self._output(where, n, o, dict(zip(names, decls))[n], known) for n, o in outputs.items()]
+        self.grid = _named_call(grid, known + list(outputs), f"{where}: grid") if callable(grid) else grid
+        ins = ", ".join(f"{t} {n}" for n, t in self.inputs)
+        rets = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join("Tensor" for _ in self.outputs) + ")"
+        self.op = torch.library.custom_op(name, self._run, mutates_args=(), schema=f"({ins}) -> {rets}")
+        self.op.register_fake(self._fake)
+
+    def _schema_type(self, decl: Any, declared: type | None) -> str:
+        if self.entry:
+            if isinstance(decl, ScalarParam):
+                return _scalar_schema(decl.dtype)
+            return "Tensor"
+        if declared is not None:
+            return _scalar_schema(declared)
+        if decl in (int, float, bool) or isinstance(decl, dt.DType):
+            return _scalar_schema(decl)
+        return "Tensor"
+
+    def _output(self, where: str, name: str, out: Out, decl: Any, known: list[str]) -> _Output:
+        if not isinstance(out, Out):
+            raise TypeError(f"{where}: outputs[{name!r}] must be an Out(...), got {type(out).__name__}")
+        what = f"{where}: output {name!r}"
+        shape = out.shape
+        if isinstance(shape, str):
+            if shape not in self.tensor_inputs:
+                raise TypeError(f"{what}: shape={shape!r} names no tensor input ({', '.join(self.tensor_inputs)})")
+            shape_fn = (lambda v, s=shape: tuple(v[s].shape))
+        elif callable(shape):
+            f = _named_call(shape, known, f"{what}: shape")
+            shape_fn = (lambda v, f=f: tuple(f(v)))
+        elif isinstance(shape, (tuple, list)) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
+            shape_fn = (lambda v, s=tuple(shape): s)
+        else:
+            raise TypeError(f"{what}: shape must be an input's name, a tuple of sizes or a callable, got {shape!r}")
+        dtype_fn = self._dtype(what, out, decl)
+        partition, blocks = None, None
+        if self.entry:
+            partition = self._partition(what, out, decl)
+            if decl.kind == "mapped":
+                if out.blocks is None:
+                    raise TypeError(f"{what} is a ct.MappedMut: give Out(..., blocks=n) (the number of tile blocks)")
+                blocks = _named_call(out.blocks, known, f"{what}: blocks") if callable(out.blocks) \
+                    else (lambda v, n=out.blocks: n)
+        elif out.partition is not None or out.blocks is not None:
+            raise TypeError(f"{what}: partition= and blocks= belong to entry kernels (an unchecked kernel picks "
+                            "its own store indices)")
+        return _Output(name, shape_fn, dtype_fn, partition, blocks)
+
+    def _dtype(self, what: str, out: Out, decl: Any) -> Callable[[dict], Any]:
+        d = out.dtype
+        if isinstance(d, str) and d in self.tensor_inputs:
+            return lambda v, s=d: v[s].dtype
+        if d is None:
+            declared = decl.dtype if isinstance(decl, TensorParam) else None
+            if isinstance(declared, dt.DType):
+                d = declared
+            elif isinstance(out.shape, str):
+                return lambda v, s=out.shape: v[s].dtype
+            else:
+                raise TypeError(f"{what}: the element type is not known: give Out(..., dtype=...)")
+        if isinstance(d, torch.dtype):
+            return lambda v, t=d: t
+        try:
+            t = torch_dtype(dt.as_dtype(d))
+        except TypeError:
+            raise TypeError(f"{what}: dtype={d!r} is neither an element type nor a tensor input") from None
+        return lambda v: t
+
+    def _partition(self, what: str, out: Out, decl: TensorParam) -> tuple[int, ...]:
+        if out.partition is not None:
+            p = (out.partition,) if isinstance(out.partition, int) else tuple(out.partition)
+            if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in p):
+                raise TypeError(f"{what}: partition must be positive sizes, got {out.partition!r}")
+            return p
+        sizes = []
+        for s in decl.shape:
+            if isinstance(s, str):
+                if s not in self.generics:
+                    raise TypeError(f"{what}: partition size {s!r} is a generic: give generics={{{s!r}: ...}} or "
+                                    "Out(..., partition=...)")
+                s = self.generics[s]
+            if not isinstance(s, int) or s < 1:
+                raise TypeError(f"{what}: the sub-tensor shape of {decl!r} is not static: give Out(..., partition=...)")
+            sizes.append(s)
+        return tuple(sizes)
+
+    # ------------------------------------------------------------------ calls
+
+    def _checked_values(self, args: tuple) -> dict[str, Any]:
+        """The inputs and constants by name; an entry kernel's tensor inputs checked (element
+        type, rank) before outputs are made from them."""
+        values = dict(zip((n for n, _ in self.inputs), args))
+        values.update(self.constants)
+        if self.entry:
+            for n, d in zip(self.names, self.kernel.decls):
+                if isinstance(d, TensorParam) and not d.mutable:
+                    _check_ref(self.kernel.__name__, n, d, values[n])
+        return values
+
+    def _allocate(self, values: dict[str, Any]) -> list:
+        device = values[self.tensor_inputs[0]].device
+        return [torch.empty(o.shape(values), dtype=o.dtype(values), device=device) for o in self.outputs]
+
+    def _fake(self, *args):
+        """torch's fake (meta) kernel: the outputs' shapes, element types and device. Element
+        types and ranks of an entry kernel's inputs are checked here too, so ``torch.compile``
+        reports them while tracing (the launch checks everything again)."""
+        outs = self._allocate(self._checked_values(args))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _run(self, *args):
+        values = self._checked_values(args)
+        outs = self._allocate(values)
+        by_name = {o.name: (o, t) for o, t in zip(self.outputs, outs)}
+        if self.entry:
+            launch_args, parts = [], []
+            for n in self.names:
+                if n in by_name:
+                    o, t = by_name[n]
+                    p = Tensor(t).partition(o.partition)
+                    parts.append(p.map(o.blocks(values)) if o.blocks is not None else p)
+                    launch_args.append(parts[-1])
+                else:
+                    launch_args.append(values[n])
+            try:
+                _launch_entry(self.kernel, tuple(launch_args))
+            finally:
+                for p in parts:  # the partitions end with the call; torch owns the outputs
+                    p.unpartition()
+        else:
+            values.update((o.name, t) for o, t in zip(self.outputs, outs))
+            grid = self.grid(values) if callable(self.grid) else self.grid
+            launch(None, grid, self.kernel, tuple(values[n] for n in self.names))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _launch_entry(kernel: EntryKernel, args: tuple) -> None:
+    """A fully checked safe launch, enqueued on torch's current stream (no sync: graph capture
+    and torch's stream order need none)."""
+    run_plan(prepare(kernel, args), runtime_args(args))
+
+
+def _check_ref(kname: str, name: str, decl: TensorParam, t: Any) -> None:
+    where = f"argument {name!r} of kernel {kname!r}"
+    if t.dim() != decl.ndim:
+        raise LaunchTypeError(f"{where}: the tensor shape {tuple(t.shape)} has rank {t.dim()} but {decl!r} has rank "
+                              f"{decl.ndim}")
+    if isinstance(decl.dtype, dt.DType):
+        try:
+            actual = dt.as_dtype(t.dtype)
+        except TypeError as e:
+            raise LaunchTypeError(f"{where}: {e}") from None
+        if actual is not decl.dtype:
+            raise LaunchTypeError(f"{where} has element type {actual.name} but the parameter is declared "
+                                  f"{decl.dtype.name}")
+
+
+def _scalar_schema(d: Any) -> str:
+    if d is bool or d is dt.bool_:
+        return "bool"
+    if d is int or (isinstance(d, dt.DType) and not d.is_float):
+        return "int"
+    if d is float or isinstance(d, dt.DType):
+        return "float"
+    if isinstance(d, str):  # a generic element type: any number
+        return "Scalar"
+    raise TypeError(f"{d!r} is not a scalar type (int, float, bool or a safetile dtype)")
+
+
+def _named_call(fn: Callable, known: list[str], what: str) -> Callable[[dict], Any]:
+    """``fn`` called with the values it names (checked now against ``known``)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return lambda v: fn(**v)
+    wanted = list(params)
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise TypeError(f"{what}: the callable asks for {', '.join(unknown)}, which name no input or constant "
+                        f"(known: {', '.join(known)})")
+    return lambda v: fn(**{n: v[n] for n in wanted})

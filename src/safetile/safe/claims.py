@@ -1,0 +1,71 @@
+"""Read-only memory has no mutable alias: the ledger of frozen and writable claims.
+
+A ``Shared`` handle promises that nothing writes its memory while it lives. Ownership
+alone cannot keep that promise, because other objects can reach the same bytes: a view
+taken before ``.shared()``, a second ``ct.from_dlpack`` of the same array, a captured
+graph whose replays write memory that became shared after the capture. So memory is
+claimed, by extent:
+
+* frozen, by every live ``Shared`` handle;
+* writable, by every live ``Partition`` / ``MappedPartition`` (the only way a launch
+  writes), every ``memcpy`` not yet run, and every live ``Graph`` (for the memory its
+  replays write).
+
+A new claim that overlaps a live claim of the other kind is refused with an
+``AliasError`` naming the holder; nothing is moved. A claim ends when its holder gives the
+memory back (``unpartition``, ``release``, ``try_unwrap``, ``Graph.close``) or is
+garbage-collected.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from typing import Any
+
+from .errors import AliasError
+from .memory import Extent, overlaps
+
+FROZEN, WRITABLE = "frozen", "writable"
+
+
+class Claims:
+    """The live claims, by kind (one lock; claims are made when holders are made, not per launch)."""
+
+    def __init__(self):
+        # re-entrant: a finalizer (a collected holder, a dropped unrun memcpy) may run inside any
+        # allocation, also while this thread holds the lock, and it releases its claim
+        self._lock = threading.RLock()
+        self._ids = itertools.count(1)
+        self._live: dict[str, dict[int, tuple[list[Extent], Any]]] = {FROZEN: {}, WRITABLE: {}}
+
+    def claim(self, holder: Any, kind: str, extents: list[Extent], label: Any, what: str) -> int:
+        """Register ``holder``'s claim (ended by ``release`` or when ``holder`` is collected);
+        raise ``AliasError`` (``what`` is being refused) if it overlaps a claim of the other kind."""
+        other = WRITABLE if kind == FROZEN else FROZEN
+        with self._lock:
+            for ext_b, label_b in list(self._live[other].values()):  # a snapshot: see __init__
+                for a in extents:
+                    if any(overlaps(a, b) for b in ext_b):
+                        why = ("it is read-only shared memory" if other == FROZEN else "it can still be written")
+                        raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
+                                         "a Shared value has no writable alias anywhere")
+            token = next(self._ids)
+            self._live[kind][token] = (list(extents), label)
+        weakref.finalize(holder, self.release, token)
+        return token
+
+    def release(self, token: int | None) -> None:
+        if token is None:
+            return
+        with self._lock:
+            for live in self._live.values():
+                live.pop(token, None)
+
+    def holders(self, kind: str) -> int:
+        """How many claims of ``kind`` are live (for tests)."""
+        with self._lock:
+            return len(self._live[kind])
+
+
+CLAIMS = Claims()

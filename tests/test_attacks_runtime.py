@@ -1,0 +1,335 @@
+"""Adversarial corpus, runtime side: threads, graphs, sharing, dropped operations.
+
+Classes 4 to 7 of issue 9 and the ownership lifecycle: a CPU graph replay is in flight
+while it runs; claiming memory in the in-flight registry is atomic; checking and moving
+ownership is one step; a ``Shared`` value has no writable alias (views taken before, graphs
+captured before, ``op.shared()``); an unrun launch gives its arguments back (drop, cancel,
+end of a borrow); every message is true. Races are provoked with a tiny thread switch
+interval; every result is compared with the sequential one.
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import safetile as ct
+
+from attack_helpers import poisoned, refused, rnd
+
+
+@ct.entry
+def inc(z: ct.Mut[ct.f32, "B"]):
+    z.store(z.load() + 1.0)
+
+
+@ct.entry
+def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(z.load() + ct.load_tile_like(x, z))
+
+
+@pytest.fixture
+def racy():
+    """Switch threads as often as possible: a missing lock shows as a lost update at once."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)
+
+
+def run_threads(*fns):
+    errors = []
+
+    def wrap(fn):
+        def run():
+            try:
+                fn()
+            except BaseException as e:  # noqa: BLE001 - reported by the test
+                errors.append(e)
+        return run
+    threads = [threading.Thread(target=wrap(f)) for f in fns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    return errors
+
+
+# ----------------------------------------------------------------------------- class 4: graph replays in flight
+
+def test_cpu_graph_replay_is_in_flight_for_host_reads_and_launches(racy):
+    t = ct.zeros(256).sync()
+    view = t[:]  # another tensor over the same memory, taken before the partition
+    z = t.partition(64)
+    op = inc(z)
+    for _ in range(31):
+        op = op.then(lambda r: inc(*r))
+    g = op.graph()  # 32 increments per replay
+    seen = []
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            seen.append(view.to_numpy())
+
+    def launcher():
+        p = view[:128].partition(64)  # a second, writable partition of the same memory
+        for _ in range(40):
+            p, = inc(p).sync()
+
+    def replayer():
+        for _ in range(10):
+            g.launch()
+        stop.set()
+    assert run_threads(reader, launcher, replayer) == []
+    final = view.to_numpy()
+    assert np.array_equal(final[:128], np.full(128, 320 + 40, np.float32))  # no lost update
+    assert np.array_equal(final[128:], np.full(128, 320, np.float32))
+    for a in seen:  # a read never sees a replay half done
+        assert (a[128:] % 32 == 0).all(), a[128:]
+
+
+# ----------------------------------------------------------------------------- class 5: atomic claims
+
+def test_overlapping_launches_from_two_threads_lose_no_update(racy):
+    t = ct.zeros(512).sync()
+    a, b = t[0:384].partition(128), t[128:512].partition(128)  # overlap on [128, 384)
+    n = 60
+
+    def run(p):
+        def go():
+            for _ in range(n):
+                p_, = inc(p_box[p]).sync()
+                p_box[p] = p_
+        return go
+    p_box = {"a": a, "b": b}
+    assert run_threads(run("a"), run("b")) == []
+    out = p_box["a"].unpartition().to_numpy()
+    expected = np.r_[np.full(128, n), np.full(256, 2 * n)].astype(np.float32)
+    assert np.array_equal(out[:384], expected)
+
+
+def test_host_read_never_sees_a_running_launch(racy):
+    t = ct.zeros(4096).sync()
+    view = t[:]
+    z = t.partition(1024)
+    bad = []
+
+    def reader():
+        for _ in range(200):
+            a = view.to_numpy()
+            if not (a == a[0]).all():
+                bad.append(a)
+
+    def writer():
+        nonlocal z
+        for _ in range(100):
+            z, = inc(z).sync()
+    assert run_threads(reader, writer) == []
+    assert not bad, "a host read saw a launch half done"
+
+
+# ----------------------------------------------------------------------------- class 6: atomic moves
+
+@pytest.mark.parametrize("what", ["launch", "partition", "shared", "memcpy", "run"])
+def test_one_value_taken_by_two_threads_goes_to_exactly_one(what, racy):
+    for round_ in range(20):
+        t = ct.zeros(64).sync()
+        p = t.partition(16)
+        src = rnd(64, seed=round_)
+        op = inc(ct.zeros(64).sync().partition(16)) if what == "run" else None
+        barrier = threading.Barrier(2)
+        won = []
+
+        def contender():
+            barrier.wait()
+            try:
+                if what == "launch":
+                    won.append(inc(p))
+                elif what == "partition":
+                    won.append(t2.partition(16))
+                elif what == "shared":
+                    won.append(t2.shared())
+                elif what == "memcpy":
+                    won.append(ct.memcpy(t2, src))
+                else:
+                    won.append(op.sync())
+            except (ct.OwnershipError, ct.DeviceOpError):
+                pass
+        t2 = ct.zeros(64).sync()
+        assert run_threads(contender, contender) == []
+        assert len(won) == 1, f"round {round_}: {len(won)} threads took one value"
+        for w in won:
+            if isinstance(w, (ct.LaunchOp, ct.DeviceOp)):
+                w.cancel()
+
+
+# ----------------------------------------------------------------------------- class 7: Shared has no writable alias
+
+def test_view_taken_before_shared_cannot_be_written():
+    t = rnd(64, seed=1)
+    v = t[16:32]
+    s = t.shared()
+    refused([v, s], lambda: v.partition(16), ct.AliasError, "read-only shared memory")
+    refused([v, s], lambda: ct.memcpy(v, np.zeros(16, np.float32)), ct.AliasError, "read-only shared memory")
+    t2 = s.try_unwrap()  # the shared handle ends: writable again
+    p = v.partition(16)
+    p, = inc(p).sync()
+    assert np.array_equal(t2.to_numpy()[16:32], rnd(64, seed=1).to_numpy()[16:32] + 1)
+
+
+def test_second_wrapper_of_the_same_memory_cannot_be_written_while_shared():
+    a = np.zeros(64, np.float32)
+    t1, t2 = ct.from_dlpack(a), ct.from_dlpack(a)
+    s = t1.shared()
+    refused([t2, a], lambda: t2.partition(16), ct.AliasError, "shared")
+    del s
+    gc.collect()  # a collected handle's claim ends
+    t2.partition(16).unpartition()
+
+
+def test_shared_refused_while_a_writable_partition_lives():
+    t = ct.zeros(64).sync()
+    v = t[:32]
+    p = t.partition(16)
+    refused([v, p], lambda: v.shared(), ct.AliasError, "can still be written")
+    t = p.unpartition()
+    s = v.shared()
+    assert isinstance(s, ct.Shared)
+
+
+def test_graph_replays_keep_their_memory_from_becoming_shared():
+    z = ct.zeros(64).sync().partition(16)
+    g = inc(z).graph()
+    z = g.value[0]
+    t = z.unpartition()  # the capture gave z back; a replay would still write it
+    refused([t], lambda: t.shared(), ct.AliasError, "graph")
+    g.close()
+    s = t.shared()
+    with pytest.raises(ct.GraphCaptureError, match="closed"):
+        g.launch()
+    assert np.array_equal(s.to_numpy(), np.zeros(64, np.float32))  # a CPU capture records, never runs
+
+
+def test_op_shared_hands_out_read_only_values():
+    t = ct.zeros(64).sync()
+    made = ct.value(t.partition(16)).shared()
+    a = made.sync()
+    b = made.sync()
+    assert isinstance(a, ct.Shared) and a is b  # one read-only handle, never one mutable partition twice
+    refused([a], lambda: inc(a), ct.LaunchTypeError, "is mutable")
+
+
+def test_op_shared_refuses_a_borrowed_partition():
+    t = ct.zeros(64).sync()
+    with ct.borrow_mut(t) as b:
+        p = b.partition(16)
+        with pytest.raises(ct.DeviceOpError, match="borrowed"):
+            ct.value(p).shared().sync()
+
+
+# ----------------------------------------------------------------------------- drops, cancels, borrows
+
+def test_dropped_launch_gives_its_arguments_back_with_a_warning():
+    z, x = poisoned(64).partition(16), rnd(64, seed=2)
+    op = add(z, x)
+    assert z.is_moved
+    with pytest.warns(ct.LaunchDroppedWarning, match=r"launch 'add' \(op #\d+.*was dropped without being run"):
+        del op
+        gc.collect()
+    assert not z.is_moved and not x.is_moved
+    assert np.all(np.isnan(z.to_numpy()))
+
+
+def test_cancel_gives_the_arguments_back_and_the_op_never_runs():
+    z, x = poisoned(64).partition(16), rnd(64, seed=3)
+    op = add(z, x)
+    assert op.cancel() == (z, x)
+    with pytest.raises(ct.DeviceOpError, match="cancelled"):
+        op.sync()
+    with pytest.raises(ct.DeviceOpError, match="cannot be cancelled"):
+        op.cancel()
+    assert np.all(np.isnan(z.to_numpy()))
+
+
+def test_use_after_move_message_is_true():
+    z, x = poisoned(64).partition(16), rnd(64, seed=4)
+    op = add(z, x)
+    with pytest.raises(ct.UseAfterMoveError, match=r"moved into launch 'add' .*given back by that launch's "
+                       r"result .* or by op\.cancel\(\)"):
+        z.to_numpy()
+    op.cancel()
+    z.to_numpy()
+
+
+def test_borrow_ends_when_the_block_raises():
+    t = ct.zeros(64).sync()
+    with pytest.raises(RuntimeError, match="boom"):
+        with ct.borrow_mut(t) as b:
+            op = inc(b.partition(16))  # noqa: F841 - never run
+            raise RuntimeError("boom")
+    assert np.array_equal(t.to_numpy(), np.zeros(64, np.float32))
+    with pytest.raises(ct.DeviceOpError, match="cancelled"):
+        op.sync()
+
+
+def test_borrow_ends_with_a_mapped_partition():
+    t = ct.zeros(64).sync()
+
+    @ct.entry
+    def fill(c: ct.MappedMut[ct.f32, ("B",)]):
+        for idx in c.iter_indices():
+            c.store(ct.full((B,), 7.0, ct.float32), idx)  # noqa: F821
+    with ct.borrow_mut(t) as b:
+        m = b.partition(16).map(2)
+        m, = fill(m).sync()
+    assert np.array_equal(t.to_numpy(), np.full(64, 7.0, np.float32))
+    with pytest.raises(ct.OwnershipError):
+        fill(m)
+
+
+def test_dropped_memcpy_gives_the_destination_back():
+    dst = poisoned(16)
+    op = ct.memcpy(dst, np.zeros(16, np.float32))
+    with pytest.warns(ct.LaunchDroppedWarning, match="memcpy"):
+        del op
+        gc.collect()
+    assert np.all(np.isnan(dst.to_numpy()))
+
+
+def test_memcpy_runs_once():
+    dst = poisoned(16)
+    op = ct.memcpy(dst, np.ones(16, np.float32))
+    out = op.sync()
+    with pytest.raises(ct.DeviceOpError, match="runs once"):
+        op.sync()
+    assert np.array_equal(out.to_numpy(), np.ones(16, np.float32))
+
+
+def test_a_dropped_launch_releases_its_hold_on_a_shared_handle():
+    s = rnd(64, seed=5).shared()
+    op = add(poisoned(64).partition(16), s)
+    with pytest.raises(ct.OwnershipError, match="still held"):
+        s.try_unwrap()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ct.LaunchDroppedWarning)
+        del op
+        gc.collect()
+    assert isinstance(s.try_unwrap(), ct.Tensor)
+
+
+def test_refused_deferred_launch_gives_everything_back():
+    x = rnd(64, seed=6)
+    op = add(ct.zeros(32).partition(16), x)  # a DeviceOp argument: checked when it runs (grid differs? no: x too long is fine)
+    z2 = poisoned(64).partition(32)
+    bad = add(ct.value(z2), ct.value(z2))  # the same partition twice, found when the op runs
+    with pytest.raises(ct.AliasError, match="same partition"):
+        bad.sync()
+    assert not z2.is_moved
+    z, x = op.sync()
+    assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy()[:32])

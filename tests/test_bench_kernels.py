@@ -1,0 +1,140 @@
+"""The benchmark's own kernels (bench/kernels/) against NumPy/torch references on small random
+inputs, on the CPU backend (the GPU runs them through bench/gpu_bench.py, which checks every
+case again before timing it), and the benchmark's command line."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import safetile as ct
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from kernels import attention as A  # noqa: E402
+from kernels import gemm as G  # noqa: E402
+from kernels import others as O  # noqa: E402
+
+rng = np.random.default_rng(12)
+
+
+def rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,nprog", [(96, 80, 64, 32, 32, 16, 5), (70, 50, 48, 16, 16, 16, 7),
+                                                   (64, 64, 32, 32, 32, 16, 4)])
+def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
+    a, b = rand(m, k), rand(k, n)
+    dp, sk = G.plan_streamk(m, n, bm, bn, nprog)
+    c = np.full((m, n), np.nan, np.float32)
+    work = np.full((2 * nprog * bm, bn), np.nan, np.float32)
+    locks = np.zeros(max(sk, 1), np.int32)
+    for _ in range(2):  # the counters are left at zero for the next launch
+        c[:] = np.nan
+        ct.launch(None, (nprog,), G.matmul_streamk, (a, b, c, work, locks, dp, bm, bn, bk, 8, nprog))
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+        assert not locks.any()
+
+
+def test_streamk_plan():
+    assert G.plan_streamk(1024, 1024, 128, 128, 64) == (64, 0)  # whole waves: no split
+    dp, sk = G.plan_streamk(3000, 5000, 128, 256, 132)
+    assert dp + sk == 24 * 20 and dp == 3 * 132 and sk == 84
+    assert G.plan_streamk(100, 100, 128, 128, 4) == (0, 1)  # fewer tiles than blocks: all split
+
+
+def _attention_ref(q, k, v, causal):
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    lse = np.log(p.sum(-1)) + s.max(-1)
+    p /= p.sum(-1, keepdims=True)
+    return p, p @ v, lse
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_forward_and_backward(causal):
+    bh, s, d, bm, bn = 2, 64, 16, 32, 16
+    q, k, v, do = (rand(bh, s, d) * 0.5 for _ in range(4))
+    p, ref, lse_ref = _attention_ref(q, k, v, causal)
+    sm = 1 / math.sqrt(d)
+    scale = sm * 1.4426950408889634
+    o3 = np.full_like(q, np.nan)
+    ct.launch(None, (s // bm, bh), A.attention, (q, k, v, o3, scale, bm, bn, d, causal))
+    np.testing.assert_allclose(o3, ref, rtol=1e-4, atol=1e-5)
+    flat = [x.reshape(-1, d) for x in (q, k, v, do)]
+    o, lse = np.full_like(flat[0], np.nan), np.full(bh * s, np.nan, np.float32)
+    ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True))
+    np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
+    delta = np.full(bh * s, np.nan, np.float32)
+    ct.launch(None, (bh * s // bm,), A.attention_bwd_delta, (o, flat[3], delta, bm, d))
+    dq, dk, dv = (np.full_like(flat[0], np.nan) for _ in range(3))
+    ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv, (*flat, lse, delta, dk, dv, s, scale, sm, bm, bn, d, causal))
+    ct.launch(None, (s // bm, bh), A.attention_bwd_dq, (*flat, lse, delta, dq, s, scale, sm, bm, bn, d, causal))
+    dp = do.astype(np.float64) @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    want = {"dq": ds @ k * sm, "dk": np.swapaxes(ds, -1, -2) @ q * sm, "dv": np.swapaxes(p, -1, -2) @ do}
+    for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
+        np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+def test_kernels_in_other_styles():
+    m, n = 3, 2500  # not a multiple of the 1024-element chunks
+    x, w, b = rand(m, n), rand(n), rand(n)
+    y, mean, rstd = np.full_like(x, np.nan), np.full(m, np.nan, np.float32), np.full(m, np.nan, np.float32)
+    ct.launch(None, (m,), O.layernorm_chunked, (x, w, b, y, mean, rstd, 1e-5, 1024))
+    mu, var = x.mean(1, dtype=np.float64), x.var(1, dtype=np.float64)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(var + 1e-5), rtol=1e-4)
+    np.testing.assert_allclose(y, (x - mu[:, None]) / np.sqrt(var[:, None] + 1e-5) * w + b, rtol=1e-4, atol=1e-4)
+    sm = np.full_like(x, np.nan)
+    ct.launch(None, (m,), O.softmax_chunked, (x, sm, 1024))
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(sm, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    x3, w3 = rand(2, 5, 48), rand(48)
+    y3 = np.full_like(x3, np.nan)
+    ct.launch(None, (5, 2), O.rmsnorm_3d, (x3, w3, y3, 1e-6, 64))
+    np.testing.assert_allclose(y3, x3 / np.sqrt((x3.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * w3,
+                               rtol=1e-4, atol=1e-5)
+    table, ids = rand(50, 40), rng.integers(0, 50, 37).astype(np.int32)
+    out = np.full((37, 40), np.nan, np.float32)
+    ct.launch(None, (ct.cdiv(37, 8), ct.cdiv(40, 16)), O.embedding_gather, (table, ids, out, 8, 16))
+    np.testing.assert_array_equal(out, table[ids])
+    xt = rand(40, 24)
+    yt = np.full((24, 40), np.nan, np.float32)
+    ct.launch(None, (ct.cdiv(40, 16), ct.cdiv(24, 16)), O.transpose_tiles, (xt, yt, 16, 16))
+    np.testing.assert_array_equal(yt, xt.T)
+    a, bb = rand(3, 40, 24), rand(3, 24, 20)
+    c = np.full((3, 40, 20), np.nan, np.float32)
+    ct.launch(None, (3, ct.cdiv(40, 16), ct.cdiv(20, 16)), O.batched_matmul_3d, (a, bb, c, 16, 16, 16))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ bb, rtol=1e-4, atol=1e-4)
+
+
+def test_bench_cli_rejects_unknown_sections(capsys):
+    pytest.importorskip("torch")
+    import gpu_bench
+    with pytest.raises(SystemExit):
+        gpu_bench.parse_args(["--only", "softmax,norm"])
+    assert "unknown section(s) softmax, norm" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        gpu_bench.parse_args(["--only", ","])
+    assert gpu_bench.parse_args(["--only", "gemm, attention"]).only == ["gemm", "attention"]
+
+
+def test_bench_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("torch")
+    from benchlib import write_plots
+    res = {"device": "test", "gemm": [{"dtype": "float16", "m": s, "n": s, "k": s, "ratio": r}
+                                      for s, r in ((1024, 0.8), (4096, 1.02))],
+           "add": [{"dtype": "float32", "n": 1 << 20, "ratio": 0.5}, {"dtype": "float32", "n": 1 << 24, "ratio": 0.99}]}
+    paths = write_plots(res, tmp_path / "run.json")
+    assert sorted(p.name for p in paths) == ["run-add.png", "run-gemm.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)

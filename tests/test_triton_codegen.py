@@ -1,0 +1,209 @@
+"""Quality of the Triton source the generator writes, and the first-compile helpers: checked on
+the generated text and, for layouts, by compiling for sm_90 with the real Triton compiler (no
+GPU needed). Results of the same kernels are checked on the CPU backend and Triton's
+interpreter elsewhere (tests/test_bench_kernels.py, tests/test_triton_backend.py)."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import safetile as ct
+from triton_interp import triton_interpreter
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+
+@ct.kernel
+def row_chunks(X, Y, TILE: ct.Constant[int]):
+    """A row loop over (1, TILE) chunks: a running (1, TILE) sum, then a second pass that writes."""
+    row = ct.bid(0)
+    total = ct.zeros((1, TILE), ct.float32)
+    for j in range(ct.num_tiles(X, axis=1, shape=(1, TILE))):
+        total += ct.load(X, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO) ** 2
+    s = ct.sum(total, axis=1, keepdims=True)
+    for j in range(ct.num_tiles(X, axis=1, shape=(1, TILE))):
+        x = ct.load(X, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(Y, index=(row, j), tile=(x / s).astype(Y.dtype))
+
+
+@ct.kernel
+def squeeze_3d(X, Y, T: ct.Constant[int]):
+    """(1, T, T) tiles used as (T, T): loaded without the unit axis."""
+    b = ct.bid(0)
+    t = ct.reshape(ct.load(X, (b, 0, 0), (1, T, T)), (T, T))
+    ct.store(Y, (b, 0, 0), ct.reshape(ct.transpose(t), (1, T, T)))
+
+
+@ct.kernel
+def flag_after_store(X, Flags, Out):
+    b = ct.bid(0)
+    ct.store(Out, (b,), ct.load(X, (b,), (64,)) * 2.0)
+    ct.atomic_add(Flags, (0,), 1)  # default order: acquire-release
+    ct.atomic_add(Flags, (1,), 1, memory_order=ct.MemoryOrder.RELAXED)
+
+
+def _source(kernel, args, target=90):
+    from safetile.backends.triton.launcher import kernel_source
+    return kernel_source(kernel, args, target=target)
+
+
+def test_unit_axis_loads_keep_the_tile_rank():
+    x = torch.randn(4, 3000)
+    src = _source(row_chunks, (x, torch.empty_like(x), 1024))
+    loads = re.findall(r"(\w+) = tl\.load\((\w+),", src)
+    assert len(loads) == 2
+    for value, ptrs in loads:  # pointers of shape (1, TILE): the value is used as loaded
+        assert re.search(rf"{ptrs} = \(.*\)\[None, :\]", src), src
+        assert not re.search(rf"{value}\[None, :\]", src), src
+    assert "tl.reshape" not in src  # the (1, TILE) store takes the tile as it is
+    assert "_ld.pow" not in src  # x ** 2 is x * x
+    x3 = torch.randn(2, 32, 32)
+    src3 = _source(squeeze_3d, (x3, torch.empty_like(x3), 32))
+    value, ptrs = re.search(r"(\w+) = tl\.load\((\w+),", src3).groups()
+    assert not re.search(rf"{ptrs} = \(.*\)\[None", src3)  # used as (T, T) only: loaded without the unit axis
+    assert re.search(rf"tl\.permute\({value}, \[1, 0\]\)|= {value}\n", src3), src3
+
+
+def test_unit_axis_chunk_loop_compiles_without_layout_conversions(tmp_path, monkeypatch):
+    """In sm_90 code, the row loops hold no layout conversion (one per chunk through shared memory
+    was what made such loops slow: a (TILE,) load then x[None, :])."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from safetile.backends.triton import cache
+    from safetile.backends.triton.codegen import Facts, generate
+    from safetile.backends.triton.launcher import array_facts, array_parts, compile_options
+    from safetile.runtime.args import arg_specs
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
+    x = torch.randn(64, 4096, dtype=torch.bfloat16)
+    args = (x, torch.empty_like(x), 1024)
+    fn = row_chunks.specialize(arg_specs(row_chunks, args))
+    facts = Facts(tuple(array_facts(*array_parts(a)[:3]) for a in args[:2]), False, 90, True)
+    gen = generate(fn, facts)
+    jitfn, gen = cache.load(cache.digest("codegen-quality", facts), lambda: gen, False)
+    compiled = triton.compile(ASTSource(jitfn, gen.signature, {}, gen.attrs), target=GPUTarget("cuda", 90, 32),
+                              options=compile_options(fn, gen, facts))
+    ttgir = compiled.asm["ttgir"]
+    loops = re.findall(r"scf\.for .*?\n(.*?)\n\s+\} loc", ttgir, flags=re.S)
+    assert len(loops) == 2 and all("convert_layout" not in body for body in loops), ttgir
+
+
+def test_unit_axis_kernels_run_in_the_interpreter():
+    rng = np.random.default_rng(3)
+    x = torch.from_numpy(rng.standard_normal((3, 2100)).astype(np.float32))
+    y = torch.full_like(x, float("nan"))
+    with triton_interpreter():
+        ct.launch(None, (3,), row_chunks, (x, y, 1024))
+    np.testing.assert_allclose(y.numpy(), x.numpy() / (x.numpy().astype(np.float64) ** 2).sum(1, keepdims=True),
+                               rtol=1e-5)
+    x3 = torch.from_numpy(rng.standard_normal((2, 16, 16)).astype(np.float32))
+    y3 = torch.full_like(x3, float("nan"))
+    with triton_interpreter():
+        ct.launch(None, (2,), squeeze_3d, (x3, y3, 16))
+    np.testing.assert_array_equal(y3.numpy(), np.swapaxes(x3.numpy(), 1, 2))
+
+
+def test_releasing_atomics_follow_a_block_barrier():
+    """An atomic with release semantics orders every lane's earlier writes (the block's), so a
+    block barrier comes first; a relaxed one needs none."""
+    x = torch.randn(128)
+    src = _source(flag_after_store, (x, torch.zeros(2, dtype=torch.int32), torch.empty_like(x)))
+    lines = [ln.strip() for ln in src.splitlines()]
+    atomics = [i for i, ln in enumerate(lines) if "tl.atomic_add(" in ln]
+    barriers = [i for i, ln in enumerate(lines) if ln == "tl.debug_barrier()"]
+    store = next(i for i, ln in enumerate(lines) if ln.startswith("tl.store("))
+    assert len(atomics) == 2 and "sem='acq_rel'" in lines[atomics[0]] and "sem='relaxed'" in lines[atomics[1]]
+    assert barriers == [atomics[0] - 1] and store < barriers[0]  # 0-d atomics: no barrier after
+
+
+def test_triton_key_is_recorded_and_reused(tmp_path, monkeypatch):
+    """Triton's installation hash is computed once per installation, not once per process."""
+    import triton.runtime.cache as tcache
+    from safetile.backends.triton import cache
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_key_memo_done", False)
+    calls = []
+
+    def slow_key():
+        calls.append(1)
+        return "triton-key-value"
+    monkeypatch.setattr(tcache, "triton_key", slow_key)
+    cache.memoize_triton_key()
+    assert tcache.triton_key() == "triton-key-value" and calls == [1]
+    record = next(tmp_path.glob("triton_key_*.json"))
+    assert json.loads(record.read_text())["key"] == "triton-key-value"
+    monkeypatch.setattr(tcache, "triton_key", slow_key)  # a new process: Triton's function again
+    monkeypatch.setattr(cache, "_key_memo_done", False)
+    cache.memoize_triton_key()
+    assert tcache.triton_key() == "triton-key-value" and calls == [1]  # from the record
+    record.write_text(json.dumps({"fingerprint": "another installation", "key": "stale"}))
+    monkeypatch.setattr(tcache, "triton_key", slow_key)
+    monkeypatch.setattr(cache, "_key_memo_done", False)
+    cache.memoize_triton_key()
+    assert tcache.triton_key() == "triton-key-value" and calls == [1, 1]  # files changed: computed again
+
+
+@ct.kernel
+def transpose_tile(X, Y, T: ct.Constant[int]):
+    ct.store(Y, (ct.bid(1), ct.bid(0)), ct.transpose(ct.load(X, (ct.bid(0), ct.bid(1)), (T, T))))
+
+
+@ct.kernel
+def transpose_tile_tma(X, Y, T: ct.Constant[int]):
+    t = ct.load(X, (ct.bid(0), ct.bid(1)), (T, T), allow_tma=True)
+    ct.store(Y, (ct.bid(1), ct.bid(0)), ct.transpose(t), allow_tma=True)
+
+
+@ct.kernel
+def bmm_tiles(A, B, C, T: ct.Constant[int]):
+    acc = ct.zeros((T, T), ct.float32)
+    for k in range(ct.num_tiles(A, axis=2, shape=(1, T, T))):
+        a = ct.reshape(ct.load(A, (ct.bid(0), ct.bid(1), k), (1, T, T)), (T, T))
+        b = ct.reshape(ct.load(B, (ct.bid(0), k, ct.bid(2)), (1, T, T)), (T, T))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (ct.bid(0), ct.bid(1), ct.bid(2)), ct.reshape(acc.astype(C.dtype), (1, T, T)))
+
+
+def test_descriptors_where_tiles_pass_through_shared_memory():
+    """By default TMA is used for matrix-product operands and results (3-D tiles with unit axes
+    too), not for tiles that go straight between registers and memory; allow_tma decides when given."""
+    x = torch.randn(256, 256, dtype=torch.float16)
+    assert "make_tensor_descriptor" not in _source(transpose_tile, (x, torch.empty_like(x), 64))
+    assert _source(transpose_tile_tma, (x, torch.empty_like(x), 64)).count("make_tensor_descriptor") == 2
+    a = torch.randn(2, 128, 128, dtype=torch.float16)
+    src = _source(bmm_tiles, (a, a, torch.empty_like(a), 64))
+    assert src.count("make_tensor_descriptor") == 3  # A and B operands, C the product's tile
+    assert re.search(r"tl\.reshape\(desc\d+\.load\(\[.*\]\), \[64, 64\]\)", src), src
+    assert re.search(r"desc\d+\.store\(\[.*\], tl\.reshape\(\w+, \[1, 64, 64\]\)\)", src), src
+    assert "make_tensor_descriptor" not in _source(bmm_tiles, (a, a, torch.empty_like(a), 64), target=80)
+
+
+def test_bmm_tiles_with_descriptors_match_the_cpu_backend():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 64, 48)).astype(np.float32)
+    b = rng.standard_normal((2, 48, 80)).astype(np.float32)
+    c = np.full((2, 64, 80), np.nan, np.float32)
+    ct.launch(None, (2, 4, 5), bmm_tiles, (a, b, c, 16))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    ct_, ta, tb = torch.full((2, 64, 80), float("nan")), torch.from_numpy(a), torch.from_numpy(b)
+    with triton_interpreter():
+        ct.launch(None, (2, 4, 5), bmm_tiles, (ta, tb, ct_, 16))
+    np.testing.assert_allclose(ct_.numpy(), c, rtol=1e-5, atol=1e-5)
+
+
+def test_tile_streaming_loops_are_software_pipelined(monkeypatch):
+    x = torch.randn(4, 3000)
+    src = _source(row_chunks, (x, torch.empty_like(x), 1024))
+    # the first loop (a running sum of squares) streams; the second divides: left to Triton
+    assert src.count("in tl.range(") == 1 and src.count(", num_stages=3):") == 1
+    loops = src.split("for ")
+    assert "tl.range" in loops[1] and "tl.div_rn" not in loops[1] and "tl.div_rn" in loops[2]
+    assert "tl.range" not in _source(row_chunks, (x, torch.empty_like(x), 1024), target=0)  # interpreter
+    a = torch.randn(2, 128, 128, dtype=torch.float16)
+    assert "tl.range" not in _source(bmm_tiles, (a, a, torch.empty_like(a), 64))  # Triton pipelines products itself
+    monkeypatch.setenv("SAFETILE_PIPELINE_LOOPS", "0")
+    assert "tl.range" not in _source(row_chunks, (x, torch.empty_like(x), 1024))
