@@ -75,7 +75,7 @@ def test_check_reports_errors_with_exit_status(tmp_path):
     bad.write_text("10 FOR I = 1 TO 3\n20 GOTO 99\n30 PRINT ABS(1, 2)\n")
     r = safetile("check", bad)
     assert r.returncode == 1
-    assert "line 20: GOTO 99: there is no line 99" in r.stderr
+    assert "line 20: Undefined line number: there is no line 99" in r.stderr
     assert "FOR I without NEXT" in r.stderr
     assert "Traceback" not in r.stderr
     good = safetile("check", EXAMPLES / "gemm.bas")
@@ -93,8 +93,20 @@ def test_runtime_error_keeps_printed_output(tmp_path):
     p.write_text('10 PRINT "before"\n20 GOSUB 40\n40 RETURN\n')
     r = safetile("run", p)
     assert r.returncode == 1
-    assert r.stdout == "before\n"
-    assert "runtime error" in r.stderr and "RETURN without GOSUB in line 40" in r.stderr
+    assert r.stdout == "before\nRETURN without GOSUB in 40\n"  # on the screen, as GW-BASIC shows it
+    assert "runtime error" in r.stderr and "RETURN without GOSUB in 40" in r.stderr
+
+
+def test_output_into_a_closed_pipe_stops_quietly(tmp_path):
+    """``safetile run p.bas | head -1``: no error message when the reader goes away."""
+    p = tmp_path / "many.bas"
+    p.write_text('10 FOR I = 1 TO 20000: PRINT "line"; I: NEXT\n')
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run(f'"{sys.executable}" -m safetile run "{p}" | head -1', shell=True, capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.stdout == "line 1 \n"
+    assert r.stderr == ""
 
 
 def test_usage_errors(tmp_path):

@@ -33,7 +33,7 @@ from .ops.memory import Slice, load_advanced_indexing, store_advanced_indexing
 from .ops.meta import assume_divisible_by, ensure_constant, static_assert, static_eval, static_iter
 from .ops.reduction import argmax, argmin, cumprod, cumsum, max, min, prod, reduce, scan, sum
 from .ops.shape import (broadcast_to, cat, expand_dims, extract, insert, item, pack_to_bytes, permute, reshape,
-                        transpose, unpack_from_bytes)
+                        take, transpose, unpack_from_bytes)
 from .ops.values import Array, Tile
 from .runtime.kernel import Kernel, kernel
 from .runtime.launch import launch

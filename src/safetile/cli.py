@@ -7,7 +7,9 @@
     and the scalar inputs). PRINT output goes to stdout and nothing else does; every
     OUTPUT array is written to ``DIR/NAME.npy``; notes and errors go to stderr.
 ``safetile check PROGRAM.bas [--dump tokens|ast|ir]``
-    Report every error in a program (exit status 1) or confirm it is fine (0).
+    Report every error in a program (exit status 1) or confirm it is fine (0); this includes
+    the errors GW-BASIC raises only when their line runs (a syntax error in a line, Type
+    mismatch ...), which ``run`` reports there, after the output of the lines before.
 ``safetile check KERNELS.py [--args TYPES | --spec FILE] [--dump ir|triton]``,
 ``safetile cache info|clear``, ``safetile bench [SECTION]``
     Compile the kernels of a Python file, manage the disk cache, run the benchmarks
@@ -16,7 +18,7 @@
     Stream a Qwen3 checkpoint's continuation of a prompt (``cli_generate.py``).
 
 Exit status: 0 success, 1 an error in the program (compile or run time), 2 bad usage or
-inputs.
+inputs, 3 an internal error, 141 when the reader of the output went away (``| head``).
 """
 from __future__ import annotations
 
@@ -90,9 +92,16 @@ def _cmd_check(args) -> int:
         return 1
     if args.dump == "ir":
         print(prog.ir())
-    else:
-        print(f"{args.program}: no errors")
-        print(prog.describe())
+        return 0
+    if prog.deferred:  # GW-BASIC stops with these when their line runs; the program runs up to them
+        for err in prog.deferred:
+            print(err, file=sys.stderr)
+        n = len(prog.deferred)
+        print(f"{args.program}: {n} error{'s' if n != 1 else ''} (raised when the line runs, as in GW-BASIC)",
+              file=sys.stderr)
+        return 1
+    print(f"{args.program}: no errors")
+    print(prog.describe())
     return 0
 
 
@@ -188,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # whoever reads the output stopped (``safetile run p.bas | head -1``): stop quietly, as
+        # a program killed by SIGPIPE would; stdout goes to /dev/null so the exit flush is quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # noqa: BLE001 - report, never a traceback
         if os.environ.get("SAFETILE_DEBUG"):
             raise

@@ -1,41 +1,40 @@
 """Static analysis of a parsed BASIC program.
 
+* Names: variables, arrays and ``DEF FN`` functions are case-insensitive and typed by their
+  sigil (``%`` integer, ``!`` single, ``#`` double, ``$`` string) or, without one, by the
+  ``DEFINT``/``DEFSNG``/``DEFDBL``/``DEFSTR`` letter ranges (single by default). Every name
+  is rewritten to its canonical form, name plus sigil (``A`` is ``A!``, as in GW-BASIC).
 * Declarations: ``INPUT`` (kernel parameters, in order), ``DIM`` (array shapes and element
-  types), ``TILE`` (tile shapes of arrays, or tile-shaped variables), ``OUTPUT``.
-* Structure: ``FOR``/``NEXT``, ``WHILE``/``WEND`` and block ``IF``/``ELSEIF``/``ELSE``/
-  ``ENDIF`` pair up lexically (in program order) into a tree; single-line ``IF`` bodies are
-  sub-trees. Unmatched parts are errors (``NEXT without FOR`` ...).
-* Jumps: every ``GOTO``/``GOSUB``/``THEN n``/``ON ... GOTO``/``RESTORE n`` target must exist.
-* Types: a variable is an int32 scalar if its name ends in ``%``, else float32; a
-  variable assigned a tile (or named in ``TILE``) holds tiles of one fixed shape.
-  Expression shapes are checked (subscripts and conditions are scalars, MMA operand shapes
-  fit, element-wise operands broadcast).
+  types; an array used without DIM has 11 elements per dimension, as in GW-BASIC), ``TILE``
+  (tile shapes of arrays, or tile-shaped variables), ``OUTPUT``, ``DEF FN``.
+* Structure (structure.py), jump targets, ``DATA`` items, sizes known before the run, and
+  types (typecheck.py).
+
+Errors GW-BASIC reports only when the offending statement runs (a syntax error in a line,
+*Type mismatch*, *Undefined line number* ...) are *deferred*: listed in ``deferred`` (so
+``safetile check`` reports them) and compiled into a run-time error at that statement.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtypes as dt
-from ..ir.types import TileType
 from . import ast as A
 from .errors import BasicError
-from .lexer import FUNCTIONS, Source
+from .gwnumbers import MbfOverflow, literal, parse_decimal
+from .lexer import Source
+from .structure import TreeBuilder, _assigned_vars, stmt_exprs, walk_exprs, walk_stmts
+from .vtypes import DBL, INT, LONG, SIGIL_DTYPES, SNG, STRING, BasicType, scalar
 
-INT, FLOAT, BOOL = dt.int32, dt.float32, dt.bool_
+IMPLICIT_SIZE = 10  # an array used without DIM has indices 0..10 per dimension
 
-
-def var_dtype(name: str) -> dt.DType:
-    return INT if name.endswith("%") else FLOAT
-
-
-# ----------------------------------------------------------------------------- tables
 
 @dataclass
 class ScalarInput:
     name: str
-    dtype: dt.DType
+    dtype: Any  # a dtype, or STRING for a string input
     pos: A.Pos
     line: int | None
 
@@ -43,7 +42,7 @@ class ScalarInput:
 @dataclass
 class ArrayInfo:
     name: str
-    dtype: dt.DType
+    dtype: Any  # element dtype, or STRING
     sizes: list[A.Expr]
     pos: A.Pos
     line: int | None
@@ -53,6 +52,8 @@ class ArrayInfo:
     tile_pos: A.Pos | None = None
     tile_line: int | None = None
     static_sizes: tuple[int | None, ...] = ()
+    implicit: bool = False  # used without DIM
+    dims: int = 0  # DIM statements naming it
 
     @property
     def ndim(self) -> int:
@@ -63,122 +64,40 @@ class ArrayInfo:
         return not (self.is_input or self.is_output)
 
     @property
+    def is_string(self) -> bool:
+        return self.dtype is STRING
+
+    @property
     def kind(self) -> str:
         if self.is_input and self.is_output:
             return "inout"
         return "input" if self.is_input else ("output" if self.is_output else "local")
 
 
-# ----------------------------------------------------------------------------- structure tree
-
 @dataclass
-class LineMark:
-    number: int
-    pos: A.Pos
-
-
-@dataclass
-class SimpleNode:
-    stmt: A.Stmt
+class FnInfo:
+    """A ``DEF FN`` function: canonical name, parameters (canonical names), body, result type."""
+    name: str
+    params: list[str]
+    expr: A.Expr
+    type: BasicType
+    stmt: A.DefFn
 
 
 @dataclass
-class IfNode:
-    stmt: A.If
-    arms: list  # [(cond, Seq, head stmt)]
-    orelse: list | None
-    single: bool
-    end: A.Stmt | None = None
+class DataItem:
+    text: bytes | None  # what READ into a string variable gets, or None (not a string)
+    number: Any  # what READ into a numeric variable gets, or None (not a number)
+    line: int | None
+    error: str  # what reading it as the wrong kind stops with (the first item of a line: no line)
 
 
 @dataclass
-class ForNode:
-    stmt: A.For
-    body: list
-    next: A.Next | None = None
-    index: int = 0
+class Deferred:
+    """A GW-BASIC run-time error known before the run: raised when its statement runs."""
+    message: str  # GW-BASIC's message (Syntax error, Type mismatch, ...)
+    error: BasicError = field(repr=False)
 
-
-@dataclass
-class WhileNode:
-    stmt: A.While
-    body: list
-    wend: A.Wend | None = None
-    index: int = 0
-
-
-def walk_stmts(stmts: list[A.Stmt]):
-    """Every statement, including those inside single-line IF bodies, in program order."""
-    for s in stmts:
-        yield s
-        if isinstance(s, A.If):
-            yield from walk_stmts(s.then or [])
-            yield from walk_stmts(s.orelse or [])
-
-
-def walk_nodes(seq: list):
-    for n in seq:
-        yield n
-        if isinstance(n, IfNode):
-            for _, body, _ in n.arms:
-                yield from walk_nodes(body)
-            if n.orelse is not None:
-                yield from walk_nodes(n.orelse)
-        elif isinstance(n, (ForNode, WhileNode)):
-            yield from walk_nodes(n.body)
-
-
-def node_stmts(n) -> list[A.Stmt]:
-    """The statements a node stands for (heads included), not recursing into bodies."""
-    if isinstance(n, SimpleNode):
-        return [n.stmt]
-    if isinstance(n, IfNode):
-        return [n.stmt]
-    if isinstance(n, ForNode):
-        return [n.stmt] + ([n.next] if n.next else [])
-    if isinstance(n, WhileNode):
-        return [n.stmt] + ([n.wend] if n.wend else [])
-    return []
-
-
-def walk_exprs(e: A.Expr):
-    yield e
-    if isinstance(e, (A.Index, A.Call)):
-        for a in e.args:
-            yield from walk_exprs(a)
-    elif isinstance(e, A.Unary):
-        yield from walk_exprs(e.operand)
-    elif isinstance(e, A.Binary):
-        yield from walk_exprs(e.left)
-        yield from walk_exprs(e.right)
-
-
-def stmt_exprs(s: A.Stmt) -> list[A.Expr]:
-    """The expressions a statement evaluates (not those of nested IF bodies)."""
-    if isinstance(s, A.Let):
-        return [s.target, s.expr]
-    if isinstance(s, A.Print):
-        out = []
-        for it in s.items:
-            if isinstance(it, A.Expr):
-                out.append(it)
-            elif isinstance(it, A.PrintFn):
-                out.append(it.arg)
-        return out
-    if isinstance(s, (A.If, A.ElseIf, A.While)):
-        return [s.cond]
-    if isinstance(s, A.For):
-        return [s.start, s.stop] + ([s.step] if s.step is not None else [])
-    if isinstance(s, A.OnGoto):
-        return [s.expr]
-    if isinstance(s, A.Read):
-        return list(s.targets)
-    if isinstance(s, A.Randomize):
-        return [s.seed] if s.seed is not None else []
-    return []
-
-
-# ----------------------------------------------------------------------------- analysis
 
 class Analysis:
     """Everything the lowering needs to know about a program, checked."""
@@ -187,60 +106,85 @@ class Analysis:
         self.program = program
         self.src = src
         self.errors: list[BasicError] = []
+        self.deferred: dict[int, Deferred] = {}  # id(statement) -> error raised when it runs
+        # id(expression) -> the error it raises once its operands are evaluated (None: it only
+        # contains such an expression); see typecheck.py
+        self.bad_exprs: dict[int, str | None] = {}
+        self.expr_errors: list[BasicError] = []
         self.inputs: list[Any] = []  # ScalarInput | ArrayInfo, in INPUT order
         self.scalar_inputs: dict[str, ScalarInput] = {}
         self.arrays: dict[str, ArrayInfo] = {}
         self.tile_vars: dict[str, tuple[tuple[int, ...], dt.DType | None, A.Pos]] = {}
         self.outputs: list[ArrayInfo] = []
-        self.var_types: dict[str, TileType] = {}
+        self.fns: dict[str, FnInfo] = {}
+        self.var_types: dict[str, BasicType] = {}
+        self.shown: dict[str, str] = {}  # canonical name -> as first written
         self.line_numbers: set[int] = {ln.number for ln in program.lines if ln.number is not None}
         self.jump_targets: set[int] = set()
-        self.data: list[tuple[float, int | None]] = []
+        self.data: list[DataItem] = []
         self.data_start: dict[int, int] = {}
         self.tree: list = []
         self.uses_rnd = False
-        self.uses_zones = False
         self.uses_data = False
         self.uses_gosub = False
         self.uses_bid = False
-        self.has_jumps = False
         self.for_count = 0
         self.size_vars: dict[str, A.Expr] = {}
+        self.swap_checked: set[str] = set()  # scalars SWAP takes second: they must have been set
+        self.default_sigil = {chr(c): "!" for c in range(ord("A"), ord("Z") + 1)}
 
     # ------------------------------------------------------------------ errors
 
     def error(self, message: str, pos: A.Pos | None, line: int | None) -> None:
-        if pos is None:
-            self.errors.append(BasicError(message, None, line))
-            return
-        self.errors.append(self.src.error(message, pos[0], pos[1], pos[2], line))
+        self.errors.append(self.fail(message, pos, line))
 
     def fail(self, message: str, pos: A.Pos | None, line: int | None) -> BasicError:
         if pos is None:
             return BasicError(message, None, line)
         return self.src.error(message, pos[0], pos[1], pos[2], line)
 
+    def defer(self, stmt: A.Stmt, gw_message: str, detail: str, pos: A.Pos | None) -> None:
+        """Record a run-time error at ``stmt`` (the first one found there wins)."""
+        if id(stmt) not in self.deferred:
+            err = self.fail(f"{gw_message}: {detail}" if detail else gw_message, pos or stmt.pos, stmt.line)
+            self.deferred[id(stmt)] = Deferred(gw_message, err)
+
+    def defer_expr(self, e: A.Expr, gw_message: str, detail: str, line: int | None) -> None:
+        """Record a run-time error raised where expression ``e`` is evaluated."""
+        if id(e) not in self.bad_exprs:
+            self.bad_exprs[id(e)] = gw_message
+            self.expr_errors.append(self.fail(f"{gw_message}: {detail}" if detail else gw_message, e.pos, line))
+
+    def show(self, name: str) -> str:
+        """A canonical name as the program wrote it."""
+        return self.shown.get(name, name)
+
     # ------------------------------------------------------------------ driver
 
-    def run(self) -> "Analysis":
+    def run(self) -> Analysis:
+        from .typecheck import TypeChecker
         stmts = [s for ln in self.program.lines for s in walk_stmts(ln.stmts)]
+        self._canonical_names(stmts)
         self._declarations(stmts)
         self._jumps(stmts)
         self._data(stmts)
-        self.tree = self._build_tree()
+        builder = TreeBuilder(self.error, self.show)
+        self.tree = builder.build_tree(self.program)
+        self.for_count = builder.for_count
         self._size_vars(stmts)
         self._check_arrays()
-        self._infer_types(stmts)
-        self._check_statements(stmts)
+        TypeChecker(self).check(stmts)
         for s in stmts:
-            if isinstance(s, A.Print) and any(isinstance(i, A.PrintSep) and i.sep == "," or
-                                              isinstance(i, A.PrintFn) and i.fn == "TAB" for i in s.items):
-                self.uses_zones = True
+            if isinstance(s, A.Broken):
+                self.defer(s, "Syntax error", s.message, s.at)
             if isinstance(s, A.Randomize):
                 self.uses_rnd = True
             if isinstance(s, A.Read):
                 self.uses_data = True
-            for e in stmt_exprs(s):
+            if isinstance(s, A.Swap) and isinstance(s.b, A.Var):
+                self.swap_checked.add(s.b.name)
+            exprs = stmt_exprs(s) + fn_body(s)
+            for e in exprs:
                 for x in walk_exprs(e):
                     if isinstance(x, A.Call) and x.name == "RND":
                         self.uses_rnd = True
@@ -248,125 +192,247 @@ class Analysis:
                         self.uses_bid = True
         return self
 
-    # ------------------------------------------------------------------ declarations
+    # ------------------------------------------------------------------ names
 
-    def _dtype(self, name: str | None, default: dt.DType) -> dt.DType:
-        return dt.as_dtype(name) if name else default
+    def canon(self, name: str) -> str:
+        """The canonical form of a variable, array or function name (name plus sigil)."""
+        if name[-1:] in "%!#$":
+            return name
+        return name + self.default_sigil.get(name[:1], "!")
 
-    def _declarations(self, stmts: list[A.Stmt]) -> None:
-        input_order: list[tuple[A.InputItem, A.Stmt]] = []
+    def _canonical_names(self, stmts: list[A.Stmt]) -> None:
         for s in stmts:
-            if isinstance(s, A.Input):
+            if isinstance(s, A.DefType):
+                for c in s.letters:
+                    self.default_sigil[c] = s.sigil
+
+        def name(raw: str) -> str:
+            c = self.canon(raw)
+            self.shown.setdefault(c, raw)
+            return c
+
+        def expr(e: A.Expr) -> None:
+            for x in walk_exprs(e):
+                if isinstance(x, (A.Var, A.Index, A.FnCall)):
+                    x.name = name(x.name)
+
+        for s in stmts:
+            for e in stmt_exprs(s):
+                expr(e)
+            if isinstance(s, A.For) or isinstance(s, A.Next) and s.var is not None:
+                s.var = name(s.var)
+            elif isinstance(s, A.Input):
                 for it in s.items:
-                    input_order.append((it, s))
+                    it.name = name(it.name)
             elif isinstance(s, A.Dim):
                 for d in s.decls:
-                    if d.name in self.arrays:
-                        prev = self.arrays[d.name]
-                        self.error(f"array {d.name} is dimensioned twice (first DIM in line {prev.line})",
-                                   d.pos, s.line)
-                        continue
-                    if d.name.upper() in FUNCTIONS and not d.name[-1] in "%!":
-                        self.error(f"{d.name} is a built-in function and cannot name an array", d.pos, s.line)
-                        continue
-                    if not d.sizes:
-                        self.error(f"DIM {d.name} needs at least one size", d.pos, s.line)
-                        continue
-                    default = INT if d.name.endswith("%") else FLOAT
-                    self.arrays[d.name] = ArrayInfo(d.name, self._dtype(d.dtype, default), d.sizes, d.pos, s.line)
-        seen_inputs: set[str] = set()
-        for it, s in input_order:
-            key = it.name + ("()" if it.is_array else "")
-            if key in seen_inputs:
-                self.error(f"INPUT {key} is declared twice", it.pos, s.line)
-                continue
-            seen_inputs.add(key)
-            if it.is_array:
-                arr = self.arrays.get(it.name)
-                if arr is None:
-                    self.error(f"INPUT array {it.name}() has no DIM giving its shape; add e.g. DIM {it.name}(N)",
-                               it.pos, s.line)
-                    continue
-                if it.dtype is not None:
-                    d = dt.as_dtype(it.dtype)
-                    if d is not arr.dtype:
-                        self.error(f"INPUT {it.name}() AS {d.name} disagrees with its DIM ({arr.dtype.name}); "
-                                   "give the type in DIM", it.pos, s.line)
-                arr.is_input = True
-                self.inputs.append(arr)
-            else:
-                d = self._dtype(it.dtype, INT if not it.name.endswith("!") else FLOAT)
-                if it.dtype is None and it.name.endswith("%"):
-                    d = INT
-                if d not in (INT, FLOAT):
-                    self.error(f"scalar INPUT {it.name} must be INTEGER or SINGLE, not {d.name}", it.pos, s.line)
-                    d = INT
-                if it.name.endswith("%") and d is not INT:
-                    self.error(f"{it.name} ends in % and so is an integer", it.pos, s.line)
-                si = ScalarInput(it.name, d, it.pos, s.line)
-                self.scalar_inputs[it.name] = si
-                self.inputs.append(si)
-        for s in stmts:
-            if isinstance(s, A.TileDecl):
+                    d.name = name(d.name)
+                    for e in d.sizes:
+                        expr(e)
+            elif isinstance(s, A.TileDecl):
                 for t in s.decls:
-                    shape = []
-                    ok = True
-                    for e in t.dims:
-                        v = self._const_value(e)
-                        if v is None or not float(v).is_integer():
-                            self.error(f"TILE {t.name}: tile sizes must be integer constants", e.pos, s.line)
-                            ok = False
-                            break
-                        v = int(v)
-                        if not dt.is_pow2(v):
-                            self.error(f"TILE {t.name}: tile size {v} is not a power of two", e.pos, s.line)
-                            ok = False
-                            break
-                        shape.append(v)
-                    if not ok:
-                        continue
-                    if len(shape) > 3:
-                        self.error(f"TILE {t.name}: at most 3 dimensions", t.pos, s.line)
-                        continue
-                    shape_t = tuple(shape)
-                    if t.name in self.arrays:
-                        arr = self.arrays[t.name]
-                        if arr.tile is not None:
-                            self.error(f"TILE {t.name} is given twice", t.pos, s.line)
-                        elif len(shape_t) != arr.ndim:
-                            self.error(f"TILE {t.name} has {len(shape_t)} dimension(s) but DIM {t.name} has "
-                                       f"{arr.ndim}", t.pos, s.line)
-                        else:
-                            if t.dtype is not None and dt.as_dtype(t.dtype) is not arr.dtype:
-                                self.error(f"TILE {t.name} AS {t.dtype}: give array element types in DIM",
-                                           t.pos, s.line)
-                            arr.tile, arr.tile_pos, arr.tile_line = shape_t, t.pos, s.line
-                    else:
-                        if t.name in self.tile_vars:
-                            self.error(f"TILE {t.name} is given twice", t.pos, s.line)
-                            continue
-                        d = dt.as_dtype(t.dtype) if t.dtype else None
-                        self.tile_vars[t.name] = (shape_t, d, t.pos)
-        for s in stmts:
-            if isinstance(s, A.Output):
+                    t.name = name(t.name)
+            elif isinstance(s, A.Output):
                 for o in s.names:
-                    arr = self.arrays.get(o.name)
-                    if arr is None:
-                        self.error(f"OUTPUT {o.name}: {o.name} is not a DIM array", o.pos, s.line)
-                        continue
-                    if arr.is_output:
-                        self.error(f"OUTPUT {o.name} is given twice", o.pos, s.line)
-                        continue
+                    o.name = name(o.name)
+            elif isinstance(s, A.DefFn):
+                s.name = name(s.name)
+                s.params = [(name(p), pos) for p, pos in s.params]
+                for e in fn_body(s):
+                    expr(e)
+
+    # ------------------------------------------------------------------ declarations
+
+    def _declarations(self, stmts: list[A.Stmt]) -> None:
+        kernel_arrays = {it.name for s in stmts if isinstance(s, A.Input) for it in s.items if it.is_array}
+        kernel_arrays |= {o.name for s in stmts if isinstance(s, A.Output) for o in s.names}
+        for s in stmts:
+            if isinstance(s, A.Dim):
+                for d in s.decls:
+                    self._dim(s, d, d.name in kernel_arrays)
+        self._inputs(stmts)
+        self._tiles(stmts)
+        self._outputs(stmts)
+        self._fns(stmts)
+        self._implicit_arrays(stmts)
+
+    def _dim(self, s: A.Dim, d: A.DimDecl, kernel: bool) -> None:
+        if not d.sizes:
+            self.error(f"DIM {self.show(d.name)} needs at least one size", d.pos, s.line)
+            return
+        prev = self.arrays.get(d.name)
+        if prev is not None:
+            same = len(prev.sizes) == len(d.sizes) and all(
+                A.expr_text(a) == A.expr_text(b) for a, b in zip(prev.sizes, d.sizes))
+            if not same:
+                self.error(f"array {self.show(d.name)} is dimensioned with other sizes in line {prev.line}; "
+                           "an array has one shape", d.pos, s.line)
+            prev.dims += 1
+            return
+        sigil = d.name[-1]
+        if sigil == "$":
+            if d.dtype is not None or kernel:
+                self.error(f"{self.show(d.name)}: string arrays are local and have no AS type", d.pos, s.line)
+            dtype: Any = STRING
+        elif d.dtype is not None:
+            dtype = dt.as_dtype(d.dtype)
+        elif sigil == "%":
+            dtype = LONG if kernel else INT
+        else:
+            dtype = SIGIL_DTYPES[sigil]
+        self.arrays[d.name] = ArrayInfo(d.name, dtype, d.sizes, d.pos, s.line, dims=1)
+
+    def _inputs(self, stmts: list[A.Stmt]) -> None:
+        seen: set[str] = set()
+        for s in stmts:
+            if not isinstance(s, A.Input):
+                continue
+            for it in s.items:
+                key = it.name + ("()" if it.is_array else "")
+                if key in seen:
+                    self.error(f"INPUT {self.show(it.name)} is declared twice", it.pos, s.line)
+                    continue
+                seen.add(key)
+                if it.is_array:
+                    self._input_array(s, it)
+                else:
+                    self._input_scalar(s, it)
+
+    def _input_array(self, s: A.Input, it: A.InputItem) -> None:
+        arr = self.arrays.get(it.name)
+        if arr is None:
+            shown = self.show(it.name)
+            self.error(f"INPUT array {shown}() has no DIM giving its shape; add e.g. DIM {shown}(N)", it.pos, s.line)
+            return
+        if arr.is_string:
+            self.error(f"INPUT {self.show(it.name)}(): string arrays cannot be kernel inputs", it.pos, s.line)
+            return
+        if it.dtype is not None and dt.as_dtype(it.dtype) is not arr.dtype:
+            self.error(f"INPUT {self.show(it.name)}() AS {it.dtype} disagrees with its DIM ({arr.dtype.name}); "
+                       "give the type in DIM", it.pos, s.line)
+        arr.is_input = True
+        self.inputs.append(arr)
+
+    def _input_scalar(self, s: A.Input, it: A.InputItem) -> None:
+        sigil = it.name[-1]
+        explicit = self.shown.get(it.name, it.name)[-1:] in "%!#$"
+        if sigil == "$":
+            d: Any = STRING
+            if it.dtype is not None:
+                self.error(f"INPUT {self.show(it.name)}: a string has no AS type", it.pos, s.line)
+        elif it.dtype is not None:
+            d = dt.as_dtype(it.dtype)
+            if d not in (LONG, SNG, DBL):
+                self.error(f"scalar INPUT {self.show(it.name)} must be INTEGER, SINGLE or DOUBLE, not {d.name}",
+                           it.pos, s.line)
+                d = LONG
+        elif explicit and sigil in "!#":
+            d = SIGIL_DTYPES[sigil]
+        else:
+            d = LONG  # integer kernel parameters are 32-bit
+        if explicit and sigil == "%" and d is not LONG:
+            self.error(f"{self.show(it.name)} ends in % and so is an integer", it.pos, s.line)
+        si = ScalarInput(it.name, d, it.pos, s.line)
+        self.scalar_inputs[it.name] = si
+        self.inputs.append(si)
+
+    def _tiles(self, stmts: list[A.Stmt]) -> None:
+        for s in stmts:
+            if not isinstance(s, A.TileDecl):
+                continue
+            for t in s.decls:
+                shape = self._tile_shape(s, t)
+                if shape is None:
+                    continue
+                shown = self.show(t.name)
+                arr = self.arrays.get(t.name)
+                if arr is not None:
+                    if arr.tile is not None:
+                        self.error(f"TILE {shown} is given twice", t.pos, s.line)
+                    elif len(shape) != arr.ndim:
+                        self.error(f"TILE {shown} has {len(shape)} dimension(s) but DIM {shown} has {arr.ndim}",
+                                   t.pos, s.line)
+                    else:
+                        if t.dtype is not None and dt.as_dtype(t.dtype) is not arr.dtype:
+                            self.error(f"TILE {shown} AS {t.dtype}: give array element types in DIM", t.pos, s.line)
+                        arr.tile, arr.tile_pos, arr.tile_line = shape, t.pos, s.line
+                elif t.name in self.tile_vars:
+                    self.error(f"TILE {shown} is given twice", t.pos, s.line)
+                elif t.name.endswith("$"):
+                    self.error(f"TILE {shown}: strings cannot be tiles", t.pos, s.line)
+                else:
+                    d = dt.as_dtype(t.dtype) if t.dtype else None
+                    self.tile_vars[t.name] = (shape, d, t.pos)
+
+    def _tile_shape(self, s: A.TileDecl, t: A.TileDeclItem) -> tuple[int, ...] | None:
+        shape = []
+        for e in t.dims:
+            v = self._const_value(e)
+            if v is None or not float(v).is_integer():
+                self.error(f"TILE {self.show(t.name)}: tile sizes must be integer constants", e.pos, s.line)
+                return None
+            v = int(v)
+            if not dt.is_pow2(v):
+                self.error(f"TILE {self.show(t.name)}: tile size {v} is not a power of two", e.pos, s.line)
+                return None
+            shape.append(v)
+        if len(shape) > 3:
+            self.error(f"TILE {self.show(t.name)}: at most 3 dimensions", t.pos, s.line)
+            return None
+        return tuple(shape)
+
+    def _outputs(self, stmts: list[A.Stmt]) -> None:
+        for s in stmts:
+            if not isinstance(s, A.Output):
+                continue
+            for o in s.names:
+                arr = self.arrays.get(o.name)
+                shown = self.show(o.name)
+                if arr is None:
+                    self.error(f"OUTPUT {shown}: {shown} is not a DIM array", o.pos, s.line)
+                elif arr.is_output:
+                    self.error(f"OUTPUT {shown} is given twice", o.pos, s.line)
+                elif arr.is_string:
+                    self.error(f"OUTPUT {shown}: string arrays cannot be outputs", o.pos, s.line)
+                else:
                     arr.is_output = True
                     self.outputs.append(arr)
         for arr in self.outputs:
             if arr.tile is None:
-                self.error(f"OUTPUT array {arr.name} has no TILE: say how blocks split it, e.g. "
-                           f"TILE {arr.name}({', '.join(['128'] * arr.ndim)})", arr.pos, arr.line)
+                self.error(f"OUTPUT array {self.show(arr.name)} has no TILE: say how blocks split it, e.g. "
+                           f"TILE {self.show(arr.name)}({', '.join(['128'] * arr.ndim)})", arr.pos, arr.line)
         for arr in self.arrays.values():
             if arr.tile is not None and arr.is_local:
-                self.error(f"TILE {arr.name}: only INPUT and OUTPUT arrays are tiled; local DIM arrays are "
-                           "indexed by element", arr.tile_pos, arr.tile_line)
+                self.error(f"TILE {self.show(arr.name)}: only INPUT and OUTPUT arrays are tiled; local DIM arrays "
+                           "are indexed by element", arr.tile_pos, arr.tile_line)
+
+    def _fns(self, stmts: list[A.Stmt]) -> None:
+        for s in stmts:
+            if not isinstance(s, A.DefFn):
+                continue
+            if s.name in self.fns:
+                self.error(f"DEF FN{self.show(s.name)} is defined twice (first in line {self.fns[s.name].stmt.line})",
+                           s.pos, s.line)
+                continue
+            params = [p for p, _ in s.params]
+            if len(set(params)) != len(params):
+                self.error(f"DEF FN{self.show(s.name)}: a parameter is named twice", s.pos, s.line)
+                continue
+            t = STRING if s.name.endswith("$") else scalar(SIGIL_DTYPES[s.name[-1]])
+            self.fns[s.name] = FnInfo(s.name, params, s.expr, t, s)
+
+    def _implicit_arrays(self, stmts: list[A.Stmt]) -> None:
+        """Arrays used without DIM: 0..10 per dimension, the rank of their first use."""
+        uses = [x for s in stmts for e in stmt_exprs(s) + fn_body(s) for x in walk_exprs(e) if isinstance(x, A.Index)]
+        for x in uses:
+            if x.name in self.arrays or x.name in self.tile_vars:
+                continue
+            sizes: list[A.Expr] = [A.Num(x.pos, literal(str(IMPLICIT_SIZE)), str(IMPLICIT_SIZE)) for _ in x.args]
+            sigil = x.name[-1]
+            dtype = STRING if sigil == "$" else SIGIL_DTYPES[sigil]
+            self.arrays[x.name] = ArrayInfo(x.name, dtype, sizes, x.pos, None, implicit=True)
+
+    # ------------------------------------------------------------------ sizes known before the run
 
     def _const_value(self, e: A.Expr):
         try:
@@ -380,47 +446,32 @@ class Analysis:
         if depth > 50:
             raise self.fail("size expression is too deeply nested", e.pos, line)
         if isinstance(e, A.Num):
-            return e.value
+            return e.value.item()
         if isinstance(e, A.Var) and allow_vars:
             if e.name in self.scalar_inputs:
                 if e.name not in scalars:
-                    raise self.fail(f"the value of INPUT {e.name} is needed here", e.pos, line)
+                    raise self.fail(f"the value of INPUT {self.show(e.name)} is needed here", e.pos, line)
                 return scalars[e.name]
             if e.name in self.size_vars:
                 return self.host_eval(self.size_vars[e.name], scalars, allow_vars, line, depth + 1)
-            raise self.fail(f"{e.name} is not known before the program runs: sizes may use numbers, INPUT "
-                            "scalars and variables assigned once from those", e.pos, line)
+            raise self.fail(f"{self.show(e.name)} is not known before the program runs: sizes may use numbers, "
+                            "INPUT scalars and variables assigned once from those", e.pos, line)
         if isinstance(e, A.Unary) and e.op == "-":
             return -self.host_eval(e.operand, scalars, allow_vars, line, depth + 1)
         if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/", "\\", "MOD", "^"):
             a = self.host_eval(e.left, scalars, allow_vars, line, depth + 1)
             b = self.host_eval(e.right, scalars, allow_vars, line, depth + 1)
             try:
-                if e.op == "+":
-                    return a + b
-                if e.op == "-":
-                    return a - b
-                if e.op == "*":
-                    return a * b
-                if e.op == "/":
-                    return a / b
-                if e.op == "\\":
-                    return math.trunc(a / b)
-                if e.op == "MOD":
-                    return math.fmod(a, b)
-                r = a ** b
-                if isinstance(r, complex):
-                    raise ValueError("complex result")
-                return r
+                return _size_op(e.op, a, b)
             except (ZeroDivisionError, OverflowError, ValueError) as ex:
                 raise self.fail(f"cannot evaluate the size: {ex}", e.pos, line) from None
-        if isinstance(e, A.Call) and e.name in ("INT", "FIX", "ABS") and len(e.args) == 1:
+        if isinstance(e, A.Call) and e.name in ("INT", "FIX", "ABS", "CINT") and len(e.args) == 1:
             v = self.host_eval(e.args[0], scalars, allow_vars, line, depth + 1)
             try:
-                return {"INT": math.floor, "FIX": math.trunc, "ABS": abs}[e.name](v)
+                return {"INT": math.floor, "FIX": math.trunc, "ABS": abs, "CINT": _round_half_away}[e.name](v)
             except (OverflowError, ValueError) as ex:
                 raise self.fail(f"cannot evaluate the size: {ex}", e.pos, line) from None
-        raise self.fail("sizes may use numbers, INPUT scalars, + - * / \\ MOD ^, INT, FIX and ABS", e.pos, line)
+        raise self.fail("sizes may use numbers, INPUT scalars, + - * / \\ MOD ^, INT, FIX, CINT and ABS", e.pos, line)
 
     def _size_vars(self, stmts: list[A.Stmt]) -> None:
         """Variables assigned exactly once, at top level, from a host-evaluable expression."""
@@ -431,7 +482,7 @@ class Analysis:
         top = [s for ln in self.program.lines for s in ln.stmts]
         for s in top:
             if isinstance(s, A.Let) and isinstance(s.target, A.Var) and counts.get(s.target.name) == 1 \
-                    and s.target.name not in self.scalar_inputs:
+                    and s.target.name not in self.scalar_inputs and not s.target.name.endswith("$"):
                 if all(isinstance(x, (A.Num, A.Var, A.Unary, A.Binary, A.Call)) for x in walk_exprs(s.expr)):
                     self.size_vars[s.target.name] = s.expr
 
@@ -441,13 +492,15 @@ class Analysis:
             for e in arr.sizes:
                 try:
                     v = self.host_eval(e, {}, allow_vars=False, line=arr.line)
+                    if arr.is_local:
+                        v = _round_half_away(v)
                     sizes.append(v)
                     if not float(v).is_integer() or v < 0:
-                        self.error(f"DIM {arr.name}: size {v} must be a non-negative integer", e.pos, arr.line)
+                        self.error(f"DIM {self.show(arr.name)}: size {v} must be a non-negative integer", e.pos,
+                                   arr.line)
                 except BasicError:
                     sizes.append(None)
-                    # must be evaluable once the INPUT scalars are known
-                    try:
+                    try:  # must be evaluable once the INPUT scalars are known
                         self.host_eval(e, {n: 1 for n in self.scalar_inputs}, line=arr.line)
                     except BasicError as err:
                         self.errors.append(err)
@@ -456,30 +509,21 @@ class Analysis:
     # ------------------------------------------------------------------ jumps and data
 
     def _jumps(self, stmts: list[A.Stmt]) -> None:
-        has_gosub = any(isinstance(s, A.Gosub) or (isinstance(s, A.OnGoto) and s.gosub) for s in stmts)
-        self.uses_gosub = has_gosub
+        self.uses_gosub = any(isinstance(s, A.Gosub) or (isinstance(s, A.OnGoto) and s.gosub) for s in stmts)
         for s in stmts:
-            targets: list[tuple[int, A.Pos, str]] = []
-            if isinstance(s, A.Goto):
-                targets.append((s.target, s.target_pos, "GOTO"))
-                self.has_jumps = True
-            elif isinstance(s, A.Gosub):
-                targets.append((s.target, s.target_pos, "GOSUB"))
-                self.has_jumps = True
+            targets: list[tuple[int, A.Pos]] = []
+            if isinstance(s, (A.Goto, A.Gosub)):
+                targets.append((s.target, s.target_pos))
             elif isinstance(s, A.OnGoto):
-                targets += [(t, p, "ON ... GOSUB" if s.gosub else "ON ... GOTO") for t, p in s.targets]
-                self.has_jumps = True
+                targets += s.targets
             elif isinstance(s, A.Restore) and s.target is not None:
-                if s.target not in self.line_numbers:
-                    self.error(f"RESTORE {s.target}: there is no line {s.target}", s.target_pos, s.line)
-            elif isinstance(s, A.Return):
-                self.has_jumps = True
-                if not has_gosub:
-                    self.error("RETURN without GOSUB: the program has no GOSUB", s.pos, s.line)
-            for t, p, what in targets:
+                targets.append((s.target, s.target_pos))
+            elif isinstance(s, A.Return) and not self.uses_gosub:
+                self.defer(s, "RETURN without GOSUB", "the program has no GOSUB", s.pos)
+            for t, p in targets:
                 if t not in self.line_numbers:
-                    self.error(f"{what} {t}: there is no line {t}", p, s.line)
-                else:
+                    self.defer(s, "Undefined line number", f"there is no line {t}", p)
+                elif not isinstance(s, A.Restore):
                     self.jump_targets.add(t)
 
     def _data(self, stmts: list[A.Stmt]) -> None:
@@ -489,363 +533,61 @@ class Analysis:
                 if isinstance(s, A.Data):
                     if ln.number is not None and ln.number not in line_first:
                         line_first[ln.number] = len(self.data)
-                    for v, _ in s.values:
-                        self.data.append((v, ln.number))
-        # RESTORE n: the first DATA item in line n or after it
-        numbers = sorted(self.line_numbers)
+                    for k, item in enumerate(s.values):
+                        text = None if item.text is None else item.text.encode("cp437", "replace")[:255]
+                        number = None if item.quoted or item.text is None else _data_number(item.text)
+                        error = "Syntax error" if k == 0 or ln.number is None else f"Syntax error in {ln.number}"
+                        self.data.append(DataItem(text, number, ln.number, error))
+        numbers = sorted(self.line_numbers)  # RESTORE n: the first DATA item in line n or after it
         for n in numbers:
             later = [line_first[m] for m in numbers if m >= n and m in line_first]
             self.data_start[n] = min(later) if later else len(self.data)
 
-    # ------------------------------------------------------------------ structure
 
-    def _build_tree(self) -> list:
-        items: list = []
-        for ln in self.program.lines:
-            if ln.number is not None:
-                items.append(LineMark(ln.number, ln.pos))
-            items.extend(ln.stmts)
-        return self._build(items, top=True)
-
-    def _build(self, items: list, top: bool) -> list:
-        root: list = []
-        stack: list[tuple[Any, list]] = []  # (node, the seq being filled)
-
-        def cur() -> list:
-            return stack[-1][1] if stack else root
-
-        for it in items:
-            if isinstance(it, LineMark):
-                cur().append(it)
-                continue
-            s = it
-            if isinstance(s, A.For):
-                node = ForNode(s, [], index=self.for_count)
-                self.for_count += 1
-                cur().append(node)
-                stack.append((node, node.body))
-            elif isinstance(s, A.Next):
-                fors = [n for n, _ in stack if isinstance(n, ForNode)]
-                if not stack or not isinstance(stack[-1][0], ForNode):
-                    if not fors:
-                        self.error(f"NEXT{' ' + s.var if s.var else ''} without FOR", s.pos, s.line)
-                    else:
-                        open_ = stack[-1][0]
-                        self.error(f"NEXT{' ' + s.var if s.var else ''} closes FOR {fors[-1].stmt.var} (line "
-                                   f"{fors[-1].stmt.line}) but the {_open_name(open_)} opened in line "
-                                   f"{_open_line(open_)} is still open", s.pos, s.line)
-                    continue
-                node = stack[-1][0]
-                if s.var is not None and s.var != node.stmt.var:
-                    if any(f.stmt.var == s.var for f in fors):
-                        self.error(f"NEXT {s.var} comes before NEXT {node.stmt.var}: FOR {node.stmt.var} "
-                                   f"(line {node.stmt.line}) is the innermost open loop", s.pos, s.line)
-                    else:
-                        self.error(f"NEXT {s.var} without FOR {s.var} (the open loop is FOR "
-                                   f"{node.stmt.var} in line {node.stmt.line})", s.pos, s.line)
-                    continue
-                node.next = s
-                stack.pop()
-            elif isinstance(s, A.While):
-                node = WhileNode(s, [], index=self.for_count)
-                self.for_count += 1
-                cur().append(node)
-                stack.append((node, node.body))
-            elif isinstance(s, A.Wend):
-                if not stack or not isinstance(stack[-1][0], WhileNode):
-                    if not any(isinstance(n, WhileNode) for n, _ in stack):
-                        self.error("WEND without WHILE", s.pos, s.line)
-                    else:
-                        open_ = stack[-1][0]
-                        self.error(f"WEND while the {_open_name(open_)} opened in line {_open_line(open_)} "
-                                   "is still open", s.pos, s.line)
-                    continue
-                stack[-1][0].wend = s
-                stack.pop()
-            elif isinstance(s, A.If) and s.block:
-                node = IfNode(s, [(s.cond, [], s)], None, single=False)
-                cur().append(node)
-                stack.append((node, node.arms[0][1]))
-            elif isinstance(s, (A.ElseIf, A.Else, A.EndIf)):
-                what = {A.ElseIf: "ELSEIF", A.Else: "ELSE", A.EndIf: "ENDIF"}[type(s)]
-                if not stack or not isinstance(stack[-1][0], IfNode):
-                    if not any(isinstance(n, IfNode) for n, _ in stack):
-                        self.error(f"{what} without a block IF (IF ... THEN at the end of a line)", s.pos, s.line)
-                    else:
-                        open_ = stack[-1][0]
-                        self.error(f"{what} while the {_open_name(open_)} opened in line {_open_line(open_)} "
-                                   "is still open", s.pos, s.line)
-                    continue
-                node = stack[-1][0]
-                if isinstance(s, A.EndIf):
-                    node.end = s
-                    stack.pop()
-                elif node.orelse is not None:
-                    self.error(f"{what} after ELSE in the IF of line {node.stmt.line}", s.pos, s.line)
-                elif isinstance(s, A.ElseIf):
-                    node.arms.append((s.cond, [], s))
-                    stack[-1] = (node, node.arms[-1][1])
-                else:
-                    node.orelse = []
-                    stack[-1] = (node, node.orelse)
-            elif isinstance(s, A.If):
-                then = self._build(s.then or [], top=False)
-                orelse = self._build(s.orelse, top=False) if s.orelse is not None else None
-                cur().append(IfNode(s, [(s.cond, then, s)], orelse, single=True))
-            else:
-                cur().append(SimpleNode(s))
-        for node, _ in reversed(stack):
-            s = node.stmt
-            if isinstance(node, ForNode):
-                what = f"FOR {s.var} without NEXT"
-            elif isinstance(node, WhileNode):
-                what = "WHILE without WEND"
-            else:
-                what = "IF ... THEN without ENDIF"
-            if not top:
-                what += " in the same single-line IF"
-            self.error(what, s.pos, s.line)
-        return root
-
-    # ------------------------------------------------------------------ types
-
-    def expr_type(self, e: A.Expr, line: int | None, report: bool) -> TileType:
-        """The static type of an expression (dtype approximate, shape exact)."""
-        def bad(msg, pos):
-            if report:
-                raise self.fail(msg, pos, line)
-
-        if isinstance(e, A.Num):
-            return TileType(INT if isinstance(e.value, int) else FLOAT, ())
-        if isinstance(e, A.Str):
-            bad("strings can only be printed", e.pos)
-            return TileType(FLOAT, ())
-        if isinstance(e, A.Var):
-            return self.var_types.get(e.name, TileType(var_dtype(e.name), ()))
-        if isinstance(e, A.Bid):
-            return TileType(INT, ())
-        if isinstance(e, A.Index):
-            arr = self.arrays.get(e.name)
-            if arr is None:
-                if e.name in self.tile_vars or e.name in self.var_types and self.var_types[e.name].shape:
-                    bad(f"{e.name} is a tile variable, not an array; tiles cannot be indexed", e.pos)
-                else:
-                    bad(f"undefined array {e.name}: declare it with DIM {e.name}(...)", e.pos)
-                return TileType(FLOAT, ())
-            if len(e.args) != arr.ndim:
-                what = "tile index" if arr.tile else "subscript"
-                bad(f"{e.name} has {arr.ndim} dimension(s) but {len(e.args)} {what}(s) were given", e.pos)
-            for a in e.args:
-                t = self.expr_type(a, line, report)
-                if t.shape != ():
-                    bad(f"a {'tile index' if arr.tile else 'subscript'} of {e.name} must be a number, not a tile",
-                        a.pos)
-            if arr.tile is not None:
-                return TileType(arr.dtype, arr.tile)
-            return TileType(arr.dtype, ())
-        if isinstance(e, A.Call):
-            lo, hi = FUNCTIONS[e.name]
-            if not lo <= len(e.args) <= hi:
-                n = f"{lo}" if lo == hi else f"{lo} or {hi}"
-                bad(f"{e.name} takes {n} argument{'s' if hi != 1 else ''}, got {len(e.args)}", e.pos)
-                return TileType(FLOAT, ())
-            types = [self.expr_type(a, line, report) for a in e.args]
-            if e.name == "MMA":
-                a, b, acc = types
-                if a.ndim != 2 or b.ndim != 2:
-                    bad(f"MMA needs two 2-D tiles, got shapes {a.shape} and {b.shape}", e.pos)
-                    return TileType(FLOAT, ())
-                if a.shape[1] != b.shape[0]:
-                    bad(f"MMA shape mismatch: {a.shape[0]}x{a.shape[1]} times {b.shape[0]}x{b.shape[1]} "
-                        f"({a.shape[1]} != {b.shape[0]})", e.pos)
-                    return TileType(FLOAT, ())
-                out = (a.shape[0], b.shape[1])
-                if acc.shape not in ((), out):
-                    bad(f"MMA accumulator has shape {acc.shape} but the product is {out[0]}x{out[1]}", e.args[2].pos)
-                return TileType(acc.dtype if acc.dtype.is_float or acc.dtype is INT and a.dtype is INT else FLOAT,
-                                out)
-            if e.name == "RND":
-                if types and types[0].shape != ():
-                    bad("RND takes a number, not a tile", e.args[0].pos)
-                return TileType(FLOAT, ())
-            if e.name == "SUM":
-                return TileType(types[0].dtype if types[0].dtype is not BOOL else INT, ())
-            if e.name in ("MIN", "MAX"):
-                return TileType(dt.promote(types[0].dtype, types[1].dtype),
-                                self._broadcast(types[0].shape, types[1].shape, e, line, report))
-            if e.name in ("INT", "FIX", "ABS"):
-                return TileType(types[0].dtype if types[0].dtype is not BOOL else INT, types[0].shape)
-            if e.name == "SGN":
-                return TileType(INT, types[0].shape)
-            d = types[0].dtype if types[0].dtype.is_float else FLOAT
-            return TileType(d, types[0].shape)
-        if isinstance(e, A.Unary):
-            t = self.expr_type(e.operand, line, report)
-            if e.op == "NOT":
-                return TileType(BOOL if t.dtype is BOOL else INT, t.shape)
-            return TileType(t.dtype if t.dtype is not BOOL else INT, t.shape)
-        if isinstance(e, A.Binary):
-            a = self.expr_type(e.left, line, report)
-            b = self.expr_type(e.right, line, report)
-            shape = self._broadcast(a.shape, b.shape, e, line, report)
-            if e.op in ("=", "<>", "<", ">", "<=", ">="):
-                return TileType(BOOL, shape)
-            if e.op in ("AND", "OR", "XOR"):
-                return TileType(BOOL if a.dtype is BOOL and b.dtype is BOOL else INT, shape)
-            if e.op in ("/", "^"):
-                d = a.dtype if a.dtype.is_float else (b.dtype if b.dtype.is_float else FLOAT)
-                return TileType(d, shape)
-            ad = a.dtype if a.dtype is not BOOL else INT
-            bd = b.dtype if b.dtype is not BOOL else INT
-            return TileType(dt.promote(ad, bd), shape)
-        return TileType(FLOAT, ())
-
-    def _broadcast(self, a, b, e, line, report):
-        try:
-            return dt.broadcast_shapes(a, b)
-        except ValueError:
-            if report:
-                raise self.fail(f"tile shapes {a} and {b} do not fit together", e.pos, line) from None
-            return a
-
-    def _infer_types(self, stmts: list[A.Stmt]) -> None:
-        names: set[str] = set()
-        for s in stmts:
-            for e in stmt_exprs(s):
-                for x in walk_exprs(e):
-                    if isinstance(x, A.Var):
-                        names.add(x.name)
-            if isinstance(s, A.For):
-                names.add(s.var)
-        names |= set(self.scalar_inputs) | set(self.tile_vars)
-        for n in names:
-            d = var_dtype(n)
-            if n in self.scalar_inputs:
-                d = self.scalar_inputs[n].dtype
-            shape: tuple[int, ...] = ()
-            if n in self.tile_vars:
-                shape, td, _ = self.tile_vars[n]
-                d = td or d
-            self.var_types[n] = TileType(d, shape)
-        lets = [s for s in stmts if isinstance(s, A.Let) and isinstance(s.target, A.Var)]
-        for _ in range(len(lets) + 2):
-            changed = False
-            for s in lets:
-                t = self.expr_type(s.expr, s.line, report=False)
-                cur = self.var_types[s.target.name]
-                if t.shape != () and cur.shape == ():
-                    self.var_types[s.target.name] = TileType(cur.dtype, t.shape)
-                    changed = True
-            if not changed:
-                break
-
-    def _check_statements(self, stmts: list[A.Stmt]) -> None:
-        for s in stmts:
-            try:
-                self._check_stmt(s)
-            except BasicError as e:
-                self.errors.append(e)
-
-    def _scalar(self, e: A.Expr, line, what: str) -> TileType:
-        t = self.expr_type(e, line, report=True)
-        if t.shape != ():
-            raise self.fail(f"{what} must be a number, not a {'x'.join(map(str, t.shape))} tile", e.pos, line)
-        return t
-
-    def _check_stmt(self, s: A.Stmt) -> None:
-        line = s.line
-        if isinstance(s, A.Let):
-            t = self.expr_type(s.expr, line, report=True)
-            tgt = s.target
-            if isinstance(tgt, A.Var):
-                vt = self.var_types[tgt.name]
-                if t.shape not in ((), vt.shape):
-                    raise self.fail(f"{tgt.name} holds {_shape_text(vt.shape)} but is assigned "
-                                    f"{_shape_text(t.shape)}", s.expr.pos, line)
-            else:
-                self._check_store(tgt, t, line, s.expr.pos)
-        elif isinstance(s, (A.If, A.ElseIf, A.While)):
-            self._scalar(s.cond, line, "a condition")
-        elif isinstance(s, A.For):
-            if self.var_types.get(s.var, TileType(FLOAT, ())).shape != ():
-                raise self.fail(f"the loop variable {s.var} holds tiles", s.var_pos, line)
-            self._scalar(s.start, line, "the FOR start")
-            self._scalar(s.stop, line, "the FOR limit")
-            if s.step is not None:
-                self._scalar(s.step, line, "the FOR step")
-        elif isinstance(s, A.OnGoto):
-            self._scalar(s.expr, line, "the ON expression")
-        elif isinstance(s, A.Randomize):
-            if s.seed is not None:
-                self._scalar(s.seed, line, "the RANDOMIZE seed")
-        elif isinstance(s, A.Read):
-            for tgt in s.targets:
-                if isinstance(tgt, A.Var):
-                    if self.var_types[tgt.name].shape != ():
-                        raise self.fail(f"READ {tgt.name}: {tgt.name} holds tiles", tgt.pos, line)
-                else:
-                    arr = self.arrays.get(tgt.name)
-                    if arr is not None and arr.tile is not None:
-                        raise self.fail(f"READ into the tiled array {tgt.name} is not supported", tgt.pos, line)
-                    self._check_store(tgt, TileType(FLOAT, ()), line, tgt.pos)
-        elif isinstance(s, A.Print):
-            for it in s.items:
-                if isinstance(it, A.Str):
-                    continue
-                if isinstance(it, A.PrintFn):
-                    self._scalar(it.arg, line, f"the {it.fn} argument")
-                elif isinstance(it, A.Expr):
-                    self.expr_type(it, line, report=True)
-
-    def _check_store(self, tgt: A.Index, t: TileType, line, value_pos) -> None:
-        at = self.expr_type(tgt, line, report=True)  # checks existence, arity, subscripts
-        arr = self.arrays[tgt.name]
-        if arr.is_input and not arr.is_output:
-            raise self.fail(f"{tgt.name} is an INPUT array and is read-only; list it in OUTPUT to write it",
-                            tgt.pos, line)
-        if t.shape not in ((), at.shape):
-            if arr.tile is None:
-                raise self.fail(f"{tgt.name} is not tiled: an element holds one number, not a "
-                                f"{_shape_text(t.shape)}", value_pos, line)
-            raise self.fail(f"cannot store {_shape_text(t.shape)} into {tgt.name}, whose tiles are "
-                            f"{_shape_text(at.shape)}", value_pos, line)
+def fn_body(s: A.Stmt) -> list[A.Expr]:
+    """The body of a DEF FN statement (none for other statements or a body that does not parse)."""
+    return [s.expr] if isinstance(s, A.DefFn) and s.expr is not None else []
 
 
-def _assigned_vars(s: A.Stmt) -> list[str]:
-    if isinstance(s, A.Let) and isinstance(s.target, A.Var):
-        return [s.target.name]
-    if isinstance(s, A.For):
-        return [s.var]
-    if isinstance(s, A.Read):
-        return [t.name for t in s.targets if isinstance(t, A.Var)]
-    return []
+def _data_number(text: str):
+    """A DATA item read into a numeric variable: GW-BASIC's number reading of the whole item
+    (an empty item is 0), or None where it is not a number (Syntax error when read)."""
+    t = text.strip()
+    if not t:
+        return literal("0")
+    try:
+        if t.isdigit():
+            return literal(t)
+        mantissa, exp10, is_double, _, used = parse_decimal(t)
+        if used != len(t):
+            return None
+        from .gwnumbers import DOUBLE, SINGLE, from_decimal
+        return from_decimal(mantissa, exp10, DOUBLE if is_double else SINGLE)
+    except MbfOverflow:
+        return None
 
 
-def assigned_in(seq: list) -> set[str]:
-    """Variables that statements of a tree (recursively) may assign."""
-    out: set[str] = set()
-    for n in walk_nodes(seq):
-        for s in node_stmts(n):
-            out.update(_assigned_vars(s))
-    return out
+def _round_half_away(v) -> int:
+    return int(math.floor(abs(v) + 0.5)) * (1 if v >= 0 else -1)
 
 
-def _shape_text(shape) -> str:
-    if shape == ():
-        return "a number"
-    return "a " + "x".join(map(str, shape)) + " tile"
-
-
-def _open_name(node) -> str:
-    if isinstance(node, ForNode):
-        return f"FOR {node.stmt.var}"
-    if isinstance(node, WhileNode):
-        return "WHILE"
-    return "block IF"
-
-
-def _open_line(node):
-    return node.stmt.line
+def _size_op(op: str, a, b):
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return a / b
+    if op == "\\":
+        return math.trunc(_round_half_away(a) / _round_half_away(b))
+    if op == "MOD":
+        return math.fmod(_round_half_away(a), _round_half_away(b))
+    r = a ** b
+    if isinstance(r, complex):
+        raise ValueError("complex result")
+    return r
 
 
 def analyze(program: A.Program, src: Source, errors: list[BasicError] | None = None) -> Analysis:

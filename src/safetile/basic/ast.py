@@ -20,7 +20,7 @@ class Expr:
 
 @dataclass
 class Num(Expr):
-    value: int | float
+    value: Any  # np.int16 (integer), np.float32 (single) or np.float64 (double), as GW-BASIC types it
     text: str
 
 
@@ -54,6 +54,13 @@ class Call(Expr):
 
 
 @dataclass
+class FnCall(Expr):
+    """A call of a ``DEF FN`` function; ``name`` is the name after FN (``FNA`` -> ``A``)."""
+    name: str
+    args: list[Expr]
+
+
+@dataclass
 class Unary(Expr):
     op: str  # '-' | '+' | 'NOT'
     operand: Expr
@@ -61,7 +68,7 @@ class Unary(Expr):
 
 @dataclass
 class Binary(Expr):
-    op: str  # + - * / \ ^ MOD = <> < > <= >= AND OR XOR
+    op: str  # + - * / \ ^ MOD = <> < > <= >= AND OR XOR EQV IMP
     left: Expr
     right: Expr
 
@@ -222,8 +229,15 @@ class OnGoto(Stmt):
 
 
 @dataclass
+class DataItem:
+    pos: Pos
+    text: str | None  # the item, blanks around it removed, quotes removed (None: text after the quotes)
+    quoted: bool
+
+
+@dataclass
 class Data(Stmt):
-    values: list[tuple[Any, Pos]]
+    values: list[DataItem]
 
 
 @dataclass
@@ -250,6 +264,41 @@ class Rem(Stmt):
 @dataclass
 class Randomize(Stmt):
     seed: Expr | None
+
+
+@dataclass
+class DefFn(Stmt):
+    """``DEF FNname(params) = expr``: a one-line user function."""
+    name: str
+    params: list[tuple[str, Pos]]
+    expr: Expr | None  # None: the body does not parse (Syntax error when the function is called)
+    broken: Any = None  # the BasicError of a body that does not parse
+
+
+@dataclass
+class DefType(Stmt):
+    """``DEFINT A-C, X`` (and DEFSNG, DEFDBL, DEFSTR): the default type of names by first letter."""
+    sigil: str  # '%' | '!' | '#' | '$'
+    letters: str  # upper-case letters covered
+
+
+@dataclass
+class Swap(Stmt):
+    a: Expr  # Var | Index
+    b: Expr
+
+
+@dataclass
+class NoOp(Stmt):
+    """A screen statement with nothing to do in a program's text output (CLS, BEEP)."""
+    keyword: str
+
+
+@dataclass
+class Broken(Stmt):
+    """A line that does not parse: GW-BASIC stops there with ``Syntax error`` when it runs."""
+    message: str
+    at: Pos  # where the parser gave up
 
 
 @dataclass
@@ -318,24 +367,33 @@ def _item_text(x: Any) -> str:
         return f"{x.name}({', '.join(expr_text(e) for e in x.dims)})" + (f" AS {x.dtype}" if x.dtype else "")
     if isinstance(x, OutputName):
         return x.name
+    if isinstance(x, DataItem):
+        return repr(x.text)
     if isinstance(x, tuple):
         return repr(x[0])
     return repr(x)
 
 
-def expr_text(e: Expr) -> str:
-    if isinstance(e, Num):
-        return e.text
-    if isinstance(e, Str):
-        return '"' + e.value + '"'
-    if isinstance(e, Var):
-        return e.name
-    if isinstance(e, Bid):
-        return "BID"
-    if isinstance(e, (Index, Call)):
-        return f"{e.name}({', '.join(expr_text(a) for a in e.args)})"
-    if isinstance(e, Unary):
-        return f"({e.op}{' ' if e.op == 'NOT' else ''}{expr_text(e.operand)})"
-    if isinstance(e, Binary):
-        return f"({expr_text(e.left)} {e.op} {expr_text(e.right)})"
-    return repr(e)
+def expr_text(e: Expr, show=lambda name: name) -> str:
+    """An expression as text; ``show`` maps (canonical) names to how to write them."""
+    def text(x: Expr) -> str:
+        if isinstance(x, Num):
+            return x.text
+        if isinstance(x, Str):
+            return '"' + x.value + '"'
+        if isinstance(x, Var):
+            return show(x.name)
+        if isinstance(x, Bid):
+            return "BID"
+        if isinstance(x, FnCall):
+            return f"FN{show(x.name)}({', '.join(text(a) for a in x.args)})"
+        if isinstance(x, Index):
+            return f"{show(x.name)}({', '.join(text(a) for a in x.args)})"
+        if isinstance(x, Call):
+            return f"{x.name}({', '.join(text(a) for a in x.args)})"
+        if isinstance(x, Unary):
+            return f"({x.op}{' ' if x.op == 'NOT' else ''}{text(x.operand)})"
+        if isinstance(x, Binary):
+            return f"({text(x.left)} {x.op} {text(x.right)})"
+        return repr(x)
+    return text(e)

@@ -1,9 +1,12 @@
 """BASIC lexer: source text → one token list per source line.
 
-Keywords and built-in function names are case-insensitive; variable names are
-case-sensitive and may end in a type suffix (``%`` integer, ``!`` single). ``REM`` and
-``'`` start a comment that runs to the end of the line. A line may start with its line
-number. Every token records its 0-based source line index and column range.
+Keywords, built-in function names and variable names are case-insensitive (as in
+GW-BASIC, ``x`` and ``X`` are one variable). A name may end in a type sigil: ``%``
+integer, ``!`` single, ``#`` double, ``$`` string. Numbers are typed as GW-BASIC types
+them (``12`` integer, ``40000`` and ``1.5`` single, ``12345678`` and ``1D2`` double;
+``&HFF`` hexadecimal; blanks inside a number are skipped, so ``1 2`` is 12). ``REM`` and ``'`` start a comment that runs to the end of the line;
+``DATA`` takes the raw text up to ``:``. A line may start with its line number. Every token
+records its 0-based source line index and column range.
 """
 from __future__ import annotations
 
@@ -13,19 +16,21 @@ from typing import Any, NamedTuple
 
 from ..errors import SourceLoc
 from .errors import BasicError
+from .gwnumbers import MbfOverflow, literal
 
-KEYWORDS = frozenset("""
-    LET PRINT INPUT DIM TILE OUTPUT IF THEN ELSE ELSEIF ENDIF END FOR TO STEP NEXT WHILE WEND
-    GOTO GOSUB RETURN ON DATA READ RESTORE STOP REM AND OR XOR NOT MOD AS RANDOMIZE SPC TAB
-""".split())
+KEYWORDS = frozenset(["LET", "PRINT", "INPUT", "DIM", "TILE", "OUTPUT", "IF", "THEN", "ELSE", "ELSEIF", "ENDIF", "END", "FOR", "TO", "STEP", "NEXT", "WHILE", "WEND", "GOTO", "GOSUB", "RETURN", "ON", "DATA", "READ", "RESTORE", "STOP", "REM", "AND", "OR", "XOR", "EQV", "IMP", "NOT", "MOD", "AS", "RANDOMIZE", "SPC", "TAB", "DEF", "FN", "DEFINT", "DEFSNG", "DEFDBL", "DEFSTR", "SWAP", "CLS", "BEEP", "USING"])
 
-# Built-in functions (case-insensitive, recognised before "(" and for RND also alone).
+# Built-in functions: name -> (min args, max args). Recognised before "(" (RND also alone).
 FUNCTIONS = {
-    # name: (min args, max args)
-    "ABS": (1, 1), "SQR": (1, 1), "INT": (1, 1), "FIX": (1, 1), "SGN": (1, 1),
-    "SIN": (1, 1), "COS": (1, 1), "TAN": (1, 1), "ATN": (1, 1), "EXP": (1, 1), "LOG": (1, 1),
-    "RND": (0, 1), "MMA": (3, 3), "MIN": (2, 2), "MAX": (2, 2), "SUM": (1, 1),
+    "ABS": (1, 1), "SQR": (1, 1), "INT": (1, 1), "FIX": (1, 1), "SGN": (1, 1), "CINT": (1, 1),
+    "CSNG": (1, 1), "CDBL": (1, 1), "SIN": (1, 1), "COS": (1, 1), "TAN": (1, 1), "ATN": (1, 1),
+    "EXP": (1, 1), "LOG": (1, 1), "RND": (0, 1),
+    "LEN": (1, 1), "ASC": (1, 1), "VAL": (1, 1), "INSTR": (2, 3),
+    "LEFT$": (2, 2), "RIGHT$": (2, 2), "MID$": (2, 3), "CHR$": (1, 1), "STR$": (1, 1),
+    "SPACE$": (1, 1), "STRING$": (2, 2), "HEX$": (1, 1), "OCT$": (1, 1),
+    "MMA": (3, 3), "MIN": (2, 2), "MAX": (2, 2), "SUM": (1, 1),
 }
+STRING_FUNCTIONS = frozenset(n for n in FUNCTIONS if n.endswith("$"))
 
 TYPE_NAMES = {
     "SINGLE": "float32", "FLOAT": "float32", "FLOAT32": "float32",
@@ -37,9 +42,9 @@ TYPE_NAMES = {
 
 
 class Token(NamedTuple):
-    kind: str  # 'num' | 'str' | 'name' | 'kw' | 'op' | 'rem'
+    kind: str  # 'num' | 'str' | 'name' | 'kw' | 'op' | 'rem' | 'data'
     text: str  # the source text
-    value: Any  # number, string contents, keyword (upper case), name, operator
+    value: Any  # number, string contents, keyword or name (upper case), operator, DATA text
     line: int  # 0-based source line index
     col: int  # 0-based column
     end: int  # column after the token
@@ -76,13 +81,26 @@ class Source:
 
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r\f\v]+)
-  | (?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
+  | (?P<num>(?:\d(?:[ \t]*\d)*(?:[ \t]*\.(?:[ \t]*\d)*)?|\.(?:[ \t]*\d)+)
+            (?:[ \t]*[eEdD][ \t]*[+-]?(?:[ \t]*\d)+)?[!#%]?|&[hH][0-9A-Fa-f]+|&[oO]?[0-7]+)
   | (?P<str>"[^"]*"?)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P<suffix>[%!$\#]?)
+  | (?P<word>[A-Za-z][A-Za-z0-9_.]*)(?P<suffix>[%!$\#]?)
   | (?P<cmt>')
   | (?P<op>[<>=][<>=]|[-+*/^\\=<>(),;:?])
-""", re.X)
+""", re.VERBOSE)
 _TWO = {"<>": "<>", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">=", "><": "<>"}
+
+
+def _data_end(text: str, i: int) -> int:
+    """Where a DATA statement's raw text ends: at a ``:`` outside quotes, or the line's end."""
+    quoted = False
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == '"':
+            quoted = not quoted
+        elif c == ":" and not quoted:
+            return j
+    return len(text)
 
 
 def tokenize_line(src: Source, index: int, errors: list[BasicError]) -> SourceLine:
@@ -108,16 +126,15 @@ def tokenize_line(src: Source, index: int, errors: list[BasicError]) -> SourceLi
             pass
         elif kind == "num":
             lit = m.group(kind)
-            try:
-                value: Any = int(lit) if lit.isdigit() else float(lit)
-            except ValueError:  # pragma: no cover - the pattern only admits valid numbers
-                errors.append(src.error(f"malformed number {lit!r}", index, i, j, number))
-                value = 0
+            try:  # GW-BASIC reads blanks inside a number as nothing: "1 2" is 12, "12 E3" 12000
+                value: Any = literal(lit.upper().replace(" ", "").replace("\t", ""))
+            except MbfOverflow:
+                errors.append(src.error(f"the number {lit} is too large (Overflow)", index, i, j, number))
+                value = literal("0")
             tokens.append(Token("num", lit, value, index, i, j))
         elif kind == "str":
             lit = m.group(kind)
-            if len(lit) < 2 or not lit.endswith('"'):
-                errors.append(src.error("unterminated string: a closing \" is missing", index, i, n, number))
+            if len(lit) < 2 or not lit.endswith('"'):  # GW-BASIC ends the string at the line's end
                 tokens.append(Token("str", lit, lit[1:], index, i, n))
                 break
             tokens.append(Token("str", lit, lit[1:-1], index, i, j))
@@ -130,11 +147,15 @@ def tokenize_line(src: Source, index: int, errors: list[BasicError]) -> SourceLi
                     tokens.append(Token("rem", text[i:], text[wend:], index, i, n))
                     break
                 tokens.append(Token("kw", word, upper, index, i, j))
+                if upper == "DATA":
+                    end = _data_end(text, j)
+                    tokens.append(Token("data", text[j:end], text[j:end], index, j, end))
+                    j = end
             else:
                 if upper in KEYWORDS:
                     errors.append(src.error(f"{upper} is a keyword and cannot be used as a variable name",
                                             index, i, j, number))
-                tokens.append(Token("name", word + suffix, word + suffix, index, i, j))
+                tokens.append(Token("name", word + suffix, upper + suffix, index, i, j))
         elif kind == "cmt":
             tokens.append(Token("rem", text[i:], text[i + 1:], index, i, n))
             break

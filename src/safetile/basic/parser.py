@@ -1,11 +1,12 @@
 """BASIC parser: token lines → ``ast.Program``.
 
-Operator precedence, lowest first: XOR, OR, AND, NOT, comparisons (= <> < > <= >=),
-+ -, MOD, integer division \\, * /, unary minus, ^ (right-associative; its right operand
-may carry a sign, so ``2^-1`` works). So ``-2^2`` is -4 and ``2^3^2`` is 512.
+Operator precedence, lowest first (GW-BASIC's): IMP, EQV, XOR, OR, AND, NOT, comparisons
+(= <> < > <= >=), + -, MOD, integer division \\, * /, unary minus, ^ (left to right; its
+right operand may carry a sign, so ``2^-1`` works). So ``-2^2`` is -4 and ``2^3^2`` is 64.
 
-A syntax error skips the rest of its line; the other lines are still checked, so one
-run reports every syntax error.
+A line that does not parse becomes a ``Broken`` statement: GW-BASIC runs the lines before
+it and stops there with *Syntax error*; the error is also reported (``safetile check``).
+Every line is checked, so one run reports every syntax error.
 """
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from . import ast as A
 from .errors import BasicError
 from .lexer import FUNCTIONS, TYPE_NAMES, Source, SourceLine, Token, tokenize
 
-# binary operator precedences (higher binds tighter); NOT is a prefix at 4, unary minus
-# at 10 and ^ (right-associative) at 11
-_BINARY = {"XOR": 1, "OR": 2, "AND": 3, "=": 5, "<>": 5, "<": 5, ">": 5, "<=": 5, ">=": 5,
-           "+": 6, "-": 6, "MOD": 7, "\\": 8, "*": 9, "/": 9}
-_NOT_PREC, _UNARY_PREC, _POW_PREC = 4, 10, 11
+# binary operator precedences (higher binds tighter); NOT is a prefix at 6, unary minus
+# at 12 and ^ (left to right) at 13
+_BINARY = {"IMP": 1, "EQV": 2, "XOR": 3, "OR": 4, "AND": 5, "=": 7, "<>": 7, "<": 7, ">": 7, "<=": 7,
+           ">=": 7, "+": 8, "-": 8, "MOD": 9, "\\": 10, "*": 11, "/": 11}
+_NOT_PREC, _UNARY_PREC, _POW_PREC = 6, 12, 13
+_DEF_SIGILS = {"DEFINT": "%", "DEFSNG": "!", "DEFDBL": "#", "DEFSTR": "$"}
 
 
 class _LineParser:
@@ -92,13 +94,14 @@ class _LineParser:
     # ------------------------------------------------------------------ lines and statements
 
     def parse_line(self) -> list[A.Stmt]:
-        stmts = self.stmt_list(in_if=False)
+        self.done: list[A.Stmt] = []  # the line's statements parsed so far (they run before an error)
+        stmts = self.stmt_list(in_if=False, top=True)
         if not self.at_end():
             raise self.error(f"unexpected {self.describe(self.peek())}")
         return stmts
 
-    def stmt_list(self, in_if: bool) -> list[A.Stmt]:
-        stmts: list[A.Stmt] = []
+    def stmt_list(self, in_if: bool, top: bool = False) -> list[A.Stmt]:
+        stmts: list[A.Stmt] = self.done if top else []
         while True:
             t = self.peek()
             if t is None or (in_if and t.kind == "kw" and t.value == "ELSE"):
@@ -129,7 +132,8 @@ class _LineParser:
         kw = t.value
         method = getattr(self, "st_" + kw, None)
         if method is None:
-            if kw in ("THEN", "TO", "STEP", "AS", "AND", "OR", "XOR", "NOT", "MOD", "SPC", "TAB"):
+            if kw in ("THEN", "TO", "STEP", "AS", "AND", "OR", "XOR", "EQV", "IMP", "NOT", "MOD", "SPC", "TAB",
+                      "FN", "USING"):
                 raise self.error(f"{kw} cannot start a statement")
             raise self.error(f"expected a statement, found {kw}")
         self.advance()
@@ -151,8 +155,10 @@ class _LineParser:
         if t is None or t.kind != "name":
             raise self.error(f"expected a variable, found {self.describe(t)}")
         self.advance()
-        if t.value.upper() == "BID":
+        if t.value == "BID":
             raise self.error("BID is the block index and cannot be assigned", t)
+        if t.value in FUNCTIONS or t.value.startswith("FN"):
+            raise self.error(f"{t.value} is a function and cannot be assigned", t)
         if self.is_op("("):
             args = self.arg_list()
             return A.Index(self.last_pos(t), t.value, args)
@@ -168,6 +174,8 @@ class _LineParser:
 
     def st_PRINT(self, t, in_if):
         items: list = []
+        if self.is_kw("USING"):
+            raise self.error("PRINT USING is not supported")
         while not self.stmt_end(in_if):
             tok = self.peek()
             if tok.kind == "op" and tok.value in (";", ","):
@@ -181,7 +189,7 @@ class _LineParser:
                 self.expect_op(")", f"')' to close {tok.value}(")
                 items.append(A.PrintFn(self.last_pos(tok), tok.value, arg))
                 continue
-            items.append(self.expr(allow_str=True))
+            items.append(self.expr())
         return A.Print(self.last_pos(t), self.number, items)
 
     def _type_suffix(self) -> str | None:
@@ -270,15 +278,15 @@ class _LineParser:
 
     def _line_number(self, what: str) -> tuple[int, A.Pos]:
         t = self.peek()
-        if t is None or t.kind != "num" or not isinstance(t.value, int):
+        if t is None or t.kind != "num" or not t.text.isdigit():
             raise self.error(f"{what} needs a line number, found {self.describe(t)}")
         self.advance()
-        return t.value, self.pos(t)
+        return int(t.text), self.pos(t)
 
     def _branch(self, in_if: bool) -> list[A.Stmt]:
         """The statements after THEN or ELSE: a line number (GOTO) or statements."""
         t = self.peek()
-        if t is not None and t.kind == "num" and isinstance(t.value, int):
+        if t is not None and t.kind == "num" and t.text.isdigit():
             target, pos = self._line_number("THEN")
             return [A.Goto(pos, self.number, target, pos)]
         return self.stmt_list(in_if=True)
@@ -397,24 +405,33 @@ class _LineParser:
         return A.OnGoto(self.last_pos(t), self.number, e, targets, gosub)
 
     def st_DATA(self, t, in_if):
-        values = []
-        while True:
-            first = self.peek()
-            sign = 1
-            while self.is_op("-") or self.is_op("+"):
-                if self.advance().value == "-":
-                    sign = -sign
-            n = self.peek()
-            if n is None or n.kind != "num":
-                if n is not None and n.kind == "str":
-                    raise self.error("DATA items must be numbers (there are no string variables)", n)
-                raise self.error(f"expected a number in DATA, found {self.describe(n)}")
-            self.advance()
-            values.append((sign * n.value, self.pos(first, n)))
-            if not self.is_op(","):
-                break
-            self.advance()
-        return A.Data(self.last_pos(t), self.number, values)
+        """The items of the raw text after DATA: split at commas outside quotes; blanks around
+        an item are dropped; a quoted item keeps its text as written (text after its closing
+        quote makes it unreadable)."""
+        raw = self.advance()
+        text, base = raw.value, raw.col
+        pieces, start, quoted = [], 0, False
+        for k, c in enumerate(text):
+            if c == '"':
+                quoted = not quoted
+            elif c == "," and not quoted:
+                pieces.append((start, text[start:k]))
+                start = k + 1
+        pieces.append((start, text[start:]))
+        items: list[A.DataItem] = []
+        for offset, piece in pieces:
+            lead = len(piece) - len(piece.lstrip())
+            body = piece.strip()
+            pos = (raw.line, base + offset + lead, base + offset + lead + max(len(body), 1))
+            if body.startswith('"'):
+                close = body.find('"', 1)
+                if close < 0:
+                    items.append(A.DataItem(pos, body[1:], True))
+                else:
+                    items.append(A.DataItem(pos, None if body[close + 1:].strip() else body[1:close], True))
+            else:
+                items.append(A.DataItem(pos, body, False))
+        return A.Data(self.last_pos(t), self.number, items)
 
     def st_READ(self, t, in_if):
         targets = [self.target()]
@@ -433,6 +450,74 @@ class _LineParser:
         seed = None if self.stmt_end(in_if) else self.expr()
         return A.Randomize(self.last_pos(t), self.number, seed)
 
+    def st_DEF(self, t, in_if):
+        """DEF FNname[(params)] = expr (also DEF FN name ...)."""
+        n = self.peek()
+        if n is not None and n.kind == "kw" and n.value == "FN":
+            self.advance()
+            n = self.peek()
+            name = n.value if n is not None and n.kind == "name" else None
+        else:
+            name = n.value[2:] if n is not None and n.kind == "name" and n.value.startswith("FN") else None
+        if not name:
+            raise self.error(f"DEF needs a function name starting with FN, found {self.describe(n)}")
+        self.advance()
+        params: list[tuple[str, A.Pos]] = []
+        if self.is_op("("):
+            self.advance()
+            while True:
+                v = self.peek()
+                if v is None or v.kind != "name":
+                    raise self.error(f"expected a parameter name, found {self.describe(v)}")
+                self.advance()
+                params.append((v.value, self.pos(v)))
+                if not self.is_op(","):
+                    break
+                self.advance()
+            self.expect_op(")", "',' or ')'")
+        self.expect_op("=", "'=' after DEF FN" + name)
+        try:
+            body, broken = self.expr(), None
+        except BasicError as e:  # GW-BASIC reads the body only when the function is called
+            while not self.at_end() and not self.is_op(":") and self.peek().kind != "rem":
+                self.advance()
+            body, broken = None, e
+        return A.DefFn(self.last_pos(t), self.number, name, params, body, broken)
+
+    def _def_type(self, t, in_if):
+        letters = ""
+        while True:
+            a = self.peek()
+            if a is None or a.kind != "name" or len(a.value) != 1 or not a.value.isalpha():
+                raise self.error(f"{t.value} expects letters, e.g. {t.value} A-Z, found {self.describe(a)}")
+            self.advance()
+            last = a.value
+            if self.is_op("-"):
+                self.advance()
+                b = self.peek()
+                if b is None or b.kind != "name" or len(b.value) != 1 or not b.value.isalpha() or b.value < last:
+                    raise self.error(f"expected a letter range like A-Z, found {self.describe(b)}")
+                self.advance()
+                last = b.value
+            letters += "".join(chr(c) for c in range(ord(a.value), ord(last) + 1))
+            if not self.is_op(","):
+                break
+            self.advance()
+        return A.DefType(self.last_pos(t), self.number, _DEF_SIGILS[t.value], letters)
+
+    st_DEFINT = st_DEFSNG = st_DEFDBL = st_DEFSTR = _def_type
+
+    def st_SWAP(self, t, in_if):
+        a = self.target()
+        self.expect_op(",", "',' between the two variables of SWAP")
+        b = self.target()
+        return A.Swap(self.last_pos(t), self.number, a, b)
+
+    def st_CLS(self, t, in_if):
+        return A.NoOp(self.pos(t), self.number, t.value)
+
+    st_BEEP = st_CLS
+
     def st_REM(self, t, in_if):  # pragma: no cover - REM is lexed as a comment token
         return A.Rem(self.pos(t), self.number, "")
 
@@ -447,15 +532,11 @@ class _LineParser:
         self.expect_op(")", "',' or ')'")
         return args
 
-    def expr(self, allow_str: bool = False) -> A.Expr:
-        first = self.peek()
-        e = self.climb(1)
-        if isinstance(e, A.Str) and not allow_str:
-            raise self.error("strings can only be printed (there are no string variables)", first)
-        return e
+    def expr(self) -> A.Expr:
+        return self.climb(1)
 
     def climb(self, min_prec: int) -> A.Expr:
-        """Precedence climbing over ``_BINARY``; prefix NOT and unary minus, right-assoc ``^``."""
+        """Precedence climbing over ``_BINARY``; prefix NOT and unary minus, ``^`` left to right."""
         toks = self.toks
         first = self.peek()
         if first is None:
@@ -491,12 +572,13 @@ class _LineParser:
         return left
 
     def exponent(self) -> A.Expr:
+        """The right operand of ``^``: an atom, possibly signed (``2^-1``)."""
         t = self.peek()
         if t is not None and t.kind == "op" and t.value in ("-", "+"):
             self.i += 1
             operand = self.exponent()
             return operand if t.value == "+" else A.Unary(self.last_pos(t), "-", operand)
-        return self.climb(_POW_PREC)
+        return self.atom()
 
     def atom(self) -> A.Expr:
         t = self.peek()
@@ -516,29 +598,45 @@ class _LineParser:
         if t.kind == "name":
             self.advance()
             name = t.value
-            upper = name.upper()
-            if upper == "BID":
+            if name == "BID":
                 if self.is_op("("):
                     raise self.error("BID is a variable, not an array or function", t)
                 return A.Bid(self.pos(t))
-            if upper in FUNCTIONS:
+            if name in FUNCTIONS:
                 if self.is_op("("):
                     args = self.arg_list()
-                    return A.Call(self.last_pos(t), upper, args)
-                if upper == "RND":
-                    return A.Call(self.pos(t), upper, [])
+                    return A.Call(self.last_pos(t), name, args)
+                if name == "RND":
+                    return A.Call(self.pos(t), name, [])
+                raise self.error(f"{name} is a function: write {name}(...)", t)
+            if name.startswith("FN") and len(name) > 2:
+                return self.fn_call(t, name[2:])
             if self.is_op("("):
                 args = self.arg_list()
                 return A.Index(self.last_pos(t), name, args)
             return A.Var(self.pos(t), name)
+        if t.kind == "kw" and t.value == "FN":
+            self.advance()
+            n = self.peek()
+            if n is None or n.kind != "name":
+                raise self.error(f"expected a function name after FN, found {self.describe(n)}")
+            self.advance()
+            return self.fn_call(t, n.value)
         if t.kind == "kw":
             raise self.error(f"expected an expression, found the keyword {t.value}")
         raise self.error(f"expected an expression, found {self.describe(t)}")
 
 
-def parse(src: Source, errors: list[BasicError] | None = None, lines: list[SourceLine] | None = None) -> A.Program:
-    """Parse a whole program (tokenizing it unless ``lines`` are given); syntax errors are
-    collected (and raised together if ``errors`` is not given)."""
+    def fn_call(self, first: Token, name: str) -> A.FnCall:
+        args = self.arg_list() if self.is_op("(") else []
+        return A.FnCall(self.last_pos(first), name, args)
+
+
+def parse(src: Source, errors: list[BasicError] | None = None, lines: list[SourceLine] | None = None,
+          broken: list[BasicError] | None = None) -> A.Program:
+    """Parse a whole program (tokenizing it unless ``lines`` are given). Errors are collected
+    (and raised together if ``errors`` is not given); syntax errors inside a line go to
+    ``broken`` where it is given (the line then stops the program when it runs)."""
     own = errors is None
     errors = [] if errors is None else errors
     if lines is None:
@@ -558,13 +656,15 @@ def parse(src: Source, errors: list[BasicError] | None = None, lines: list[Sourc
             seen.setdefault(sl.number, sl.index)
             last_number = max(sl.number, last_number if last_number is not None else sl.number)
         p = _LineParser(src, sl)
+        first = sl.number_token or (sl.tokens[0] if sl.tokens else None)
+        pos = (sl.index, first.col if first else 0, len(sl.text))
         try:
             stmts = p.parse_line()
         except BasicError as e:
-            errors.append(e)
-            stmts = []
-        first = sl.number_token or (sl.tokens[0] if sl.tokens else None)
-        pos = (sl.index, first.col if first else 0, len(sl.text))
+            (errors if broken is None else broken).append(e)
+            at = (e.loc.line - 1, e.loc.col, e.loc.end_col) if e.loc is not None else pos
+            stmts = [s for s in getattr(p, "done", []) if not isinstance(s, (A.For, A.While, A.If))]
+            stmts.append(A.Broken(pos, sl.number, e.message, at))
         out.append(A.Line(sl.number, sl.index, stmts, pos))
     if own and errors:
         raise BasicError.collect(errors)

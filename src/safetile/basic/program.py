@@ -1,13 +1,17 @@
 """A compiled BASIC program: metadata, the kernel, and running it on a backend.
 
 The program is one kernel. Its parameters are, in order: the ``INPUT`` items (scalars are
-int32 unless declared ``AS SINGLE``; arrays have the element type of their ``DIM``), the
-``OUTPUT`` arrays that are not also inputs, then hidden ones the host fills in: the
-``DATA`` table (float64), one scratch array per local ``DIM`` array (one row per block,
-zero-filled, so uninitialised elements read 0) and the ``RND`` seed. The grid is
-∏ ceil(size / tile) over the axes of the first ``OUTPUT`` array, flattened to one
-dimension (``BID`` is the linear block index); a program without ``OUTPUT`` runs as one
-block.
+int32 unless declared ``AS SINGLE``/``AS DOUBLE``; a string is a 256-byte array and a
+length; arrays have the element type of their ``DIM``), the ``OUTPUT`` arrays that are not
+also inputs, then hidden ones the host fills in: the ``DATA`` table (float64 rows: the item
+as a number or NaN, and its length as text), one scratch array per local array (one row
+per block, zero-filled, so uninitialised elements read 0; a string array has a second one
+for its lengths), the ``RND`` seed and the table of string bytes (DATA items, then string
+constants; a row of 256 bytes each). The grid is ∏ ceil(size / tile) over the axes of the
+first ``OUTPUT`` array, flattened to one dimension (``BID`` is the linear block index); a
+program without ``OUTPUT`` runs as one block.
+
+Names are case-insensitive: the host API takes ``A`` or ``a`` for the array ``A``.
 """
 from __future__ import annotations
 
@@ -27,8 +31,9 @@ from . import ast as A
 from .analyzer import Analysis, ArrayInfo, ScalarInput, analyze
 from .errors import BasicError
 from .lexer import Source, dump_tokens, tokenize
-from .lower import Lowerer, lower
+from .lowering import Lowerer, lower
 from .parser import parse
+from .vtypes import STRING, STRING_CAPACITY
 
 
 class BasicInputError(ValueError):
@@ -39,17 +44,18 @@ class BasicInputError(ValueError):
 class Parameter:
     """One kernel parameter as the host sees it."""
 
-    name: str  # BASIC name (or __data / __local_X / __seed for hidden ones)
+    name: str  # BASIC name as written (or __data / __text / __seed for hidden ones)
     kind: str  # 'scalar' | 'array'
-    role: str  # 'input' | 'output' | 'inout' | 'data' | 'local' | 'seed'
+    role: str  # input | output | inout | string | string length | data | text | local | lengths | seed
     dtype: dt.DType
     ndim: int = 0
+    key: str = ""  # the canonical name (with its sigil: A!, N%, S$)
 
 
 class BasicKernel(Kernel):
     """A ``Kernel`` whose IR comes from a BASIC program (launchable with ``ct.launch``)."""
 
-    def __init__(self, program: "BasicProgram"):
+    def __init__(self, program: BasicProgram):
         names = []
         seen: set[str] = set()
         for p in program.function.params:
@@ -88,29 +94,30 @@ class BasicProgram:
         self.analysis = analysis
         self.function = function
         self.lowerer = lowerer
-        self.parameters: list[Parameter] = []
-        for p in function.params:
-            role = lowerer.param_names[p.name]
-            if p.kind == "scalar":
-                if role == "seed":
-                    self.parameters.append(Parameter("__seed", "scalar", "seed", dt.int32))
-                else:
-                    self.parameters.append(Parameter(role, "scalar", "input", p.value.type.dtype))
-                continue
-            t = p.value.type
-            if role == "DATA":
-                self.parameters.append(Parameter("__data", "array", "data", t.dtype, t.ndim))
-            elif role.startswith("local "):
-                self.parameters.append(Parameter(role[6:], "array", "local", t.dtype, t.ndim))
-            else:
-                self.parameters.append(Parameter(role, "array", analysis.arrays[role].kind, t.dtype, t.ndim))
+        self.parameters = [self._parameter(lowerer.param_names[p.name], p) for p in function.params]
         self._kernel: BasicKernel | None = None
+
+    def _parameter(self, role: str, p) -> Parameter:
+        an = self.analysis
+        t = p.value.type
+        if role == "seed":
+            return Parameter("__seed", "scalar", "seed", dt.int32)
+        if role in ("DATA", "TEXT"):
+            return Parameter("__" + role.lower(), "array", role.lower(), t.dtype, t.ndim)
+        for prefix, what in (("local ", "local"), ("lengths ", "lengths"), ("length ", "string length")):
+            if role.startswith(prefix):
+                key = role[len(prefix):]
+                return Parameter(an.show(key), p.kind, what, t.dtype, getattr(t, "ndim", 0), key)
+        if p.kind == "scalar":
+            return Parameter(an.show(role), "scalar", "input", t.dtype, 0, role)
+        what = "string" if role in an.scalar_inputs else an.arrays[role].kind
+        return Parameter(an.show(role), "array", what, t.dtype, t.ndim, role)
 
     # ------------------------------------------------------------------ metadata
 
     @property
     def inputs(self) -> list[ScalarInput | ArrayInfo]:
-        """The INPUT items in order (``ScalarInput`` or ``ArrayInfo``)."""
+        """The INPUT items in order (``ScalarInput`` or ``ArrayInfo``; names canonical)."""
         return list(self.analysis.inputs)
 
     @property
@@ -123,14 +130,21 @@ class BasicProgram:
 
     @property
     def outputs(self) -> list[str]:
-        return [a.name for a in self.analysis.outputs]
+        return [self.analysis.show(a.name) for a in self.analysis.outputs]
 
     @property
     def tiles(self) -> dict[str, tuple[int, ...]]:
-        """Tile shapes of tiled arrays and tile variables."""
-        out = {n: a.tile for n, a in self.analysis.arrays.items() if a.tile is not None}
-        out.update({n: v[0] for n, v in self.analysis.tile_vars.items()})
+        """Tile shapes of tiled arrays and tile variables (names as written)."""
+        show = self.analysis.show
+        out = {show(n): a.tile for n, a in self.analysis.arrays.items() if a.tile is not None}
+        out.update({show(n): v[0] for n, v in self.analysis.tile_vars.items()})
         return out
+
+    @property
+    def deferred(self) -> list[BasicError]:
+        """Errors GW-BASIC raises when their statement runs (Syntax error, Type mismatch ...):
+        the program runs up to them; ``safetile check`` reports them."""
+        return [d.error for d in self.analysis.deferred.values()] + list(self.analysis.expr_errors)
 
     @property
     def kernel(self) -> BasicKernel:
@@ -141,19 +155,29 @@ class BasicProgram:
     def ir(self) -> str:
         return format_function(self.function)
 
+    def key(self, name: str) -> str:
+        """The canonical form of a name given by the host (``a`` and ``A()`` are ``A!``)."""
+        name = name.strip()
+        name = name.removesuffix("()")
+        return self.analysis.canon(name.upper())
+
     def dims(self, name: str) -> list[str]:
         """The DIM size expressions of an array, as text."""
-        return [A.expr_text(e) for e in self.analysis.arrays[name].sizes]
+        return [A.expr_text(e, self.analysis.show) for e in self.analysis.arrays[self.key(name)].sizes]
 
     def array_shape(self, name: str, scalars: dict[str, Any]) -> tuple[int, ...]:
         """The shape of an INPUT/OUTPUT array (``DIM A(N)`` is N elements) or of a local
         array (``DIM A(N)`` is N + 1 elements, indices 0 to N) for these scalar inputs."""
-        arr = self.analysis.arrays[name]
+        arr = self.analysis.arrays[self.key(name)]
+        scalars = {self.key(k): v for k, v in scalars.items()}
         shape = []
         for e in arr.sizes:
             v = self.analysis.host_eval(e, scalars, line=arr.line)
+            if arr.is_local:
+                v = int(np.floor(abs(v) + 0.5)) * (1 if v >= 0 else -1)
             if not float(v).is_integer() or v < 0:
-                raise BasicInputError(f"DIM {name}: size {A.expr_text(e)} = {v} is not a non-negative integer")
+                raise BasicInputError(f"DIM {self.analysis.show(arr.name)}: size {A.expr_text(e)} = {v} is not a "
+                                      "non-negative integer")
             shape.append(int(v) + (1 if arr.is_local else 0))
         return tuple(shape)
 
@@ -170,15 +194,18 @@ class BasicProgram:
 
     def describe(self) -> str:
         """A human-readable summary of the program's interface."""
+        show = self.analysis.show
         rows = [f"program {self.filename}"]
         for item in self.analysis.inputs:
             if isinstance(item, ScalarInput):
-                rows.append(f"  INPUT {item.name}: {item.dtype.name} scalar")
+                kind = "string" if item.dtype is STRING else f"{item.dtype.name} scalar"
+                rows.append(f"  INPUT {show(item.name)}: {kind}")
             else:
                 tile = f", tile {item.tile}" if item.tile else ""
-                rows.append(f"  INPUT {item.name}({', '.join(self.dims(item.name))}): {item.dtype.name}{tile}")
+                rows.append(f"  INPUT {show(item.name)}({', '.join(self.dims(item.name))}): {item.dtype.name}{tile}")
         for arr in self.analysis.outputs:
-            rows.append(f"  OUTPUT {arr.name}({', '.join(self.dims(arr.name))}): {arr.dtype.name}, tile {arr.tile}")
+            rows.append(f"  OUTPUT {show(arr.name)}({', '.join(self.dims(arr.name))}): {arr.dtype.name}, "
+                        f"tile {arr.tile}")
         return "\n".join(rows)
 
     # ------------------------------------------------------------------ running
@@ -186,89 +213,113 @@ class BasicProgram:
     def prepare(self, inputs: dict[str, Any] | None = None, seed: int = 0) -> tuple[tuple, int, dict]:
         """Host arguments for a launch: (args, number of blocks, output arrays by name).
 
-        ``inputs`` maps INPUT names to numbers (scalars) and arrays; an array may also be
-        the string ``"random"`` (filled from ``seed``). Scalars that size an array given as
-        data are taken from its shape when not given.
+        ``inputs`` maps INPUT names to numbers (scalars), text (string scalars) and arrays;
+        an array may also be the string ``"random"`` (filled from ``seed``). Scalars that
+        size an array given as data are taken from its shape when not given.
         """
-        inputs = dict(inputs or {})
         an = self.analysis
+        given = {self.key(k): v for k, v in (inputs or {}).items()}
         rng = np.random.default_rng(seed)
-        unknown = [k for k in inputs if k not in an.scalar_inputs and not (k in an.arrays and an.arrays[k].is_input)]
+        unknown = [k for k in given if k not in an.scalar_inputs and not (k in an.arrays and an.arrays[k].is_input)]
         if unknown:
-            names = ", ".join([s.name for s in an.inputs if isinstance(s, ScalarInput)] +
-                              [a.name for a in an.inputs if isinstance(a, ArrayInfo)])
-            raise BasicInputError(f"unknown input {unknown[0]!r}; the program's INPUTs are: {names or 'none'}")
+            names = ", ".join(an.show(i.name) for i in an.inputs)
+            raise BasicInputError(f"unknown input {an.show(unknown[0])!r}; the program's INPUTs are: {names or 'none'}")
         scalars: dict[str, Any] = {}
         for name, si in an.scalar_inputs.items():
-            if name in inputs:
-                scalars[name] = self._scalar(name, si.dtype, inputs[name])
-        # scalars implied by the shapes of arrays given as data
-        for arr in an.inputs:
-            if isinstance(arr, ArrayInfo) and arr.name in inputs and not isinstance(inputs[arr.name], str):
-                data = np.asarray(inputs[arr.name])
+            if name in given:
+                scalars[name] = self._scalar(name, si.dtype, given[name])
+        for arr in an.inputs:  # scalars implied by the shapes of arrays given as data
+            if isinstance(arr, ArrayInfo) and arr.name in given and not isinstance(given[arr.name], str):
+                data = np.asarray(given[arr.name])
                 if data.ndim != arr.ndim:
-                    raise BasicInputError(f"input {arr.name} must have {arr.ndim} dimension(s) (DIM "
-                                          f"{arr.name}({', '.join(self.dims(arr.name))})), got shape {data.shape}")
+                    raise BasicInputError(f"input {an.show(arr.name)} must have {arr.ndim} dimension(s) (DIM "
+                                          f"{an.show(arr.name)}({', '.join(self.dims(arr.name))})), got shape "
+                                          f"{data.shape}")
                 for axis, e in enumerate(arr.sizes):
                     if isinstance(e, A.Var) and e.name in an.scalar_inputs and e.name not in scalars:
                         scalars[e.name] = self._scalar(e.name, an.scalar_inputs[e.name].dtype, data.shape[axis])
         missing = [n for n in an.scalar_inputs if n not in scalars]
         if missing:
-            raise BasicInputError(f"missing input {missing[0]} (give it as {missing[0]}=VALUE)")
+            shown = an.show(missing[0])
+            raise BasicInputError(f"missing input {shown} (give it as {shown}=VALUE)")
+        grid = self.grid(scalars)
         args: list[Any] = []
         outputs: dict[str, np.ndarray] = {}
-        grid = self.grid(scalars)
         for p in self.parameters:
-            if p.role == "seed":
-                args.append(np.int32((int(seed) + 2 ** 31) % 2 ** 32 - 2 ** 31))
-            elif p.kind == "scalar":
-                args.append(scalars[p.name])
-            elif p.role == "data":
-                vals = [float(v) for v, _ in an.data] or [0.0]
-                args.append(np.array(vals, dtype=np.float64))
-            elif p.role == "local":
-                shape = self.array_shape(p.name, scalars)
-                args.append(np.zeros((grid,) + shape, dtype=p.dtype.np_dtype))
-            else:
-                shape = self.array_shape(p.name, scalars)
-                if p.role in ("input", "inout"):
-                    if p.name not in inputs:
-                        raise BasicInputError(f"missing input array {p.name} (give it as {p.name}=@file.npy or "
-                                              f"{p.name}=random)")
-                    value = inputs[p.name]
-                    if isinstance(value, str):
-                        if value != "random":
-                            raise BasicInputError(f"input {p.name}: expected an array or 'random', got {value!r}")
-                        data = _random(rng, shape, p.dtype)
-                    else:
-                        data = np.asarray(value)
-                        if data.shape != shape:
-                            raise BasicInputError(f"input {p.name} has shape {data.shape} but DIM "
-                                                  f"{p.name}({', '.join(self.dims(p.name))}) is {shape}")
-                        data = np.ascontiguousarray(data.astype(p.dtype.np_dtype, copy=p.role == "inout"))
-                    args.append(data)
-                    if p.role == "inout":
-                        outputs[p.name] = data
-                else:
-                    out = np.zeros(shape, dtype=p.dtype.np_dtype)
-                    args.append(out)
-                    outputs[p.name] = out
+            args.append(self._argument(p, scalars, given, grid, seed, rng, outputs))
         return tuple(args), grid, outputs
 
-    def _scalar(self, name: str, dtype: dt.DType, value: Any):
+    def _argument(self, p: Parameter, scalars, given, grid: int, seed: int, rng, outputs: dict):
+        an = self.analysis
+        if p.role == "seed":
+            return np.int32((int(seed) + 2 ** 31) % 2 ** 32 - 2 ** 31)
+        if p.role == "string":
+            chars = np.zeros(STRING_CAPACITY, np.uint8)
+            data = scalars[p.key]
+            chars[:len(data)] = np.frombuffer(data, np.uint8)
+            return chars
+        if p.role == "string length":
+            return np.int32(len(scalars[p.key]))
+        if p.kind == "scalar":
+            return scalars[p.key]
+        if p.role == "data":
+            errors = self.lowerer.data_errors
+            rows = [(np.nan if d.number is None else float(d.number), -1 if d.text is None else len(d.text),
+                     0 if d.number is not None else errors.index(d.error) + 1,
+                     0 if d.text is not None else errors.index(d.error) + 1) for d in an.data] or [(0.0, 0, 0, 0)]
+            return np.array(rows, dtype=np.float64)
+        if p.role == "text":
+            table = np.zeros((max(len(self.lowerer.text_rows), 1), STRING_CAPACITY), np.uint8)
+            for k, row in enumerate(self.lowerer.text_rows):
+                table[k, :len(row)] = np.frombuffer(row, np.uint8)
+            return table
+        if p.role in ("local", "lengths"):
+            shape = self.array_shape(p.key, scalars)
+            if p.role == "local" and an.arrays[p.key].is_string:
+                shape = shape + (STRING_CAPACITY,)
+            return np.zeros((grid,) + shape, dtype=p.dtype.np_dtype)
+        shape = self.array_shape(p.key, scalars)
+        if p.role not in ("input", "inout"):
+            out = np.zeros(shape, dtype=p.dtype.np_dtype)
+            outputs[p.name] = out
+            return out
+        if p.key not in given:
+            raise BasicInputError(f"missing input array {p.name} (give it as {p.name}=@file.npy or {p.name}=random)")
+        value = given[p.key]
+        if isinstance(value, str):
+            if value != "random":
+                raise BasicInputError(f"input {p.name}: expected an array or 'random', got {value!r}")
+            data = _random(rng, shape, p.dtype)
+        else:
+            data = np.asarray(value)
+            if data.shape != shape:
+                raise BasicInputError(f"input {p.name} has shape {data.shape} but DIM "
+                                      f"{p.name}({', '.join(self.dims(p.key))}) is {shape}")
+            data = np.ascontiguousarray(data.astype(p.dtype.np_dtype, copy=p.role == "inout"))
+        if p.role == "inout":
+            outputs[p.name] = data
+        return data
+
+    def _scalar(self, name: str, dtype, value: Any):
+        shown = self.analysis.show(name)
+        if dtype is STRING:
+            data = str(value).encode("cp437", "replace")
+            if len(data) > STRING_CAPACITY - 1:
+                raise BasicInputError(f"input {shown} is longer than 255 characters")
+            return data
         if isinstance(value, str):
             try:
                 value = float(value) if dtype.is_float else int(value, 0)
             except ValueError:
-                raise BasicInputError(f"input {name} must be {'a number' if dtype.is_float else 'an integer'}, "
+                raise BasicInputError(f"input {shown} must be {'a number' if dtype.is_float else 'an integer'}, "
                                       f"got {value!r}") from None
         if dtype.is_float:
-            return float(np.float32(value))
+            return float(dtype.np_dtype.type(value))
         if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-            raise BasicInputError(f"input {name} is an integer, got {value}")
+            raise BasicInputError(f"input {shown} is an integer, got {value}")
         v = int(value)
         if not -(2 ** 31) <= v < 2 ** 31:
-            raise BasicInputError(f"input {name} = {v} does not fit in int32")
+            raise BasicInputError(f"input {shown} = {v} does not fit in int32")
         return v
 
     def run(self, inputs: dict[str, Any] | None = None, backend: str = "cpu", seed: int = 0) -> dict[str, np.ndarray]:
@@ -335,12 +386,12 @@ def compile_program(source: str, filename: str = "<basic>") -> BasicProgram:
     sys.setrecursionlimit(max(limit, 20000))
     try:
         lines = tokenize(src, errors)
-        program = parse(src, errors, lines)
+        program = parse(src, errors, lines, broken=[])
         if errors:
             raise BasicError.collect(errors)
         an = analyze(program, src, errors)
-        if errors:
-            raise BasicError.collect(errors)
+        if errors:  # with the errors GW-BASIC would raise at run time, so all are reported
+            raise BasicError.collect(errors + [d.error for d in an.deferred.values()] + an.expr_errors)
         fn, low = lower(an, _kernel_name(filename))
     except BasicError:
         raise

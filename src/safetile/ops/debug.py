@@ -1,12 +1,23 @@
 """Debugging ops: printing from blocks and run-time assertions.
 
-Printed output is ordered by block index on the CPU backend. ``print`` accepts f-strings
-whose fields are tiles; ``printf`` takes a C-style format string.
+``print`` accepts f-strings whose fields are tiles; ``printf`` takes a C-style format
+string. Every backend turns an executed print into text with the one ``Printer`` below, so
+output is the same everywhere: once per block, in block order when the launch ends (a
+one-block launch on the CPU prints as it runs).
+
+A print op may name a *layout*: an object (from a front end) that renders its parts
+through a console state kept for the whole launch; BASIC's PRINT uses one for GW-BASIC's
+print zones, TAB, SPC and 80-column lines. The protocol is three methods:
+``start() -> state``, ``render(state, parts, values, end) -> str`` and
+``failure(state, message) -> str`` (the text shown when an assert with that layout fails).
 """
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
+
+import numpy as np
 
 from .. import dtypes as dt
 from ..errors import TileTypeError
@@ -16,9 +27,9 @@ from .values import Tile, describe, is_const
 
 FAMILY = "debug"
 
-declare("print", FAMILY, "print text and tile values (attrs parts: strings and (operand, spec), end)",
+declare("print", FAMILY, "print text and tile values (attrs parts: strings and (operand, spec), end, layout)",
         lambda types, attrs: [], effect="io")
-declare("assert", FAMILY, "fail the launch with `message` where the bool scalar is false",
+declare("assert", FAMILY, "fail the launch with `message` where the bool scalar is false (attr layout)",
         lambda types, attrs: [], effect="io")
 
 
@@ -43,7 +54,7 @@ def _emit_print(parts: list[Any], end: str) -> None:
         else:
             value, spec = p
             if is_const(value):
-                template.append(format(value, spec))
+                template.append(format_value(np.asarray(value), spec))
                 continue
             if not isinstance(value, Tile):
                 raise TileTypeError(f"print: cannot print {describe(value)}")
@@ -114,3 +125,51 @@ def assert_(cond, message: str = "assertion failed") -> None:
     if not isinstance(message, str):
         raise TileTypeError("assert_: the message must be a string constant")
     emit("assert", [cond.value], {"message": message})
+
+
+# ----------------------------------------------------------------------------- rendering
+
+def format_value(value: np.ndarray, spec: str) -> str:
+    """One printed field: a scalar with a printf spec (``%d``) or a Python format spec; a
+    tile as an array."""
+    if value.ndim == 0:
+        v = value.item()
+        if spec.startswith("%"):
+            if spec[-1] in "diouxXc" and isinstance(v, float):
+                v = int(v)
+            return spec % v
+        return format(v, spec)
+    return np.array2string(value, separator=", ", threshold=64)
+
+
+class Printer:
+    """Turns executed print ops into text, in the order they are given; one per launch, so
+    a layout's console state runs through the whole launch."""
+
+    def __init__(self) -> None:
+        self._states: dict[int, tuple[Any, Any]] = {}  # id(layout) -> (layout, state)
+
+    def _state(self, layout):
+        entry = self._states.get(id(layout))
+        if entry is None:
+            entry = self._states[id(layout)] = (layout, layout.start())
+        return entry[1]
+
+    def text(self, attrs: dict, values: list[np.ndarray]) -> str:
+        """The text of one execution of a print op (``values``: one block's operands)."""
+        layout = attrs.get("layout")
+        if layout is not None:
+            return layout.render(self._state(layout), attrs["parts"], values, attrs["end"])
+        out = []
+        for p in attrs["parts"]:
+            out.append(p if isinstance(p, str) else format_value(values[p[0]], p[1]))
+        return "".join(out) + attrs["end"]
+
+    def failure_text(self, attrs: dict) -> str:
+        """What a failing assert shows on stdout (only asserts with a layout show anything)."""
+        layout = attrs.get("layout")
+        return "" if layout is None else layout.failure(self._state(layout), attrs["message"])
+
+    def write(self, text: str) -> None:
+        if text:
+            sys.stdout.write(text)

@@ -95,7 +95,19 @@ declare("unpack_from_bytes", FAMILY, "the inverse of pack_to_bytes: a 1-d uint8 
 declare("reshape", FAMILY, "same elements in C order, new static shape", _reshape_rule)
 declare("permute", FAMILY, "reorder axes: result axis i is source axis axes[i]", _permute_rule)
 declare("broadcast_to", FAMILY, "stretch size-1 dimensions to `shape` (equal ranks)", _broadcast_rule)
+def _take_rule(types, attrs):
+    src, index = types
+    axis = attrs["axis"]
+    if not index.dtype.is_int or index.ndim != src.ndim or any(
+            a != b for i, (a, b) in enumerate(zip(src.shape, index.shape)) if i != axis):
+        raise TileTypeError(f"take: the index {index} must be an integer tile shaped like {src} "
+                            f"outside axis {axis}")
+    return [TileType(src.dtype, index.shape)]
+
+
 declare("cat", FAMILY, "concatenate two tiles along `axis`", _cat_rule)
+declare("take", FAMILY, "elements of a tile at run-time positions along `axis`: result[.., i, ..] = "
+        "src[.., index[.., i, ..], ..]; positions outside the axis give 0", _take_rule)
 declare("extract", FAMILY, "the sub-tile of `shape` at block index (index...) of the tile (the tile seen "
         "as a grid of `shape` blocks; an out-of-range run-time index fails the launch)", _extract_rule)
 declare("insert", FAMILY, "replace the sub-tile at block index (index...) with a value (an out-of-range "
@@ -218,6 +230,15 @@ def cat(tiles, axis) -> Tile:
     a, b = (_tile(t, "cat") for t in tiles)
     ax = normalize_axis(axis, a.ndim)
     return Tile(emit("cat", [a.value, b.value], {"axis": ax}).result)
+
+
+def take(tile, index, axis: int = 0) -> Tile:
+    """``tile``'s elements at the positions ``index`` along ``axis`` (an in-register gather,
+    like ``numpy.take_along_axis``); positions outside the axis read 0. ``index`` has the
+    tile's rank and its sizes on the other axes."""
+    x, idx = _tile(tile, "take"), _tile(index, "take")
+    ax = normalize_axis(axis, x.ndim)
+    return Tile(emit("take", [x.value, idx.value], {"axis": ax}).result)
 
 
 def _block_index(index, ndim, fn, counts):

@@ -23,6 +23,7 @@ from ...errors import GridError, TileInternalError, TileRuntimeError
 from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, walk
 from ...ir.types import TileType
+from ...ops.debug import Printer
 from .context import BlockSet
 
 Lowering = Callable[["Run", Op, list[Any]], Any]
@@ -175,7 +176,8 @@ class Run:
         self.grid = grid
         self.arrays = arrays
         self.blocks = blocks if blocks is not None else BlockSet.full_grid(grid)
-        self.prints: dict[int, list[str]] = {}
+        self.prints: dict[int, list[tuple[dict, list]]] = {}  # block -> (print attrs, operand values)
+        self.printer = Printer()
         self.race_detector = race_detector
         self.scalars = scalars
         self._may_change: dict[int, bool] = {}
@@ -208,11 +210,11 @@ class Run:
 
     def flush_prints(self) -> None:
         if self.prints:
-            out = sys.stdout
+            printer = self.printer
             for bid in sorted(self.prints):
-                out.write("".join(self.prints[bid]))
-            out.flush()
+                printer.write("".join(printer.text(attrs, values) for attrs, values in self.prints[bid]))
             self.prints.clear()
+            sys.stdout.flush()
 
     def run_block(self, block: Block, env: Env, args: list[Any]) -> list[Any]:
         plan = self.plan.blocks[id(block)]
@@ -267,6 +269,8 @@ class Run:
 
     def fail(self, op: Op, message: str, failing_ids: np.ndarray) -> None:
         self.flush_prints()
+        self.printer.write(self.printer.failure_text(op.attrs))
+        sys.stdout.flush()
         ids = ", ".join(str(self.block_coords(int(i))) for i in failing_ids[:4])
         more = f" and {len(failing_ids) - 4} more" if len(failing_ids) > 4 else ""
         where = f" at {op.loc.filename}:{op.loc.line}" if op.loc else ""

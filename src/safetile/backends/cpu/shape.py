@@ -37,6 +37,16 @@ def cat(run, op, args):
     return np.concatenate([a, b], axis=run.nb + op.attrs["axis"])
 
 
+@lowers("take")
+def take(run, op, args):
+    x, idx = batch_broadcast(run.nb, *args)
+    axis = run.nb + op.attrs["axis"]
+    n = x.shape[axis]
+    inside = (idx >= 0) & (idx < n)
+    out = np.take_along_axis(x, np.where(inside, idx, 0).astype(np.intp), axis=axis)
+    return np.where(inside, out, np.zeros((), x.dtype))
+
+
 def _block_elements(run, index: list[np.ndarray], sub: tuple[int, ...], full_shape: tuple[int, ...]):
     """Fancy-index keys selecting block ``index`` of size ``sub`` from batch + full_shape values."""
     nb, rank = run.nb, len(sub)

@@ -25,7 +25,7 @@ from ...errors import TileInternalError, TileUnsupportedFeatureError
 from ...ir.core import Block, Function, Op, Value, walk
 from ...ir.types import ArrayType, TileType
 
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 
 Emitter = Callable[["Gen", Op], Any]
 EMITTERS: dict[str, Emitter] = {}
@@ -151,6 +151,8 @@ class Module:
         self.counter = 0
         self.consts: dict[int, tuple[Any, dt.DType, tuple[int, ...]]] = {}
         self.arrays: dict[int, ArrayInfo] = {}
+        # print and assert ops by id(op), numbered as their records are (prints.buffer_ops)
+        self.print_index: dict[int, int] = {}
         self.uses_assert = False
         self.uses_descriptors = False
         self.iv_start: dict[int, Value] = {}  # for-loop iv id -> start operand
@@ -498,7 +500,7 @@ class Gen:
         cond_b, body_b = op.regions
         flag = self.m.fresh("w")
         (c,) = self.block(cond_b, carried)
-        self.line(f"{flag} = {c}")
+        self.line(f"{flag} = {self._no_failure(c)}")
         self.line(f"while {flag}:")
         self.depth += 1
         ys = self.block(body_b, carried)
@@ -506,10 +508,16 @@ class Gen:
             if n != y:
                 self.line(f"{n} = {y}")
         (c,) = self.block(cond_b, carried)
-        self.line(f"{flag} = {c}")
+        self.line(f"{flag} = {self._no_failure(c)}")
         self.depth -= 1
         for r, n in zip(op.results, carried):
             self.names[r.id] = n
+
+    def _no_failure(self, cond: str) -> str:
+        """A while condition that also stops the loop once an assert has failed (prints.py)."""
+        if not self.m.uses_assert:
+            return cond
+        return f"({cond}) & (tl.load(_st_pbuf.to(tl.pointer_type(tl.int32)) + 2, volatile=True) == 0)"
 
     # -------------------------------------------------------------- combine functions
     def combine_function(self, region: Block, prefix: str = "_st_comb") -> str:
@@ -562,13 +570,14 @@ class Generated:
     params: list[str]  # kernel parameter names in order
     signature: dict[str, str]  # Triton signature type per parameter
     attrs: dict[tuple[int, ...], list]  # divisibility attributes per parameter index
-    uses_assert: bool
+    uses_print_buffer: bool  # takes the print buffer arguments (prints.py)
     uses_descriptors: bool
 
 
 def generate(fn: Function, facts: Facts) -> Generated:
     """The Triton source of ``fn`` specialised for ``facts``."""
     from . import lowerings  # noqa: F401 - registers every family's emitters
+    from .prints import buffer_ops
     m = Module(fn, facts)
     g = Gen(m)
     params: list[str] = []
@@ -601,6 +610,12 @@ def generate(fn: Function, facts: Facts) -> Generated:
     if facts.big_grid:
         add("_st_gx", "i32")
         add("_st_gy", "i32")
+    for k, op in enumerate(buffer_ops(fn)):
+        m.print_index[id(op)] = k
+        m.uses_assert = m.uses_assert or op.name == "assert"
+    if m.print_index:
+        add("_st_pbuf", "*u8", 16)
+        add("_st_pcap", "i32")
     ys = g.block(fn.body, [])
     del ys
     name = kernel_name(fn)
@@ -620,4 +635,4 @@ def generate(fn: Function, facts: Facts) -> Generated:
     if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
-    return Generated(source, name, params, sig, attrs, m.uses_assert, m.uses_descriptors)
+    return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors)

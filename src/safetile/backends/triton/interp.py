@@ -4,7 +4,7 @@ The interpreter cannot call CUDA's libdevice, so generated sources reach the few
 functions they use through ``_ld``, which in interpreter mode is ``libdevice_shim``: the same
 functions computed with NumPy. ``install()`` also makes the interpreter's tensor ``__index__``
 work with NumPy 2 (it converts one-element arrays with ``int()``, which NumPy 2 rejects), so
-``range(lo, hi)`` with run-time bounds works, makes a print without values print its text, and ``jit_calls_interpreted`` lets Triton's own
+``range(lo, hi)`` with run-time bounds works, and ``jit_calls_interpreted`` lets Triton's own
 library functions run interpreted even when triton was imported in compiled mode.
 """
 from __future__ import annotations
@@ -34,16 +34,6 @@ def install() -> None:
     # The interpreter hands NumPy arrays to its C++ memory routines as raw buffers; a
     # broadcast (stride-0) view then reads garbage. Pass contiguous copies.
     interp._interpreter = _Contiguous(interp._interpreter)
-    # The interpreter prints one line per value and nothing for a print without values;
-    # compiled Triton prints the text alone then, and so does this.
-    print_values = interp.InterpreterBuilder.create_print
-
-    def create_print(self, prefix, hex, values, isSigned):
-        if values:
-            return print_values(self, prefix, hex, values, isSigned)
-        print(f"({self.grid_idx[0]}, {self.grid_idx[1]}, {self.grid_idx[2]}) {prefix}".rstrip())
-
-    interp.InterpreterBuilder.create_print = create_print
     _installed = True
 
 
@@ -159,23 +149,3 @@ for _op, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "
         setattr(libdevice_shim, f"{_name}_{_suffix}", _np_fn(_rounded(_op, _mode)))
 for _suffix, _mode in (("rz", "zero"), ("rd", "negative_inf"), ("ru", "positive_inf")):
     setattr(libdevice_shim, f"double2float_{_suffix}", _np_fn_as(_narrowed(_mode), np.float32))
-
-
-@contextlib.contextmanager
-def debug_options(enabled: bool):
-    """Device asserts only run with ``debug=True`` (and integer overflow checks off, since
-    safetile integers wrap), as compiled kernels with asserts are built."""
-    if not enabled:
-        yield
-        return
-    import dataclasses
-
-    from triton.runtime import interpreter as interp_mod
-    b = interp_mod.interpreter_builder
-    with _lock:
-        saved = b.options
-        b.options = dataclasses.replace(saved, debug=True, sanitize_overflow=False)
-        try:
-            yield
-        finally:
-            b.options = saved

@@ -24,6 +24,7 @@ from ...ir.printer import format_function
 from ...ir.types import TileType
 from . import cache, direct
 from .codegen import ArrayFacts, Facts, Generated, generate
+from .prints import DATA, PrintingCall, Records, interpreted_args
 
 _I32_LIMIT = 2**31 - 1
 _CODED = ("float8_e8m0fnu", "float8_e5m3fnu", "float4_e2m1fn")
@@ -182,8 +183,6 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
         opts["maxnreg"] = max(24, min(255, 65536 // (hints["occupancy"] * warps * 32)) // 8 * 8)
-    if gen.uses_assert:
-        opts["debug"] = True
     return opts
 
 
@@ -231,6 +230,7 @@ class Variant:
     def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = "",
                  loaded: tuple | None = None):
         self.gen = gen
+        self.fn = fn
         self.interp = interp
         self.jitfn = jitfn
         if interp:
@@ -272,6 +272,8 @@ class Variant:
             self.call = raw
             self.prefix = (self.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
                            None, None, self.packed, None, None, None)
+        if gen.uses_print_buffer:  # the buffer goes after the kernel arguments; output after the launch
+            self.call = PrintingCall(self.call, fn)
 
 
 def _ensure_allocator() -> None:
@@ -519,18 +521,16 @@ def _interp_scalar(x, d: dt.DType):
 
 
 def _interp_launch(v: Variant, grid3, flat) -> None:
-    from triton.runtime.errors import InterpreterError
-
     from . import interp
     interp.install()
-    try:
-        with interp.jit_calls_interpreted(), interp.debug_options(v.gen.uses_assert):
-            v.jitfn[grid3](*flat)
-    except InterpreterError as e:
-        cause = e.__cause__
-        if isinstance(cause, AssertionError):
-            raise TileRuntimeError(f"assertion failed: {cause}") from None
-        raise
+    if v.gen.uses_print_buffer:
+        buf, cap, ops = interpreted_args(v.fn)
+        flat = [*flat, buf, _interp_scalar(cap, dt.int32)]
+    with interp.jit_calls_interpreted():
+        v.jitfn[grid3](*flat)
+    if v.gen.uses_print_buffer:
+        used = min(int(buf[:4].view(_torch.int32)[0]), cap)
+        Records(ops, buf[:DATA + max(used, 0)].numpy(), cap).report(grid3)
 
 
 # ---------------------------------------------------------------------------- entry points

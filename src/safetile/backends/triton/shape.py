@@ -70,6 +70,16 @@ def cat(g: Gen, op):
     return f"tl.reshape({p}, {list(op.result.type.shape)!r})"
 
 
+@lowers("take")
+def take(g: Gen, op):
+    x, idx = (g.val(v) for v in op.operands)
+    axis = op.attrs["axis"]
+    n = op.operands[0].type.shape[axis]
+    inside = g.tmp(f"({idx} >= 0) & ({idx} < {n})")
+    got = g.tmp(f"tl.gather({x}, tl.where({inside}, {idx}, 0).to(tl.int32), {axis})")
+    return f"tl.where({inside}, {got}, tl.zeros_like({got}))"
+
+
 def _bits(d):
     """(integer dtype of the same width, to-bits format, from-bits format) for exact selection."""
     if d.is_bool:

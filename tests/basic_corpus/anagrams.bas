@@ -1,0 +1,16 @@
+10 REM Anagram test by sorting letters
+20 FOR K = 1 TO 4
+30   READ A$, B$
+40   X$ = A$: GOSUB 200: SA$ = Y$
+50   X$ = B$: GOSUB 200: SB$ = Y$
+60   IF SA$ = SB$ THEN PRINT A$; " / "; B$; ": ANAGRAMS" ELSE PRINT A$; " / "; B$; ": NO"
+70 NEXT K
+80 END
+200 Y$ = ""
+210 FOR C = 65 TO 90
+220   FOR I = 1 TO LEN(X$)
+230     IF ASC(MID$(X$, I, 1)) = C THEN Y$ = Y$ + CHR$(C)
+240   NEXT I
+250 NEXT C
+260 RETURN
+300 DATA LISTEN, SILENT, EVIL, VILE, APPLE, PAPER, DORMITORY, DIRTYROOM

@@ -1,0 +1,13 @@
+10 REM Caesar cipher, shift 3
+20 P$ = "ATTACK AT DAWN, ZEBRA!"
+30 K = 3
+40 GOSUB 100: PRINT P$: PRINT C$
+50 P$ = C$: K = 26 - K: GOSUB 100: PRINT C$
+60 END
+100 C$ = ""
+110 FOR I = 1 TO LEN(P$)
+120   A = ASC(MID$(P$, I, 1))
+130   IF A >= 65 AND A <= 90 THEN A = (A - 65 + K) MOD 26 + 65
+140   C$ = C$ + CHR$(A)
+150 NEXT I
+160 RETURN

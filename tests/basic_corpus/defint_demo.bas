@@ -1,0 +1,8 @@
+10 DEFINT I-N
+20 DEFSTR S
+30 I = 7.6: J = -2.5: X = 7.6
+40 S = "TEXT"
+50 PRINT I; J; X; S; LEN(S)
+60 K = 10 / 4: PRINT K, 10 / 4
+70 N = 32767: PRINT N
+80 N = N + 1

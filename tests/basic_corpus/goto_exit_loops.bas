@@ -1,0 +1,9 @@
+10 REM Leaving nested loops with GOTO
+20 FOR I = 1 TO 9
+30   FOR J = 1 TO 9
+40     IF I * J = 42 THEN 80
+50   NEXT J
+60 NEXT I
+70 PRINT "NOT FOUND": END
+80 PRINT "FOUND"; I; "*"; J; "= 42"
+90 FOR K = 1 TO 3: PRINT K;: NEXT K: PRINT

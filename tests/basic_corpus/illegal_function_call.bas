@@ -1,0 +1,6 @@
+10 REM Run-time errors stop the program
+20 PRINT "SQUARE ROOTS"
+30 FOR X = 4 TO -4 STEP -2
+40   PRINT X; SQR(X)
+50 NEXT X
+60 PRINT "NOT REACHED"

@@ -1,0 +1,8 @@
+10 REM Leap years of a century
+20 C = 0
+30 FOR Y = 1896 TO 2004 STEP 4
+40   L = (Y MOD 4 = 0 AND Y MOD 100 <> 0) OR Y MOD 400 = 0
+50   IF L THEN PRINT Y;: C = C + 1 ELSE PRINT "("; Y; ")";
+60 NEXT Y
+70 PRINT
+80 PRINT C; "LEAP YEARS"; L; NOT L

@@ -1,0 +1,11 @@
+10 REM Count letters in a sentence
+20 DIM F(26)
+30 S$ = "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG AND RUNS AWAY"
+40 FOR I = 1 TO LEN(S$)
+50   C = ASC(MID$(S$, I, 1)) - 64
+60   IF C >= 1 AND C <= 26 THEN F(C) = F(C) + 1
+70 NEXT I
+80 FOR C = 1 TO 26
+90   IF F(C) > 1 THEN PRINT CHR$(C + 64); ":"; F(C),
+100 NEXT C
+110 PRINT

@@ -1,0 +1,9 @@
+10 REM Estimate pi with RND
+20 RANDOMIZE 2024
+30 N = 2000: C = 0
+40 FOR I = 1 TO N
+50   X = RND: Y = RND
+60   IF X * X + Y * Y <= 1 THEN C = C + 1
+70 NEXT I
+80 PRINT "PI IS ABOUT"; 4 * C / N
+90 PRINT "ATN GIVES"; 4 * ATN(1)

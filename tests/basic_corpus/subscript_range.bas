@@ -1,0 +1,5 @@
+10 DIM A(5)
+20 FOR I = 0 TO 10
+30   A(I) = I * I
+40   PRINT A(I);
+50 NEXT I

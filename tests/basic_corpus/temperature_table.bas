@@ -1,0 +1,7 @@
+10 REM Fahrenheit to Celsius table
+20 PRINT "FAHRENHEIT", "CELSIUS"
+30 FOR F = 0 TO 212 STEP 20
+40   C = (F - 32) * 5 / 9
+50   PRINT F, C
+60 NEXT F
+70 PRINT "BOILING AT"; 100 * 9 / 5 + 32; "F"
