@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import dtypes as dt
 from ..ops.values import Array, Tile, describe, is_const
+from ..runtime import env
 from .dataclass_values import BoundMethod, DataclassValue
 
 if TYPE_CHECKING:
@@ -346,7 +347,7 @@ def raised_by_user(e: BaseException) -> bool:
 
 def debug_cause(e: BaseException) -> BaseException | None:
     """The cause to chain to a user error: hidden unless SAFETILE_DEBUG is set."""
-    return e if os.environ.get("SAFETILE_DEBUG") else None
+    return e if env.debug() else None
 
 
 def what(v: Any) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -23,12 +22,13 @@ from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
 from ..ir.verify import verify
 from ..ops.values import Array, Tile
+from ..runtime import env
 from . import budget
 from .annotations import Constant, ConstantAnnotation, param_kind  # noqa: F401 - re-exported
-from .captures import CaptureSet, Captures, closure_scope
-from .dataclass_values import DataclassValue
+from .captures import Captures, CaptureSet, closure_scope
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
+from .dataclass_values import DataclassValue
 from .source import parse_function, require_source
 
 
@@ -243,7 +243,7 @@ class TileKernel:
                     try:
                         fn = compile_function(self.fn, specs, self.hints)
                     except TileError as e:
-                        if os.environ.get("SAFETILE_DEBUG"):
+                        if env.debug():
                             raise
                         # the message already shows where in the kernel; the compiler's own
                         # frames would only hide it (a bug in safetile keeps its cause)

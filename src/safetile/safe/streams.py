@@ -7,14 +7,15 @@ the next stream of the device's pool (4 streams, round robin).
 """
 from __future__ import annotations
 
-import itertools
-import os
 import contextlib
+import itertools
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
-_default_device = os.environ.get("SAFETILE_DEVICE", "cpu")
+from ..runtime import env
+
+_default_device = env.default_device()
 _ids = itertools.count()
 _NULL_CONTEXT = contextlib.nullcontext()  # reusable: entering it does nothing
 

@@ -13,15 +13,15 @@ cached; dynamic sizes never recompile.
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import LaunchTypeError, TileRuntimeError
+from ...errors import LaunchTypeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
+from ...runtime import env
 from . import cache, direct
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
@@ -32,24 +32,23 @@ _GRID_YZ_LIMIT = 65535
 
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return env.triton_interpret()
 
 
 def tma_enabled() -> bool:
-    return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+    return env.tma_enabled()
 
 
 def loop_stages(target: int) -> int:
     """Pipelining depth of tile-streaming loops (``Facts.loop_stages``); ``SAFETILE_PIPELINE_LOOPS=0`` turns it off."""
     if target < 80:
         return 0
-    v = os.environ.get("SAFETILE_PIPELINE_LOOPS", "3")
-    return int(v) if v.isdigit() else 0
+    return env.pipeline_loops()
 
 
 def pdl_enabled(target: int) -> bool:
     """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
-    return target >= 90 and os.environ.get("SAFETILE_PDL", "1") not in ("0", "off", "false")
+    return target >= 90 and env.pdl_enabled()
 
 
 # ---------------------------------------------------------------------------- arrays
@@ -72,8 +71,8 @@ def array_parts(a: Any) -> tuple[int, tuple, tuple, Any]:
         else:
             strides = tuple(s // itemsize for s in cai["strides"])
         return int(cai["data"][0]), shape, strides, a
-    import torch
     import numpy as np
+    import torch
     if isinstance(a, np.ndarray):
         t = _numpy_to_torch(a)
         return t.data_ptr(), tuple(t.shape), tuple(t.stride()), t
@@ -513,6 +512,7 @@ def _interp_scalar(x, d: dt.DType):
     import numpy as np
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
+
     from .codegen import TL
     tld = eval(TL[d.name], {"tl": tl})  # noqa: S307 - our own table of "tl.<dtype>" names
     with np.errstate(all="ignore"):
