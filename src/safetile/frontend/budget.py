@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import TileCompilerTimeoutError
 from ..runtime import env

@@ -8,7 +8,8 @@ import operator
 import os
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from .. import dtypes as dt
 from ..ops.values import Array, Tile, describe, is_const
@@ -254,7 +255,8 @@ def check_kernel_attribute(obj: Any, attr: str) -> str | None:
     """Why kernel code may not read ``obj.attr`` (None when it may).
 
     A device object of the safe style shows exactly its declared ``__tile_surface__``. Other
-    safetile modules, classes and objects show kernel code their public methods and properties. Private names and slot data (the IR behind a tile or an
+    safetile modules, classes and objects show kernel code their public methods and properties.
+    Private names and slot data (the IR behind a tile or an
     array, the array behind a sub-tensor) are refused, whichever way they are asked for
     (attribute syntax, ``getattr``, ``hasattr``); user objects are not restricted."""
     if attr.startswith("__"):

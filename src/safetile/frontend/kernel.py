@@ -13,7 +13,8 @@ import dataclasses
 import inspect
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .. import dtypes as dt
 from ..errors import TileError, TileInternalError, TileRecursionError, TileSyntaxError
@@ -164,7 +165,7 @@ class ConstSpec:
     types: Any = None
 
     @staticmethod
-    def of(value: Any) -> "ConstSpec":
+    def of(value: Any) -> ConstSpec:
         return ConstSpec(value, _type_signature(value))
 
 

@@ -11,7 +11,8 @@ import contextlib
 import itertools
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..runtime import env
 

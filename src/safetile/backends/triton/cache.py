@@ -30,7 +30,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ...runtime import env
 from .codegen import CODEGEN_VERSION, Generated

@@ -178,7 +178,8 @@ def _load_function(cubin: bytes, name: str, shared: int, device: int) -> int:
     if shared > 49152:
         dev, optin = ctypes.c_int(), ctypes.c_int()
         _check(cu.cuDeviceGet(ctypes.byref(dev), device))
-        _check(cu.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev))
+        _check(cu.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                       dev))
         if optin.value > 49152:
             static = ctypes.c_int()
             _check(cu.cuFuncSetCacheConfig(fn, _CU_FUNC_CACHE_PREFER_SHARED))

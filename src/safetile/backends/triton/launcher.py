@@ -334,7 +334,7 @@ class Specialization:
             self.variants[key] = v
             return v
 
-    def _warm(self, k: str, facts: Facts, device: int) -> "Variant | None":
+    def _warm(self, k: str, facts: Facts, device: int) -> Variant | None:
         """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
         gen = cache.load_meta(k)
         if gen is None:
@@ -343,7 +343,7 @@ class Specialization:
         return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
-    def __call__(self, stream, grid3, args) -> "Variant | None":
+    def __call__(self, stream, grid3, args) -> Variant | None:
         """Launch; returns the compiled variant that ran on the current device (None otherwise)."""
         r = self.resolve(grid3, args)
         if r is None:
@@ -367,7 +367,7 @@ class Specialization:
         flat: list = []
         key: list = []
         device = None
-        for i, kind, d in self.slots:
+        for i, kind, _ in self.slots:
             a = args[i]
             if kind == "array":
                 if type(a) is _Tensor:
@@ -407,7 +407,7 @@ class Specialization:
             grid3 = (gx * gy * gz, 1, 1)
         return v, grid3, flat, device
 
-    def bind(self, grid3, args) -> "Bound | None":
+    def bind(self, grid3, args) -> Bound | None:
         """This launch with its arguments resolved once, for arguments whose memory and layout
         cannot change between launches (the safe style's tensors); None for the interpreter."""
         r = self.resolve(grid3, args)

@@ -271,7 +271,8 @@ class ExprMixin:
         def times(u, v):
             if not is_tile(u) and not is_tile(v):
                 return mbf_mul(u, v)
-            return single_op(self, "*", self.materialize(u, self.scalar_type(d)), self.materialize(v, self.scalar_type(d)))
+            st = self.scalar_type(d)
+            return single_op(self, "*", self.materialize(u, st), self.materialize(v, st))
 
         if not is_tile(e):
             n = int(e)
