@@ -19,6 +19,13 @@ from .dataclass_values import BoundMethod, DataclassValue
 if TYPE_CHECKING:
     from .compiler import FunctionCompiler
 
+    # A compiler is assembled from mixins (Expressions and ControlFlow here, basic's lowering
+    # mixins) whose methods call each other's and the host class's: the type checker reads
+    # those through Any rather than through a copy of the host's interface in every mixin.
+    MixinBase = Any
+else:
+    MixinBase = object
+
 # Hidden variables in a function's environment (never valid Python identifiers).
 BRK, CONT, RET, RETVAL, IV = "$break", "$continue", "$return", "$retval", "$iv"
 FLAGS = (BRK, CONT, RET)

@@ -23,14 +23,14 @@ from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
 from . import budget
 from .dataclass_values import DataclassValue
-from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, SCOPES, Undefined, StopBody, assigned_names,
+from .common import (MixinBase, BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, SCOPES, Undefined, StopBody, assigned_names,
                      carriable, contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
 
 
 STATIC_ITER_LIMIT = 1000  # items of one ct.static_iter (as in cuTile Python)
 
 
-class ControlFlow:
+class ControlFlow(MixinBase):
     """``if``/``for``/``while`` statements of ``FunctionCompiler`` (a mixin)."""
 
     # ------------------------------------------------------------------ if

@@ -36,13 +36,14 @@ from ..structure import (
 )
 from ..vtypes import BOOL, INT, LONG
 from .values import const, is_tile, same
+from ...frontend.common import MixinBase
 
 
 def _hint(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name.strip("$")) or "v"
 
 
-class FlowMixin:
+class FlowMixin(MixinBase):
     # ------------------------------------------------------------------ if and loops
 
     def emit_if(self, cond, then_fn: Callable, else_fn: Callable) -> None:

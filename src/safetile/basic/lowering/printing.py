@@ -20,9 +20,10 @@ from ..vtypes import DBL, LONG
 from .exprs import shaped
 from .strings import StrVal
 from .values import dtype_of, is_tile
+from ...frontend.common import MixinBase
 
 
-class PrintMixin:
+class PrintMixin(MixinBase):
     def st_Print(self, s: A.Print) -> None:
         parts: list[tuple] = []
         operands: list = []
