@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, Literal
 from collections.abc import Callable
 
 from .claims import CLAIMS, WRITABLE
@@ -295,7 +295,7 @@ class GraphScope(NoCopy):
         self._values.append(v)
         return v
 
-    def __exit__(self, et, ev, tb) -> bool:
+    def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         self._open = False
         if et is None:
             stream = _stream_for(self._rec.device, self._given, "graph_scope()")

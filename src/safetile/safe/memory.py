@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -355,7 +355,7 @@ class HostAccess:
         self.registry.claim(self.entry, self, w, r)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:  # never swallows an exception
         self.registry.remove(self.entry)
         return False
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -484,7 +484,7 @@ class MutBorrow(Unique):
     def __enter__(self) -> MutBorrow:
         return self
 
-    def __exit__(self, et, ev, tb) -> bool:
+    def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         """End the borrow, always (an exception leaving the block too): a launch built in the
         block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
         block ended normally); one running elsewhere is waited for."""

@@ -44,7 +44,7 @@ class Stream:
         self._lock = threading.Lock()
         self._queued = 0
         self._executor: ThreadPoolExecutor | None = None
-        self.torch_stream = None
+        self.torch_stream: Any = None  # a torch.cuda.Stream on a CUDA device
         self.handle = 0  # the raw CUDA stream handle and its device (GPU)
         self.device_index = -1
         if self.is_cuda:
