@@ -691,6 +691,47 @@ def _index_math(rng):
     return (out, -1), [0], ref
 
 
+@ct.kernel
+def rotating(out, n):
+    """Loop variables whose next values are each other's current ones (a Fibonacci step, a
+    three-way rotation) and that start from one constant: all must move at once."""
+    a = 1.0
+    b = 1.0
+    p = 0
+    q = 0
+    r = 0
+    for i in range(n):
+        c = a + b
+        a = b
+        b = c
+        p, q, r = q + 1, r, p
+    w = 0
+    v = 1
+    while w < n:
+        v, w = w + 2, v
+    base = ct.bid(0) * 4
+    ct.store(out, (base,), ct.full((1,), a, ct.float32))
+    ct.store(out, (base + 1,), ct.full((1,), b, ct.float32))
+    ct.store(out, (base + 2,), ct.full((1,), p * 100 + q * 10 + r, ct.float32))
+    ct.store(out, (base + 3,), ct.full((1,), v * 100 + w, ct.float32))
+
+
+def _rotating(rng):
+    out = np.zeros(8, np.float32)
+
+    def ref(out, n):
+        a = b = 1.0
+        p = q = r = 0
+        for _ in range(n):
+            a, b = b, a + b
+            p, q, r = q + 1, r, p
+        w, v = 0, 1
+        while w < n:
+            v, w = w + 2, v
+        return {0: np.tile(np.array([a, b, p * 100 + q * 10 + r, v * 100 + w], np.float32), 2)}
+    return (out, int(rng.integers(5, 12))), [0], ref
+
+
 CASES = [
     Case("vec_add_f32", vec_add, (8,), _vec_add(np.float32)),
     Case("vec_add_f16", vec_add, (8,), _vec_add(np.float16), rtol=1e-3),
@@ -719,6 +760,7 @@ CASES = [
     Case("take", takes, (1,), _takes, exact=True),
     Case("scalar_args", scalars, (5,), _scalars),
     Case("index_math", index_math, (9,), _index_math),
+    Case("rotating_loop_variables", rotating, (2,), _rotating, exact=True),
 ]
 
 
