@@ -38,7 +38,10 @@ def fresh():
 def check(what, view, done):
     a = view.to_numpy()
     t_read = time.perf_counter()
-    time.sleep(1.0)          # let the launch finish if it is still running
+    for _ in range(200):     # let the launch finish if it is still running
+        if done:
+            break
+        time.sleep(0.05)
     if not done:
         problems.append(f"{what}: launch never finished")
     elif t_read < done[0]:
@@ -82,7 +85,11 @@ def body():
         pass
     q, _ = fill_bid(view2.partition(4096), ct.zeros(8).sync()).sync()     # writes 1..64 per block
     t_second = time.perf_counter()
-    time.sleep(1.5)
+    for _ in range(200):
+        if done:
+            break
+        time.sleep(0.05)
+    time.sleep(0.1)
     final = q.unpartition().to_numpy()
     if done and t_second < done[0] and not np.array_equal(final, np.repeat(np.arange(1, 65, dtype=np.float32), 4096)):
         problems.append(f"write-write race: a launch on a view ran {done[0] - t_second:.3f}s before the "

@@ -1,4 +1,5 @@
-"""Promise (safety.md G3): 'The memory a launch writes overlaps no other argument of the
+"""# BACKENDS: cpu triton
+Promise (safety.md G3): 'The memory a launch writes overlaps no other argument of the
 launch'; (G8) 'raw arrays are read in full on every launch'; (safe.md, launch boundary 5)
 overlapping arguments 'are refused naming both arguments (AliasError)'.
 

@@ -1,4 +1,5 @@
-"""Promise (safety.md G8): 'A reused plan is only reused when every fact its checks read is
+"""# BACKENDS: cpu triton
+Promise (safety.md G8): 'A reused plan is only reused when every fact its checks read is
 unchanged ... raw arrays are read in full on every launch'; (G3) 'The memory a launch
 writes overlaps no other argument of the launch'; (safe.md, Graphs) 'On the CPU a replay
 runs the recorded sequence (validation skipped)'.
@@ -20,7 +21,7 @@ def body():
     xt = torch.full((4096,), 3.0)
     g = fill(z, xt).graph()
     g.launch()
-    xt.set_(alias_src.untyped_storage(), 1024, (4096,), (1,))
+    xt.set_(alias_src[1024:5120])
     try:
         r = g.launch()
         zt = r[0]
