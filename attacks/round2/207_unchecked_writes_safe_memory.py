@@ -1,4 +1,5 @@
-"""Promise (safety.md G6): 'While a Shared handle lives, nothing writes its memory'; (G5)
+"""# BACKENDS: cpu triton
+Promise (safety.md G6): 'While a Shared handle lives, nothing writes its memory'; (G5)
 'While a launch ... runs, no other launch ... touches the memory it writes'; (safe.md)
 borrowed tensors are 'unusable (BorrowError) until the partition is released'.
 
@@ -14,6 +15,9 @@ import time
 from _r2 import *
 
 
+ITERS = 3000 if BACKEND == "cpu" else 40
+
+
 @ct.kernel
 def w(a, v: float):
     ct.store(a, (ct.bid(0),), ct.full((1024,), 1.0, ct.float32) * v)
@@ -22,14 +26,14 @@ def w(a, v: float):
 @ct.entry
 def slow(z: ct.Mut[ct.f32, "B"], v: ct.f32):
     acc = z.load()
-    for i in range(3000):
+    for i in range(ITERS):
         acc = acc * 0.0 + v
     z.store(acc)
 
 
 def body():
     problems = []
-    N = 1 << 16
+    N = 1 << 16 if BACKEND == "cpu" else 1 << 12
     # a. frozen memory
     t = ct.zeros(N).sync()
     view = t[:]

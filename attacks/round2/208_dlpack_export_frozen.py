@@ -1,4 +1,5 @@
-"""Promise (safety.md G6): 'While a Shared handle lives, nothing writes its memory'; G6
+"""# BACKENDS: cpu triton
+Promise (safety.md G6): 'While a Shared handle lives, nothing writes its memory'; G6
 mechanism: 'a view taken before .shared() cannot be partitioned, a second wrapper of the
 same array cannot be written'; (G3) read-only NumPy memory cannot be a mutable argument.
 
