@@ -13,7 +13,7 @@ from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, T
                       TileSyntaxError, TileTypeError, TileUnsupportedFeatureError)
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
-from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
+from .common import (MixinBase, BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
                      LocalFunction, Undefined, check_kernel_attribute, context_manager_function, is_library_function,
                      is_safetile_callable, is_static, is_value, same_static, static_facts, user_boundary, what)
 from .captures import ABSENT, closure_scope
@@ -21,7 +21,7 @@ from .dataclass_values import BoundMethod, DataclassValue, dataclass_problem, is
 from .source import parse_function
 
 
-class Expressions:
+class Expressions(MixinBase):
     """Expression evaluation and calls of ``FunctionCompiler`` (a mixin)."""
 
     # ------------------------------------------------------------------ expressions

@@ -38,7 +38,8 @@ from .types import (MappedMut, Mut, Ref, bf16, f16, f32, f64, i8, i16, i32, i64,
 
 __all__ = [
     "AliasError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "Graph", "GraphCaptureError",
-    "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError", "TensorError", "MappedMut", "MappedPartition", "Mut",
+    "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError", "TensorError",
+    "MappedMut", "MappedPartition", "Mut",
     "MutBorrow", "NestedSyncError", "OwnershipError", "Partition", "PartitionError", "PreconditionError",
     "RaceDetector", "RaceError", "RaceReport", "Ref", "Shared", "Stream", "StreamPool", "Tensor",
     "UseAfterMoveError", "arange", "bf16", "borrow_mut", "copy", "default_device", "default_pool",

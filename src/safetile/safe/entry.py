@@ -12,7 +12,8 @@ from __future__ import annotations
 import inspect
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from .. import dtypes as dt
 from ..frontend.captures import CaptureSet, Captures, closure_scope
@@ -29,6 +30,9 @@ from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
 from .types import ConstParam, TensorParam, parse_annotation
 from .verify import verify_entry
+
+if TYPE_CHECKING:  # launch.py imports this module
+    from .launch import LaunchOp
 
 
 _LaunchOp = None  # safe.launch.LaunchOp, bound on the first launch (circular import)
@@ -151,14 +155,14 @@ class EntryKernel:
 
     # ------------------------------------------------------------------ configuration
 
-    def _clone(self, **changes) -> "EntryKernel":
+    def _clone(self, **changes) -> EntryKernel:
         k = object.__new__(EntryKernel)
         k.__dict__.update(self.__dict__)
         k.__dict__.update(changes)
         k.config_key = k._config()
         return k
 
-    def generics(self, mapping: dict | None = None, **values) -> "EntryKernel":
+    def generics(self, mapping: dict | None = None, **values) -> EntryKernel:
         """The same kernel with explicit const generics / element types: ``k.generics(B=128)``."""
         g = dict(self.explicit_generics)
         g.update(mapping or {})
@@ -169,7 +173,7 @@ class EntryKernel:
         g = {n: (v if isinstance(v, int) else dt.as_dtype(v)) for n, v in g.items()}
         return self._clone(explicit_generics=g)
 
-    def grid(self, grid) -> "EntryKernel":
+    def grid(self, grid) -> EntryKernel:
         """The same kernel with an explicit launch grid (checked against the partitions)."""
         from ..runtime.launch import normalize_grid
         from .errors import GridError
@@ -181,7 +185,7 @@ class EntryKernel:
 
     const_grid = grid
 
-    def backend(self, name: str | None) -> "EntryKernel":
+    def backend(self, name: str | None) -> EntryKernel:
         """Force a backend: 'cpu', 'triton' (GPU code generation), or None (by device)."""
         if name not in (None, "cpu", "triton"):
             raise ValueError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
@@ -189,7 +193,7 @@ class EntryKernel:
 
     # ------------------------------------------------------------------ launching
 
-    def __call__(self, *args) -> "LaunchOp":
+    def __call__(self, *args) -> LaunchOp:
         global _LaunchOp
         if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
             from .launch import LaunchOp

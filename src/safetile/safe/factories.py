@@ -9,7 +9,8 @@ not allocate and can (it is how graph inputs are refreshed).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -61,7 +62,6 @@ def _filled(label, shape, dtype, device, np_fill, torch_fill) -> DeviceOp:
     def make(device):
         if device == "cpu":
             return np_fill(shp, d.np_dtype)
-        import torch
         return torch_fill(shp, torch_dtype(d), device)
     return Alloc(f"{label}({shp}, {d.name})", dev, make)
 

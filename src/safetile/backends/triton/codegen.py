@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -186,7 +187,7 @@ class Module:
 class Gen:
     """Emits the statements of one Triton function body."""
 
-    def __init__(self, module: Module, vectorized: bool = False, parent: "Gen | None" = None):
+    def __init__(self, module: Module, vectorized: bool = False, parent: Gen | None = None):
         self.m = module
         self.vectorized = vectorized  # inside a combine function: no control flow, all values broadcast
         self.parent = parent

@@ -13,15 +13,15 @@ cached; dynamic sizes never recompile.
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import LaunchTypeError, TileRuntimeError
+from ...errors import LaunchTypeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
+from ...runtime import env
 from . import cache, direct
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
@@ -32,24 +32,23 @@ _GRID_YZ_LIMIT = 65535
 
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return env.triton_interpret()
 
 
 def tma_enabled() -> bool:
-    return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+    return env.tma_enabled()
 
 
 def loop_stages(target: int) -> int:
     """Pipelining depth of tile-streaming loops (``Facts.loop_stages``); ``SAFETILE_PIPELINE_LOOPS=0`` turns it off."""
     if target < 80:
         return 0
-    v = os.environ.get("SAFETILE_PIPELINE_LOOPS", "3")
-    return int(v) if v.isdigit() else 0
+    return env.pipeline_loops()
 
 
 def pdl_enabled(target: int) -> bool:
     """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
-    return target >= 90 and os.environ.get("SAFETILE_PDL", "1") not in ("0", "off", "false")
+    return target >= 90 and env.pdl_enabled()
 
 
 # ---------------------------------------------------------------------------- arrays
@@ -72,8 +71,8 @@ def array_parts(a: Any) -> tuple[int, tuple, tuple, Any]:
         else:
             strides = tuple(s // itemsize for s in cai["strides"])
         return int(cai["data"][0]), shape, strides, a
-    import torch
     import numpy as np
+    import torch
     if isinstance(a, np.ndarray):
         t = _numpy_to_torch(a)
         return t.data_ptr(), tuple(t.shape), tuple(t.stride()), t
@@ -335,7 +334,7 @@ class Specialization:
             self.variants[key] = v
             return v
 
-    def _warm(self, k: str, facts: Facts, device: int) -> "Variant | None":
+    def _warm(self, k: str, facts: Facts, device: int) -> Variant | None:
         """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
         gen = cache.load_meta(k)
         if gen is None:
@@ -344,7 +343,7 @@ class Specialization:
         return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
-    def __call__(self, stream, grid3, args) -> "Variant | None":
+    def __call__(self, stream, grid3, args) -> Variant | None:
         """Launch; returns the compiled variant that ran on the current device (None otherwise)."""
         r = self.resolve(grid3, args)
         if r is None:
@@ -368,7 +367,7 @@ class Specialization:
         flat: list = []
         key: list = []
         device = None
-        for i, kind, d in self.slots:
+        for i, kind, _ in self.slots:
             a = args[i]
             if kind == "array":
                 if type(a) is _Tensor:
@@ -408,7 +407,7 @@ class Specialization:
             grid3 = (gx * gy * gz, 1, 1)
         return v, grid3, flat, device
 
-    def bind(self, grid3, args) -> "Bound | None":
+    def bind(self, grid3, args) -> Bound | None:
         """This launch with its arguments resolved once, for arguments whose memory and layout
         cannot change between launches (the safe style's tensors); None for the interpreter."""
         r = self.resolve(grid3, args)
@@ -513,6 +512,7 @@ def _interp_scalar(x, d: dt.DType):
     import numpy as np
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
+
     from .codegen import TL
     tld = eval(TL[d.name], {"tl": tl})  # noqa: S307 - our own table of "tl.<dtype>" names
     with np.errstate(all="ignore"):
