@@ -1019,3 +1019,44 @@ def test_compiled_binary_record_skips_tritons_cache_key(tmp_path, monkeypatch):
     for f in (tmp_path / "triton").rglob("*.cubin"):
         f.unlink()
     assert cache.load_binary(key, src, target, opts) is None  # Triton's entry is gone
+
+
+def test_a_variant_too_big_for_shared_memory_is_rebuilt_without_descriptors(monkeypatch, tmp_path):
+    """Descriptor (TMA) loads stage whole tiles in shared memory; when even one pipeline stage
+    does not fit, the kernel is generated again with pointer loads and no pipelining."""
+    from safetile.backends.triton import launcher
+    from safetile.backends.triton.codegen import Facts
+    from safetile.runtime.args import arg_specs
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
+
+    class OutOfResources(Exception):
+        pass
+
+    built = []
+
+    class FakeVariant:
+        def __init__(self, jitfn, gen, facts, fn, interp, key="", loaded=None):
+            built.append(facts)
+            if facts.tma or facts.loop_stages:
+                raise OutOfResources("out of resource: shared memory")
+
+    monkeypatch.setattr(launcher, "Variant", FakeVariant)
+    monkeypatch.setattr(launcher.Specialization, "_warm", lambda self, k, facts, device: None)
+    x = torch.zeros(64)
+    fn = vec_add.specialize(arg_specs(vec_add, (x, x, x, 16)))
+    spec = launcher.Specialization(vec_add, fn)
+    spec.ir_text = "test"
+    facts = Facts(tuple(launcher.array_facts(*launcher.array_parts(x)[:3]) for _ in range(3)), False, 90, True,
+                  loop_stages=2)
+    v = spec._build(facts, False, 0)
+    assert isinstance(v, FakeVariant)
+    assert [(f.tma, f.loop_stages) for f in built] == [(True, 2), (False, 0)]
+
+    class OtherError(Exception):
+        pass
+
+    def failing(*a, **k):
+        raise OtherError("a real compile error")
+    monkeypatch.setattr(launcher, "Variant", failing)
+    with pytest.raises(OtherError):
+        spec._build(facts, False, 0)

@@ -13,6 +13,8 @@ cached; dynamic sizes never recompile.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from typing import Any
 
@@ -323,16 +325,30 @@ class Specialization:
             if v is None:
                 if self.ir_text is None:
                     self.ir_text = format_function(self.fn)
-                k = cache.digest(self.ir_text, facts)
-                v = None if interp else self._warm(k, facts, device)
-                if v is None:
-                    jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                    v = Variant(jitfn, gen, facts, self.fn, interp, k)
+                v = self._build(facts, interp, device)
                 self.by_facts[(facts, interp)] = v
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
             return v
+
+    def _build(self, facts: Facts, interp: bool, device: int) -> Variant:
+        """The compiled variant for ``facts``. A binary that needs more shared memory than a block
+        has even with one pipeline stage (tensor-descriptor loads stage whole tiles there: two
+        32x1024 float32 tiles of NVIDIA's LayerNorm-backward sample) is built again with plain
+        pointer loads and no software pipelining: hints never make a correct kernel fail."""
+        k = cache.digest(self.ir_text, facts)
+        v = None if interp else self._warm(k, facts, device)
+        if v is not None:
+            return v
+        jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+        try:
+            return Variant(jitfn, gen, facts, self.fn, interp, k)
+        except Exception as e:
+            plain = dataclasses.replace(facts, tma=False, loop_stages=0)
+            if type(e).__name__ != "OutOfResources" or plain == facts:
+                raise
+            return self._build(plain, interp, device)
 
     def _warm(self, k: str, facts: Facts, device: int) -> Variant | None:
         """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
