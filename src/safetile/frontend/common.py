@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import dtypes as dt
+from ..errors import ArgumentError
 from ..ops.values import Array, Tile, describe, is_const
 from .dataclass_values import BoundMethod, DataclassValue
 
@@ -334,7 +335,10 @@ def user_boundary(fn: Callable) -> Callable:
 
 def raised_by_user(e: BaseException) -> bool:
     """Whether ``e`` comes from the user's code or values rather than from a bug in safetile:
-    its innermost frame is outside the package, or is a marked user boundary."""
+    its innermost frame is outside the package, or is a marked user boundary, or safetile raised
+    it on purpose about an argument (an ``ArgumentError``)."""
+    if isinstance(e, ArgumentError):
+        return True
     tb = e.__traceback__
     if tb is None:
         return True

@@ -184,11 +184,11 @@ class DeviceOp(Handle):
 
     def first(self) -> "DeviceOp":
         """The first element of a tuple value."""
-        return Map(self, lambda v: _seq(v, "first")[0], "first")
+        return Map(self, lambda v: _item(v, 0, "first"), "first")
 
     def last(self) -> "DeviceOp":
         """The last element of a tuple value."""
-        return Map(self, lambda v: _seq(v, "last")[-1], "last")
+        return Map(self, lambda v: _item(v, -1, "last"), "last")
 
     def unzip(self, n: int | None = None) -> tuple["DeviceOp", ...]:
         """Split an op producing an ``n``-tuple into ``n`` ops (the work still runs once)."""
@@ -196,8 +196,12 @@ class DeviceOp(Handle):
             n = getattr(self, "arity", None)
             if n is None:
                 raise DeviceOpError("unzip(): the number of outputs is not known; pass it: op.unzip(n)")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise DeviceOpError(f"unzip(n): n is the number of outputs (an integer >= 0), got {n!r}")
+        if getattr(self, "arity", None) not in (None, n):
+            raise DeviceOpError(f"unzip({n}): the operation produces {self.arity} values, not {n}")
         memo = Memo(self, wrap_shared=False)
-        return tuple(Map(memo, (lambda v, i=i: _seq(v, "unzip")[i]), f"unzip[{i}]") for i in range(n))
+        return tuple(Map(memo, (lambda v, i=i: _item(v, i, "unzip", n)), f"unzip[{i}]") for i in range(n))
 
     def shared(self) -> "DeviceOp":
         """Runs at most once however many consumers drive it; tensors come out as ``Shared``."""
@@ -301,6 +305,15 @@ def _seq(v, what):
     if not isinstance(v, (tuple, list)):
         raise DeviceOpError(f"{what}() needs an operation producing a tuple, got {type(v).__name__}")
     return v
+
+
+def _item(v, i: int, what: str, n: int | None = None):
+    """Element ``i`` of a tuple value (of length ``n`` where the caller said so)."""
+    v = _seq(v, what)
+    if (n is not None and len(v) != n) or not -len(v) <= i < len(v):
+        raise DeviceOpError(f"{what}(): the operation produced {len(v)} values"
+                            + (f", not {n}" if n is not None else ""))
+    return v[i]
 
 
 class Value(DeviceOp):

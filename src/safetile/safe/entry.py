@@ -189,8 +189,12 @@ class EntryKernel:
 
     # ------------------------------------------------------------------ launching
 
-    def __call__(self, *args) -> "LaunchOp":
+    def __call__(self, *args, **kwargs) -> "LaunchOp":
         global _LaunchOp
+        if kwargs:
+            from .errors import LaunchTypeError
+            raise LaunchTypeError(f"kernel {self.__name__!r} takes its arguments by position "
+                                  f"({', '.join(self.param_names)}); got keyword argument(s) {', '.join(kwargs)}")
         if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
             from .launch import LaunchOp
             _LaunchOp = LaunchOp
