@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -118,6 +119,37 @@ def _nodes_starting_at(module: ast.Module, line: int) -> list[FunctionNode]:
 
 SOURCES = SourceIndex()
 parse_function = SOURCES.parse_function
+
+
+def declaration_loc(fn: Callable, param: str | None = None) -> SourceLoc | None:
+    """Where a declaration problem is: parameter ``param``'s annotation (or name), else the
+    decorator line; None where the source cannot be found."""
+    try:
+        parsed = parse_function(fn)
+    except Exception:  # noqa: BLE001 - no source: the message alone must do
+        return None
+    node = parsed.node
+    args = node.args
+    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+        if a is not None and a.arg == param:
+            return parsed.loc(a.annotation if a.annotation is not None else a)
+    decorators = getattr(node, "decorator_list", None)
+    return parsed.loc(decorators[0] if decorators else node)
+
+
+def caller_loc() -> SourceLoc | None:
+    """The line of the user's code that called into safetile (e.g. evaluating an annotation while
+    Python runs a ``def``); the first frame outside the package."""
+    frame = sys._getframe(1)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line) or None
+    col = len(text) - len(text.lstrip()) if text else 0
+    return SourceLoc(filename, line, col, len(text.rstrip("\n")) if text else None, text)
 
 
 def require_source(fn: Callable) -> None:

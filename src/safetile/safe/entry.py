@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes as dt
+from ..errors import TileDeclarationError
 from ..frontend.captures import CaptureSet, Captures, closure_scope
 from ..frontend.captures import current as captures_current
 from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
                                validate_hints)
-from ..frontend.source import parse_function, require_source
+from ..frontend.source import declaration_loc, parse_function, require_source
 from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
@@ -27,7 +28,7 @@ from ..runtime.kernel import Kernel
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
-from .types import ConstParam, TensorParam, parse_annotation
+from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
 from .verify import verify_entry
 
 
@@ -115,13 +116,24 @@ class EntryKernel:
         self.decls: list[Any] = []
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(f"entry kernel {fn.__name__!r}: parameter {p.name!r} must be positional")
+                raise TileDeclarationError(f"entry kernel {fn.__name__!r}: parameter {p.name!r} must be positional",
+                                           declaration_loc(fn, p.name))
             self.param_names.append(p.name)
-            self.decls.append(parse_annotation(self._annotation(p), p.name, fn.__name__))
+            try:
+                self.decls.append(parse_annotation(self._annotation(p), p.name, fn.__name__))
+            except TileDeclarationError as e:
+                e.locs[:] = [loc for loc in [declaration_loc(fn, p.name)] if loc is not None]
+                raise
         # per parameter, for the launch's per-call checks (launch._signature, launch._ownership)
         self.const_flags = tuple(isinstance(d, ConstParam) for d in self.decls)
         self.mut_flags = tuple(isinstance(d, TensorParam) and d.mutable for d in self.decls)
-        self.preconditions = [Precondition(c, fn.__name__) for c in (preconditions or ())]
+        self.preconditions = []
+        for c in preconditions or ():
+            try:
+                self.preconditions.append(Precondition(c, fn.__name__, self._precondition_names()))
+            except TileDeclarationError as e:
+                e.locs[:] = [loc for loc in [declaration_loc(fn)] if loc is not None]
+                raise
         # callables may read any Python state, so they run on every launch (strings are a pure
         # function of the facts a plan is cached on: they run when the plan is made)
         self.callable_preconditions = tuple(pc for pc in self.preconditions if pc.fn is not None)
@@ -136,6 +148,16 @@ class EntryKernel:
         return (tuple(sorted((k, repr(v)) for k, v in self.explicit_generics.items())), self.explicit_grid,
                 self.backend_name)
 
+    def _precondition_names(self) -> set[str]:
+        """The names a precondition may use: the parameters and the generic names."""
+        names = set(self.param_names)
+        for d in self.decls:
+            if isinstance(d, TensorParam):
+                names.update(x for x in (d.dtype, *d.shape) if isinstance(x, str))
+            elif isinstance(d, ScalarParam) and isinstance(d.dtype, str):
+                names.add(d.dtype)
+        return names
+
     def _annotation(self, p: inspect.Parameter) -> Any:
         ann = p.annotation
         if ann is inspect.Parameter.empty:
@@ -143,10 +165,13 @@ class EntryKernel:
         if isinstance(ann, str):
             try:
                 return eval(ann, self.fn.__globals__)  # noqa: S307 - the user's own annotation
-            except NameError:
-                if ann.isidentifier():
-                    return ann  # a generic element-type name
+            except TileDeclarationError:
                 raise
+            except Exception as e:  # noqa: BLE001 - the user's annotation text does not evaluate
+                if isinstance(e, NameError) and ann.isidentifier():
+                    return ann  # a generic element-type name
+                raise TileDeclarationError(f"kernel {self.__name__!r}, parameter {p.name!r}: the annotation "
+                                           f"{ann!r} does not evaluate: {type(e).__name__}: {e}") from None
         return ann
 
     # ------------------------------------------------------------------ configuration
@@ -280,7 +305,8 @@ def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = Fal
         require_source(f)
         if unchecked:
             if preconditions:
-                raise TypeError("preconditions belong to safe entry kernels, not unchecked ones")
+                raise TileDeclarationError("preconditions belong to safe entry kernels, not unchecked ones",
+                                           declaration_loc(f))
             return Kernel(f, hints)
         return EntryKernel(f, preconditions, hints)
     return make if fn is None else make(fn)

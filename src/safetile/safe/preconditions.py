@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import TileDeclarationError
 from .errors import PreconditionError
 
 
@@ -76,7 +77,9 @@ def _lambda_text(fn: Callable) -> str:
 
 
 class Precondition:
-    def __init__(self, cond: str | Callable, kernel: str):
+    def __init__(self, cond: str | Callable, kernel: str, names: set[str] | None = None):
+        """``names``: the parameter and generic names a condition may read (checked here, when the
+        kernel is decorated, so a misspelt name is refused before any launch; None: unchecked)."""
         self.kernel = kernel
         if callable(cond):
             self.text = getattr(cond, "__name__", "precondition")
@@ -84,15 +87,27 @@ class Precondition:
                 self.text = _lambda_text(cond)
             self.fn = cond
             self.tree = None
+            try:
+                used = list(inspect.signature(cond).parameters)
+            except (TypeError, ValueError):
+                raise TileDeclarationError(f"kernel {kernel!r}: precondition {self.text} has no signature to "
+                                           "match against the parameters") from None
         elif isinstance(cond, str):
             self.text = cond
             try:
                 self.tree = ast.parse(cond, mode="eval").body
             except SyntaxError as e:
-                raise SyntaxError(f"kernel {kernel!r}: precondition {cond!r} is not an expression: {e.msg}") from None
+                raise TileDeclarationError(f"kernel {kernel!r}: precondition {cond!r} is not an expression: "
+                                           f"{e.msg}") from None
             self.fn = None
+            called = {id(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call)}
+            used = [n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and id(n) not in called]
         else:
-            raise TypeError(f"kernel {kernel!r}: a precondition is a string or a callable, got {cond!r}")
+            raise TileDeclarationError(f"kernel {kernel!r}: a precondition is a string or a callable, got {cond!r}")
+        unknown = [n for n in dict.fromkeys(used) if names is not None and n not in names]
+        if unknown:
+            raise TileDeclarationError(f"kernel {kernel!r}: precondition `{self.text}` names {', '.join(unknown)}, "
+                                       f"which is neither a parameter nor a generic ({', '.join(sorted(names))})")
 
     def check(self, values: dict[str, Any]) -> None:
         try:
