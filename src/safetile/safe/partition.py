@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
 from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import OwnershipError, PartitionError, TensorError
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
 from .tensor import Tensor
 
 MAX_MUT_RANK = 3
-MAX_TILE_ELEMENTS = 1 << 24  # a sub-tensor is one tile: beyond this no backend can hold it
 
 
 def _shape_arg(shape: Any, what: str) -> tuple[int, ...]:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import TileDeclarationError
+from ..frontend.common import fold_too_big
 from .errors import PreconditionError
 
 
@@ -38,21 +39,18 @@ class ArgInfo:
 MAX_BITS = 4096  # integers in precondition strings stay below 2**MAX_BITS: evaluation is quick
 
 
-def _mul(a, b):
-    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
-        raise OverflowError(f"a product of more than {MAX_BITS} bits")
-    return a * b
+def _bounded(symbol: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def op(a, b):
+        too_big = fold_too_big(symbol, a, b, MAX_BITS)
+        if too_big:
+            raise OverflowError(too_big)
+        return fn(a, b)
+    return op
 
 
-def _pow(a, b):
-    if isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 0 and \
-            (b > MAX_BITS or (abs(a).bit_length() - 1) * b > MAX_BITS):
-        raise OverflowError(f"a power of more than {MAX_BITS} bits")
-    return a ** b
-
-
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _mul, ast.FloorDiv: operator.floordiv,
-        ast.Mod: operator.mod, ast.Pow: _pow, ast.Div: operator.truediv}
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _bounded("*", operator.mul),
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _bounded("**", operator.pow),
+        ast.Div: operator.truediv}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
         ast.Gt: operator.gt, ast.GtE: operator.ge}
 
