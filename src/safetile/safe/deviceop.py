@@ -363,11 +363,22 @@ class _Chained(DeviceOp):
         return (_spine(self)[0],)
 
     def _run(self, ctx):
-        base, chain = _spine(self)
-        v = base._run(ctx)
-        for node in reversed(chain):
-            v = node._apply(v, ctx)
-        return v
+        # iterative: the steps still to apply are one stack, and an op returned by a then closure
+        # (the asynchronous-loop idiom) pushes its own steps on top of it instead of recursing
+        steps: list[DeviceOp] = []
+        op: DeviceOp = self
+        while True:
+            base, chain = _spine(op)
+            steps.extend(chain)  # outer first: the innermost step is popped first
+            v = base._run(ctx)
+            while steps:
+                node = steps.pop()
+                v = node._apply(v, ctx)
+                if isinstance(v, DeviceOp):  # only Then returns an op: run it, then the remaining steps
+                    op = v
+                    break
+            else:
+                return v
 
     @property
     def label(self) -> str:
@@ -380,10 +391,7 @@ class Then(_Chained):
         self.op, self.f = op, f
 
     def _apply(self, v, ctx):
-        r = self.f(v)
-        if isinstance(r, DeviceOp):
-            r = r._run(ctx)
-        return r
+        return self.f(v)  # a DeviceOp returned here is run by _Chained._run
 
 
 class Map(_Chained):
