@@ -256,7 +256,7 @@ def test_a_failed_launch_leaves_the_model_usable(checkpoint, monkeypatch):
     from safetile.models.qwen3 import kernels_gemm
     path, cfg, tensors = checkpoint
     m = qwen3.load(path, max_seq_len=64)
-    failing = ct.entry(preconditions=["dim(x, 0) < 0"])(kernels_gemm.gemm_residual.__wrapped__)
+    failing = ct.entry(preconditions=["dim(a, 0) < 0"])(kernels_gemm.gemm_residual.__wrapped__)
     monkeypatch.setattr(kernels_gemm, "gemm_residual", failing)
     with pytest.raises(ct.PreconditionError):
         m.logits(PROMPT)
