@@ -16,7 +16,7 @@ import contextlib
 import contextvars
 from typing import Any, Iterator
 
-from ..errors import SourceLoc, TileError, TileTypeError
+from ..errors import ArgumentError, SourceLoc, TileError, TileTypeError
 from .catalogue import OPS
 from .core import Block, Op, Value
 from .types import IRType
@@ -67,7 +67,7 @@ def current() -> Builder:
     """This thread's active builder; tile functions called outside a kernel raise TypeError."""
     builder = _active.get()
     if builder is None:
-        raise TypeError("tile functions can only be called inside a kernel or tile function")
+        raise ArgumentError("tile functions can only be called inside a kernel or tile function")
     return builder
 
 

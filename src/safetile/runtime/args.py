@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .. import dtypes as dt
 from ..errors import LaunchTypeError, TileTypeError
 from ..frontend.annotations import ANY, ArrayAnnotation, Kind, param_kind
@@ -57,7 +58,7 @@ def as_numpy(x: Any) -> np.ndarray:
         return np.from_dlpack(x)
     if hasattr(x, "__array_interface__"):
         return np.asarray(x)
-    raise TypeError(f"expected an array, got {type(x).__name__}")
+    raise ArgumentError(f"expected an array, got {type(x).__name__}")
 
 
 def is_array(x: Any) -> bool:

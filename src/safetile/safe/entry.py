@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import ArgumentError
 from .. import dtypes as dt
 from ..errors import TileDeclarationError
 from ..frontend.captures import CaptureSet, Captures, closure_scope
@@ -190,7 +191,7 @@ class EntryKernel:
         g.update(values)
         for name, v in g.items():
             if isinstance(v, bool) or not (isinstance(v, int) or dt.is_dtype_like(v)):
-                raise TypeError(f"generic {name}={v!r}: generics are integers or element types")
+                raise ArgumentError(f"generic {name}={v!r}: generics are integers or element types")
         g = {n: (v if isinstance(v, int) else dt.as_dtype(v)) for n, v in g.items()}
         return self._clone(explicit_generics=g)
 
@@ -209,7 +210,7 @@ class EntryKernel:
     def backend(self, name: str | None) -> "EntryKernel":
         """Force a backend: 'cpu', 'triton' (GPU code generation), or None (by device)."""
         if name not in (None, "cpu", "triton"):
-            raise ValueError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
+            raise ArgumentError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
         return self._clone(backend_name=name)
 
     # ------------------------------------------------------------------ launching

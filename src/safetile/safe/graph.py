@@ -17,6 +17,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
+from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import GraphCaptureError
@@ -282,7 +283,7 @@ class GraphScope(NoCopy):
         if not self._open:
             raise GraphCaptureError("record() is only possible inside `with ct.graph_scope() as g:`")
         if not isinstance(op, DeviceOp):
-            raise TypeError(f"record expects a DeviceOp, got {type(op).__name__}")
+            raise ArgumentError(f"record expects a DeviceOp, got {type(op).__name__}")
         if self._stream is None:
             self._stream = default_pool(op._device()).next()
         ctx = ExecContext(self._stream, self._rec, label="a graph scope's record()")

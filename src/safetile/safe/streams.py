@@ -13,6 +13,7 @@ import contextlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
+from ..errors import ArgumentError
 
 _default_device = os.environ.get("SAFETILE_DEVICE", "cpu")
 _ids = itertools.count()
@@ -139,7 +140,7 @@ class StreamPool:
 
     def __init__(self, device: str = "cpu", size: int = 4):
         if size < 1:
-            raise ValueError("a stream pool needs at least one stream")
+            raise ArgumentError("a stream pool needs at least one stream")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)

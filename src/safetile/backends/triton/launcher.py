@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import LaunchTypeError, TileRuntimeError
+from ...errors import ArgumentError, LaunchTypeError, TileRuntimeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
@@ -72,8 +72,8 @@ def array_parts(a: Any) -> tuple[int, tuple, tuple, Any]:
         else:
             strides = tuple(s // itemsize for s in cai["strides"])
         return int(cai["data"][0]), shape, strides, a
-    import torch
     import numpy as np
+    import torch
     if isinstance(a, np.ndarray):
         t = _numpy_to_torch(a)
         return t.data_ptr(), tuple(t.shape), tuple(t.stride()), t
@@ -424,13 +424,13 @@ class Specialization:
     def flat_grid(grid3) -> tuple:
         gx, gy, gz = grid3
         if gx * gy * gz > 2**31 - 1:
-            raise ValueError(f"grid {grid3} has more than 2**31 - 1 blocks")
+            raise ArgumentError(f"grid {grid3} has more than 2**31 - 1 blocks")
         return (gx, gy)
 
     def call_interpreted(self, grid3, args) -> None:
         if not interpreting():
-            raise TypeError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
-                            "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
+            raise ArgumentError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
+                                "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
         flat: list = []
         parts = []
         for i, kind, d in self.slots:
@@ -513,6 +513,7 @@ def _interp_scalar(x, d: dt.DType):
     import numpy as np
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
+
     from .codegen import TL
     tld = eval(TL[d.name], {"tl": tl})  # noqa: S307 - our own table of "tl.<dtype>" names
     with np.errstate(all="ignore"):
