@@ -60,7 +60,7 @@ class SourceIndex:
     def parse_function(self, fn: Callable) -> ParsedFunction:
         """Find and parse ``fn``'s definition (cached per code object)."""
         code = getattr(fn, "__code__", None)
-        key = code if code is not None else fn
+        key = _key(fn)
         parsed = self._functions.get(key)
         if parsed is None:
             with self._lock:
@@ -117,6 +117,13 @@ def _nodes_starting_at(module: ast.Module, line: int) -> list[FunctionNode]:
     return nodes
 
 
+def _key(fn: Callable) -> Any:
+    """A function's cache key: its code object and file (code objects compare equal across files:
+    two identical functions defined at the same line of two files must not share a source)."""
+    code = getattr(fn, "__code__", None)
+    return (code, code.co_filename) if code is not None else fn
+
+
 SOURCES = SourceIndex()
 parse_function = SOURCES.parse_function
 
@@ -156,7 +163,7 @@ def require_source(fn: Callable) -> None:
     """Fail now, with the reason, if ``fn``'s source cannot be found (decorators call this, so a
     kernel typed where Python keeps no source fails where it is defined, not at its launch)."""
     code = getattr(fn, "__code__", None)
-    if code is None or code in SOURCES._functions:
+    if code is None or _key(fn) in SOURCES._functions:
         return
     if _file_lines(fn, code.co_filename) is None:
         raise no_source_error(fn)
