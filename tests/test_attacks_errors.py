@@ -80,6 +80,16 @@ def test_unzip_with_the_wrong_arity_is_refused_when_built():
     assert [o.sync() for o in op.unzip(2)] == [1, 2]
 
 
+def test_device_op_combinators_refuse_what_they_cannot_call():
+    op = ct.value(1)
+    for build, what in [(lambda: op.then(3), "then"), (lambda: op.map(None), "map"), (lambda: op.inspect("f"), "inspect")]:
+        with pytest.raises(ct.DeviceOpError, match=f"{what}\\(\\) takes a function of the value"):
+            build()
+    with pytest.raises(ct.LaunchTypeError, match="graph\\(\\) expects a ct.Stream or None, got int"):
+        op.graph(3)
+    assert op.then(lambda v: v + 1).sync() == 2
+
+
 # ------------------------------------------------------------------ launch arguments
 
 @ct.entry
@@ -95,13 +105,15 @@ def scaled(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], a: ct.f32, n: int, s: 
     (lambda z, x: ((z, x, 1.0, 1, 1.0), {}), r"argument 's' .* 1\.0 is not a int8 value"),
     (lambda z, x: ((), dict(z=z, x=x, a=1.0, n=1, s=1)), r"by position \(z, x, a, n, s\); got keyword argument\(s\) z, x, a, n, s"),
     (lambda z, x: ((z, x, 1.0, 1), dict(s=1)), "got keyword argument"),
+    (lambda z, x: ((z, x), dict(a=1.0, n=1, s=1, compile=True)), "got keyword argument"),  # via compile()
 ])
 def test_bad_launch_arguments_are_refused_naming_them(args, message):
     z, x = poisoned(64).partition(16), rnd(64, seed=2)
     scaled(z, x, 1.0, 1, 1).sync()  # the type-level checks are cached now: the values are checked still
     z, x = poisoned(64).partition(16), rnd(64, seed=2)
     pos, kw = args(z, x)
-    refused([z, x], lambda: scaled(*pos, **kw), ct.LaunchTypeError, message)
+    call = scaled.compile if kw.pop("compile", False) else scaled
+    refused([z, x], lambda: call(*pos, **kw), ct.LaunchTypeError, message)
     z, x = scaled(z, x, 2.0, 3, -4).sync()[:2]  # untouched and usable
     assert np.array_equal(z.unpartition().to_numpy(), (x.to_numpy() * np.float32(2.0) + np.float32(3)) - np.float32(4))
 

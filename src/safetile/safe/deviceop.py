@@ -177,6 +177,8 @@ class DeviceOp(Handle):
 
     def inspect(self, f: Callable[[Any], Any]) -> "DeviceOp":
         """Call ``f(value)`` for its side effect and pass the value on unchanged."""
+        _callable(f, "inspect")
+
         def look(v):
             f(v)
             return v
@@ -386,9 +388,15 @@ class _Chained(DeviceOp):
         return f"{base.label} followed by {len(chain)} step(s)"
 
 
+def _callable(f: Any, what: str) -> Callable:
+    if not callable(f):
+        raise DeviceOpError(f"{what}() takes a function of the value, got {type(f).__name__}")
+    return f
+
+
 class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
-        self.op, self.f = op, f
+        self.op, self.f = op, _callable(f, "then")
 
     def _apply(self, v, ctx):
         return self.f(v)  # a DeviceOp returned here is run by _Chained._run
@@ -396,7 +404,7 @@ class Then(_Chained):
 
 class Map(_Chained):
     def __init__(self, op: DeviceOp, f: Callable, name: str):
-        self.op, self.f, self.name = op, f, name
+        self.op, self.f, self.name = op, _callable(f, name), name
         if name == "inspect":
             self.arity = op.arity
 

@@ -218,16 +218,21 @@ class EntryKernel:
     def __call__(self, *args, **kwargs) -> "LaunchOp":
         global _LaunchOp
         if kwargs:
-            from .errors import LaunchTypeError
-            raise LaunchTypeError(f"kernel {self.__name__!r} takes its arguments by position "
-                                  f"({', '.join(self.param_names)}); got keyword argument(s) {', '.join(kwargs)}")
+            self._positional(kwargs)
         if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
             from .launch import LaunchOp
             _LaunchOp = LaunchOp
         return _LaunchOp(self, args)
 
-    def compile(self, *args) -> Function:
+    def _positional(self, kwargs: dict) -> None:
+        if kwargs:
+            from .errors import LaunchTypeError
+            raise LaunchTypeError(f"kernel {self.__name__!r} takes its arguments by position "
+                                  f"({', '.join(self.param_names)}); got keyword argument(s) {', '.join(kwargs)}")
+
+    def compile(self, *args, **kwargs) -> Function:
         """Validate a launch with these arguments and compile it, without running or moving anything."""
+        self._positional(kwargs)
         from .launch import check_ownership, prepare
         check_ownership(self, args)
         return prepare(self, args).compiled.fn

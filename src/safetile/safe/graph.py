@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
-from .errors import GraphCaptureError
+from .errors import GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
@@ -99,6 +99,8 @@ def _stream_for(device: str | None, stream: Stream | None, what: str) -> Stream:
 def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]:
     """Capture ``op``: its steps, its value and the stream to replay on."""
     op._refuse("graph()")
+    if stream is not None and not isinstance(stream, Stream):
+        raise LaunchTypeError(f"graph() expects a ct.Stream or None, got {type(stream).__name__}")
     rec = Recorder()
     # the stream is chosen once the recorded work's device is known: a chain that starts with an op
     # of no device (ct.empty(), ct.value(...)) replays on the device of its launches
