@@ -82,7 +82,8 @@ def test_unzip_with_the_wrong_arity_is_refused_when_built():
 
 def test_device_op_combinators_refuse_what_they_cannot_call():
     op = ct.value(1)
-    for build, what in [(lambda: op.then(3), "then"), (lambda: op.map(None), "map"), (lambda: op.inspect("f"), "inspect")]:
+    for build, what in [(lambda: op.then(3), "then"), (lambda: op.map(None), "map"),
+                        (lambda: op.inspect("f"), "inspect")]:
         with pytest.raises(ct.DeviceOpError, match=f"{what}\\(\\) takes a function of the value"):
             build()
     with pytest.raises(ct.LaunchTypeError, match="graph\\(\\) expects a ct.Stream or None, got int"):
@@ -103,7 +104,8 @@ def scaled(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], a: ct.f32, n: int, s: 
     (lambda z, x: ((z, x, 1.0, 2**40, 1), {}), r"argument 'n' .* is not a int32 value"),
     (lambda z, x: ((z, x, 1.0, 1, 200), {}), r"argument 's' .* 200 is not a int8 value"),
     (lambda z, x: ((z, x, 1.0, 1, 1.0), {}), r"argument 's' .* 1\.0 is not a int8 value"),
-    (lambda z, x: ((), dict(z=z, x=x, a=1.0, n=1, s=1)), r"by position \(z, x, a, n, s\); got keyword argument\(s\) z, x, a, n, s"),
+    (lambda z, x: ((), dict(z=z, x=x, a=1.0, n=1, s=1)),
+     r"by position \(z, x, a, n, s\); got keyword argument\(s\) z, x, a, n, s"),
     (lambda z, x: ((z, x, 1.0, 1), dict(s=1)), "got keyword argument"),
     (lambda z, x: ((z, x), dict(a=1.0, n=1, s=1, compile=True)), "got keyword argument"),  # via compile()
 ])
@@ -129,7 +131,7 @@ def test_unchecked_launch_refuses_integers_beyond_64_bits():
     assert np.all(z == 1 + 2**40)
     z[:] = np.nan
     for b in (2**80, -(2**63) - 1, 2**63):
-        refused([z, x], lambda: ct.launch(None, (1,), axpb, (z, x, b)), ct.LaunchTypeError,
+        refused([z, x], lambda b=b: ct.launch(None, (1,), axpb, (z, x, b)), ct.LaunchTypeError,
                 r"argument 'b': the integer -?\d+ does not fit in 64 bits")
     ct.launch(None, (1,), axpb, (z, x, 2**63 - 1))
     assert np.all(z == np.float32(2**63))
@@ -290,7 +292,8 @@ def test_negative_zero_constants_and_negation_agree_on_both_backends():
             want = np.concatenate([x * np.float32(s), -x, np.full(8, s, np.float32), np.full(8, s, np.float32)])
         for backend in ("cpu", "triton"):
             got = results[backend, repr(s)]
-            assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want)), (backend, s, got)
+            assert np.array_equal(got, want, equal_nan=True), (backend, s, got)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), (backend, s, got)
 
 
 def test_identical_kernels_in_two_files_keep_their_own_source(tmp_path):

@@ -1,7 +1,13 @@
 """The package's layers point one way: ir ← ops ← frontend ← runtime ← backends, with
 safe, basic, models and the tools above. Every import in the source, lazy imports inside
 functions included, is read from the AST and checked against that order, so a new import
-circle fails here rather than at someone's first launch."""
+circle fails here rather than at someone's first launch.
+
+One module sits outside the order: ``runtime/env.py``, where every environment variable is read
+(tests/test_env.py). The compiler front end reads settings too (``SAFETILE_DEBUG``, the compiler
+timeout) and is below the runtime, so env.py is a leaf: it imports nothing from safetile, and any
+layer may import it. Importing it loads only the empty ``runtime/__init__.py`` besides, so it
+cannot close a circle."""
 from __future__ import annotations
 
 import ast
@@ -23,7 +29,13 @@ LAYERS = {
 }
 
 
+# modules that import nothing from safetile, so that any layer may import them
+LEAVES = {("runtime", "env")}
+
+
 def _layer_of(parts: tuple[str, ...]) -> tuple[str, int]:
+    if parts in LEAVES:
+        return ".".join(parts), -1
     top = parts[0]
     if top not in LAYERS:
         raise AssertionError(f"module safetile.{'.'.join(parts)} has no layer in tests/test_layers.py")
@@ -50,6 +62,9 @@ def _imports(path: pathlib.Path, text: str | None = None) -> list[tuple[int, tup
                 target = node.module.split(".")[1:]
             else:
                 continue
+            if target and node.module and len(node.names) == 1 \
+                    and SRC.joinpath(*target, node.names[0].name + ".py").exists():
+                target = target + [node.names[0].name]  # "from ..runtime import env": a module
             if target:
                 found.append((node.lineno, tuple(target)))
         elif isinstance(node, ast.Import):
@@ -75,6 +90,14 @@ def test_imports_point_down(path):
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("parts", sorted(LEAVES), ids=".".join)
+def test_leaves_import_nothing_from_safetile(parts):
+    path = SRC.joinpath(*parts).with_suffix(".py")
+    assert _imports(path) == [], f"safetile.{'.'.join(parts)} is a leaf: it must not import safetile"
+    assert not (SRC / parts[0] / "__init__.py").read_text().strip(), \
+        f"importing a leaf runs safetile/{parts[0]}/__init__.py, which must stay empty"
+
+
 def test_backends_do_not_import_each_other():
     for path in (SRC / "backends").rglob("*.py"):
         rel = path.relative_to(SRC).parts
@@ -91,3 +114,5 @@ def test_the_checker_sees_a_violation():
     assert ("errors",) in [t for _, t in found], "ir/core.py imports ..errors; the reader must see it"
     code = "import os\ndef f():\n    from ..runtime.launch import launch\n    import safetile.backends.cpu\n"
     assert _imports(SRC / "ir" / "probe.py", code) == [(3, ("runtime", "launch")), (4, ("backends", "cpu"))]
+    leaf = "from ..runtime import env\nfrom ..runtime import env, launch\n"
+    assert _imports(SRC / "ir" / "probe.py", leaf) == [(1, ("runtime", "env")), (2, ("runtime",))]

@@ -31,3 +31,9 @@ def test_lazily_imported_dependencies_are_extras():
     assert any(r.startswith("torch") for r in extras["gpu"])
     for name in ("safetensors", "tokenizers"):  # Qwen3 checkpoints and tokenizers; the tests write and read both
         assert any(r.startswith(name) for r in extras["models"]) and any(r.startswith(name) for r in extras["dev"])
+
+
+def test_the_package_says_it_is_typed():
+    """PEP 561: ``py.typed`` beside ``__init__.py``, and shipped in the wheel."""
+    assert (ROOT / "src" / "safetile" / "py.typed").is_file()
+    assert "py.typed" in _project()["tool"]["setuptools"]["package-data"]["safetile"]

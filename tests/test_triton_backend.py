@@ -691,6 +691,47 @@ def _index_math(rng):
     return (out, -1), [0], ref
 
 
+@ct.kernel
+def rotating(out, n):
+    """Loop variables whose next values are each other's current ones (a Fibonacci step, a
+    three-way rotation) and that start from one constant: all must move at once."""
+    a = 1.0
+    b = 1.0
+    p = 0
+    q = 0
+    r = 0
+    for i in range(n):
+        c = a + b
+        a = b
+        b = c
+        p, q, r = q + 1, r, p
+    w = 0
+    v = 1
+    while w < n:
+        v, w = w + 2, v
+    base = ct.bid(0) * 4
+    ct.store(out, (base,), ct.full((1,), a, ct.float32))
+    ct.store(out, (base + 1,), ct.full((1,), b, ct.float32))
+    ct.store(out, (base + 2,), ct.full((1,), p * 100 + q * 10 + r, ct.float32))
+    ct.store(out, (base + 3,), ct.full((1,), v * 100 + w, ct.float32))
+
+
+def _rotating(rng):
+    out = np.zeros(8, np.float32)
+
+    def ref(out, n):
+        a = b = 1.0
+        p = q = r = 0
+        for _ in range(n):
+            a, b = b, a + b
+            p, q, r = q + 1, r, p
+        w, v = 0, 1
+        while w < n:
+            v, w = w + 2, v
+        return {0: np.tile(np.array([a, b, p * 100 + q * 10 + r, v * 100 + w], np.float32), 2)}
+    return (out, int(rng.integers(5, 12))), [0], ref
+
+
 CASES = [
     Case("vec_add_f32", vec_add, (8,), _vec_add(np.float32)),
     Case("vec_add_f16", vec_add, (8,), _vec_add(np.float16), rtol=1e-3),
@@ -719,6 +760,7 @@ CASES = [
     Case("take", takes, (1,), _takes, exact=True),
     Case("scalar_args", scalars, (5,), _scalars),
     Case("index_math", index_math, (9,), _index_math),
+    Case("rotating_loop_variables", rotating, (2,), _rotating, exact=True),
 ]
 
 
@@ -977,3 +1019,44 @@ def test_compiled_binary_record_skips_tritons_cache_key(tmp_path, monkeypatch):
     for f in (tmp_path / "triton").rglob("*.cubin"):
         f.unlink()
     assert cache.load_binary(key, src, target, opts) is None  # Triton's entry is gone
+
+
+def test_a_variant_too_big_for_shared_memory_is_rebuilt_without_descriptors(monkeypatch, tmp_path):
+    """Descriptor (TMA) loads stage whole tiles in shared memory; when even one pipeline stage
+    does not fit, the kernel is generated again with pointer loads and no pipelining."""
+    from safetile.backends.triton import launcher
+    from safetile.backends.triton.codegen import Facts
+    from safetile.runtime.args import arg_specs
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
+
+    class OutOfResources(Exception):
+        pass
+
+    built = []
+
+    class FakeVariant:
+        def __init__(self, jitfn, gen, facts, fn, interp, key="", loaded=None):
+            built.append(facts)
+            if facts.tma or facts.loop_stages:
+                raise OutOfResources("out of resource: shared memory")
+
+    monkeypatch.setattr(launcher, "Variant", FakeVariant)
+    monkeypatch.setattr(launcher.Specialization, "_warm", lambda self, k, facts, device: None)
+    x = torch.zeros(64)
+    fn = vec_add.specialize(arg_specs(vec_add, (x, x, x, 16)))
+    spec = launcher.Specialization(vec_add, fn)
+    spec.ir_text = "test"
+    facts = Facts(tuple(launcher.array_facts(*launcher.array_parts(x)[:3]) for _ in range(3)), False, 90, True,
+                  loop_stages=2)
+    v = spec._build(facts, False, 0)
+    assert isinstance(v, FakeVariant)
+    assert [(f.tma, f.loop_stages) for f in built] == [(True, 2), (False, 0)]
+
+    class OtherError(Exception):
+        pass
+
+    def failing(*a, **k):
+        raise OtherError("a real compile error")
+    monkeypatch.setattr(launcher, "Variant", failing)
+    with pytest.raises(OtherError):
+        spec._build(facts, False, 0)

@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 from . import cli_generate, cli_tools
+from .runtime import env
 
 
 def _read(path: str) -> str:
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except Exception as e:  # noqa: BLE001 - report, never a traceback
-        if os.environ.get("SAFETILE_DEBUG"):
+        if env.debug():
             raise
         print(f"internal error: {type(e).__name__}: {e} (set SAFETILE_DEBUG=1 for a traceback)", file=sys.stderr)
         return 3

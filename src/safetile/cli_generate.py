@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Any
 
+from .runtime import env
+
 
 class GenerateUsageError(Exception):
     """Bad arguments or inputs (exit status 2)."""
@@ -81,14 +83,14 @@ class _Discard:
 def _join_group(device: str) -> tuple[int, bool]:
     """Under torchrun (``WORLD_SIZE`` > 1): this process's rank, after joining the default process
     group unless the caller already has (then the second value is False)."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    if env.world_size() <= 1:
         return 0, False
     import torch
     import torch.distributed as dist
     if dist.is_initialized():
         return dist.get_rank(), False
     if device.startswith("cuda"):
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(env.local_rank() or 0)
     dist.init_process_group("gloo" if device == "cpu" else "nccl")
     return dist.get_rank(), True
 

@@ -26,6 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .runtime import env
+
 # ---------------------------------------------------------------------------------- parsers
 
 
@@ -114,8 +116,8 @@ def human(n: float) -> str:
 
 
 def _triton_cache() -> Path:
-    env = os.environ.get("TRITON_CACHE_DIR", "")
-    return Path(env) if env else Path.home() / ".triton" / "cache"
+    where = env.triton_cache_dir_setting()
+    return Path(where) if where else Path.home() / ".triton" / "cache"
 
 
 def cmd_cache(args) -> int:
@@ -128,7 +130,7 @@ def cmd_cache(args) -> int:
                   "sources go to a temporary directory per process")
         else:
             entries = _cache_entries(root)
-            where = "SAFETILE_CACHE_DIR" if os.environ.get("SAFETILE_CACHE_DIR") else \
+            where = "SAFETILE_CACHE_DIR" if env.cache_dir_setting() else \
                 "default; SAFETILE_CACHE_DIR moves it"
             print(f"safetile cache: {root} ({where}{'' if root.exists() else '; not created yet'})")
             for name, files in entries.items():
@@ -210,13 +212,13 @@ def cmd_bench(args) -> int:
             runs.append([str(d / "cpu_bench.py")] + (["--only", ",".join(kernels)] if kernels else []))
         if "exec-modes" in sections or not sections:
             runs.append([str(d / "exec_modes.py")])
-    env = dict(os.environ)
+    child = env.child_environment()
     src = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    child["PYTHONPATH"] = src + (os.pathsep + child["PYTHONPATH"] if child.get("PYTHONPATH") else "")
     for cmd in runs:
         print(f"$ {' '.join(Path(c).name if i == 0 else c for i, c in enumerate(cmd + args.script_args))}",
               flush=True)
-        rc = subprocess.call([sys.executable, *cmd, *args.script_args], env=env)
+        rc = subprocess.call([sys.executable, *cmd, *args.script_args], env=child)
         if rc:
             return rc
     return 0

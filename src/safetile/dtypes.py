@@ -31,7 +31,8 @@ class DType:
     def __repr__(self) -> str:
         return f"safetile.{self.name}"
 
-    __str__ = lambda self: self.name  # noqa: E731
+    def __str__(self) -> str:
+        return self.name
 
     def __reduce__(self):
         return (as_dtype, (self.name,))

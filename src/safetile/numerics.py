@@ -66,7 +66,7 @@ def exact_op(op: str, a: np.ndarray, b: np.ndarray | None = None) -> tuple[np.nd
     return hi, sign
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table(d: dt.DType) -> tuple[np.ndarray, np.ndarray]:
     """Sorted finite non-negative-zero-free values of a format of at most 16 bits, as float64,
     and whether each value's encoding is even (for ties to even)."""

@@ -16,7 +16,6 @@ import ast
 import difflib
 import hashlib
 import json
-import os
 import statistics
 import sys
 import time
@@ -27,9 +26,10 @@ from typing import Any, Generic, TypeVar
 
 from .errors import ArgumentError
 from .frontend.kernel import HINTS, validate_hints
-from .runtime.kernel import Kernel
 from .frontend.source import parse_function
+from .runtime import env
 from .runtime.args import is_array, is_cuda
+from .runtime.kernel import Kernel
 from .runtime.launch import launch
 
 __all__ = ["Measurement", "Trial", "TuningError", "TuningResult", "clear_cache", "exhaustive_search", "time_ms"]
@@ -259,7 +259,7 @@ def _device_name(kernel: Kernel, args: tuple) -> tuple[str, bool]:
     """(device name, whether launches run on CUDA), decided like ``ct.launch`` decides."""
     gpu = [a for a, c in zip(args, kernel.constant_params) if not c and is_cuda(a)]
     if not gpu:
-        return ("triton-interpreter" if os.environ.get("SAFETILE_BACKEND") == "triton" else "cpu"), False
+        return ("triton-interpreter" if env.backend_override() == "triton" else "cpu"), False
     import torch
     index = getattr(getattr(gpu[0], "device", None), "index", None)
     return torch.cuda.get_device_name(torch.cuda.current_device() if index is None else index), True

@@ -27,7 +27,7 @@ class BasicError(TileError):
         self.errors: list[BasicError] = [self]
 
     @classmethod
-    def collect(cls, errors: list["BasicError"]) -> "BasicError":
+    def collect(cls, errors: list[BasicError]) -> BasicError:
         """One error standing for several (the first one's fields, all of them rendered)."""
         if len(errors) == 1:
             return errors[0]

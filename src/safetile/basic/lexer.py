@@ -4,7 +4,8 @@ Keywords, built-in function names and variable names are case-insensitive (as in
 GW-BASIC, ``x`` and ``X`` are one variable). A name may end in a type sigil: ``%``
 integer, ``!`` single, ``#`` double, ``$`` string. Numbers are typed as GW-BASIC types
 them (``12`` integer, ``40000`` and ``1.5`` single, ``12345678`` and ``1D2`` double;
-``&HFF`` hexadecimal; blanks inside a number are skipped, so ``1 2`` is 12). ``REM`` and ``'`` start a comment that runs to the end of the line;
+``&HFF`` hexadecimal; blanks inside a number are skipped, so ``1 2`` is 12). ``REM`` and
+``'`` start a comment that runs to the end of the line;
 ``DATA`` takes the raw text up to ``:``. A line may start with its line number. Every token
 records its 0-based source line index and column range.
 """
@@ -18,7 +19,13 @@ from ..errors import SourceLoc
 from .errors import BasicError
 from .gwnumbers import MbfOverflow, literal
 
-KEYWORDS = frozenset(["LET", "PRINT", "INPUT", "DIM", "TILE", "OUTPUT", "IF", "THEN", "ELSE", "ELSEIF", "ENDIF", "END", "FOR", "TO", "STEP", "NEXT", "WHILE", "WEND", "GOTO", "GOSUB", "RETURN", "ON", "DATA", "READ", "RESTORE", "STOP", "REM", "AND", "OR", "XOR", "EQV", "IMP", "NOT", "MOD", "AS", "RANDOMIZE", "SPC", "TAB", "DEF", "FN", "DEFINT", "DEFSNG", "DEFDBL", "DEFSTR", "SWAP", "CLS", "BEEP", "USING"])
+KEYWORDS = frozenset([
+    "LET", "PRINT", "INPUT", "DIM", "TILE", "OUTPUT", "IF", "THEN", "ELSE", "ELSEIF", "ENDIF",
+    "END", "FOR", "TO", "STEP", "NEXT", "WHILE", "WEND", "GOTO", "GOSUB", "RETURN", "ON", "DATA",
+    "READ", "RESTORE", "STOP", "REM", "AND", "OR", "XOR", "EQV", "IMP", "NOT", "MOD", "AS",
+    "RANDOMIZE", "SPC", "TAB", "DEF", "FN", "DEFINT", "DEFSNG", "DEFDBL", "DEFSTR", "SWAP", "CLS",
+    "BEEP", "USING",
+])
 
 # Built-in functions: name -> (min args, max args). Recognised before "(" (RND also alone).
 FUNCTIONS = {

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import ArgumentError, TileCompilerTimeoutError
+from ..runtime import env
 
 _limit: contextvars.ContextVar[float | None] = contextvars.ContextVar("safetile_compiler_timeout", default=None)
 
@@ -35,12 +35,7 @@ def deadline() -> float | None:
     """The monotonic time by which a compilation starting now must end (None: no limit)."""
     limit = _limit.get()
     if limit is None:
-        env = os.environ.get("CUDA_TILE_COMPILER_TIMEOUT_SEC")
-        if env:
-            try:
-                limit = float(env)
-            except ValueError:
-                limit = None
+        limit = env.compiler_timeout_sec()
     return None if limit is None or limit <= 0 else time.monotonic() + limit
 
 

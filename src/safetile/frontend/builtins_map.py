@@ -9,7 +9,8 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..errors import TileTypeError, TileUnsupportedFeatureError
 from ..ops import debug, elementwise as ew

@@ -8,15 +8,24 @@ import operator
 import os
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from .. import dtypes as dt
 from ..errors import ArgumentError
 from ..ops.values import Array, Tile, describe, is_const
+from ..runtime import env
 from .dataclass_values import BoundMethod, DataclassValue
 
 if TYPE_CHECKING:
     from .compiler import FunctionCompiler
+
+    # A compiler is assembled from mixins (Expressions and ControlFlow here, basic's lowering
+    # mixins) whose methods call each other's and the host class's: the type checker reads
+    # those through Any rather than through a copy of the host's interface in every mixin.
+    MixinBase = Any
+else:
+    MixinBase = object
 
 # Hidden variables in a function's environment (never valid Python identifiers).
 BRK, CONT, RET, RETVAL, IV = "$break", "$continue", "$return", "$retval", "$iv"
@@ -320,7 +329,8 @@ def check_kernel_attribute(obj: Any, attr: str) -> str | None:
     """Why kernel code may not read ``obj.attr`` (None when it may).
 
     A device object of the safe style shows exactly its declared ``__tile_surface__``. Other
-    safetile modules, classes and objects show kernel code their public methods and properties. Private names and slot data (the IR behind a tile or an
+    safetile modules, classes and objects show kernel code their public methods and properties.
+    Private names and slot data (the IR behind a tile or an
     array, the array behind a sub-tensor) are refused, whichever way they are asked for
     (attribute syntax, ``getattr``, ``hasattr``); user objects are not restricted."""
     if attr.startswith("__"):
@@ -416,7 +426,7 @@ def raised_by_user(e: BaseException) -> bool:
 
 def debug_cause(e: BaseException) -> BaseException | None:
     """The cause to chain to a user error: hidden unless SAFETILE_DEBUG is set."""
-    return e if os.environ.get("SAFETILE_DEBUG") else None
+    return e if env.debug() else None
 
 
 def what(v: Any) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError,
                       TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError)
@@ -233,7 +234,7 @@ class FunctionCompiler(ControlFlow, Expressions):
                 continue
             if guard is False:
                 raise StopBody
-            self._emit_if(guard, lambda: self._resume(rest), self._exited_branch, s)
+            self._emit_if(guard, lambda rest=rest: self._resume(rest), self._exited_branch, s)
             return
 
     def _live_flags(self) -> list[str]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import builtins
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,14 +23,14 @@ from ..ops import elementwise as ew
 from ..ops.values import Tile, as_tile, is_const
 from . import budget
 from .dataclass_values import DataclassValue
-from .common import (BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, SCOPES, Undefined, StopBody, assigned_names,
+from .common import (MixinBase, BRK, CONT, FLAGS, IV, MISSING, RETVAL, RET, SCOPES, Undefined, StopBody, assigned_names,
                      carriable, contains, flatten, is_value, rebuild, same_static, same_structure, user_boundary, what)
 
 
 STATIC_ITER_LIMIT = 1000  # items of one ct.static_iter (as in cuTile Python)
 
 
-class ControlFlow:
+class ControlFlow(MixinBase):
     """``if``/``for``/``while`` statements of ``FunctionCompiler`` (a mixin)."""
 
     # ------------------------------------------------------------------ if
@@ -263,7 +264,7 @@ class ControlFlow:
                 continue
             if guard is False:
                 return
-            self._emit_if(guard, lambda: self._resume_unroll(s, values, k + 1), self._exited_branch, s)
+            self._emit_if(guard, lambda k=k: self._resume_unroll(s, values, k + 1), self._exited_branch, s)
             return
 
     def _resume_unroll(self, s: ast.For, values: tuple, start: int) -> None:
@@ -461,7 +462,7 @@ class ControlFlow:
             return dt.representable(x, t.dtype)
         if not isinstance(x, Tile):
             return False
-        if x.dtype is not t.dtype and not dt.promote(x.dtype, t.dtype) is t.dtype:
+        if x.dtype is not t.dtype and dt.promote(x.dtype, t.dtype) is not t.dtype:
             return False
         try:
             return dt.broadcast_shapes(x.shape, t.shape) == t.shape

@@ -31,10 +31,10 @@ class DataclassValue:
         """Field values in field order (the tuple control flow merges)."""
         return tuple(self.values[n] for n in self.field_names)
 
-    def with_leaves(self, leaves) -> "DataclassValue":
+    def with_leaves(self, leaves) -> DataclassValue:
         return DataclassValue(self.cls, dict(zip(self.field_names, leaves)))
 
-    def replace(self, name: str, value: Any) -> "DataclassValue":
+    def replace(self, name: str, value: Any) -> DataclassValue:
         return DataclassValue(self.cls, {**self.values, name: value})
 
     def __repr__(self) -> str:

@@ -14,15 +14,15 @@ from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, T
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
 from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
-                     LocalFunction, Undefined, check_kernel_attribute, context_manager_function, fold_too_big,
-                     is_library_function, is_safetile_callable, is_static, is_value, literal_too_big, same_static,
-                     static_facts, user_boundary, what)
+                     LocalFunction, MixinBase, Undefined, check_kernel_attribute, context_manager_function,
+                     fold_too_big, is_library_function, is_safetile_callable, is_static, is_value, literal_too_big,
+                     same_static, static_facts, user_boundary, what)
 from .captures import ABSENT, closure_scope
 from .dataclass_values import BoundMethod, DataclassValue, dataclass_problem, is_dataclass_type
 from .source import parse_function
 
 
-class Expressions:
+class Expressions(MixinBase):
     """Expression evaluation and calls of ``FunctionCompiler`` (a mixin)."""
 
     # ------------------------------------------------------------------ expressions

@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .. import dtypes as dt
 from ..errors import (ArgumentError, TileDeclarationError, TileError, TileInternalError, TileRecursionError,
@@ -24,12 +24,13 @@ from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
 from ..ir.verify import verify
 from ..ops.values import Array, Tile
+from ..runtime import env
 from . import budget
 from .annotations import Constant, ConstantAnnotation, param_kind  # noqa: F401 - re-exported
-from .captures import CaptureSet, Captures, closure_scope
-from .dataclass_values import DataclassValue
+from .captures import Captures, CaptureSet, closure_scope
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
+from .dataclass_values import DataclassValue
 from .source import declaration_loc, parse_function, require_source
 
 
@@ -165,7 +166,7 @@ class ConstSpec:
     types: Any = None
 
     @staticmethod
-    def of(value: Any) -> "ConstSpec":
+    def of(value: Any) -> ConstSpec:
         return ConstSpec(value, _type_signature(value))
 
 
@@ -245,7 +246,7 @@ class TileKernel:
                     try:
                         fn = compile_function(self.fn, specs, self.hints)
                     except TileError as e:
-                        if os.environ.get("SAFETILE_DEBUG"):
+                        if env.debug():
                             raise
                         # the message already shows where in the kernel; the compiler's own
                         # frames would only hide it (a bug in safetile keeps its cause)

@@ -19,7 +19,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..errors import SourceLoc, TileSyntaxError
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import torch
 
@@ -177,12 +178,12 @@ class _TorchOp:
         if isinstance(shape, str):
             if shape not in self.tensor_inputs:
                 raise ArgumentError(f"{what}: shape={shape!r} names no tensor input ({', '.join(self.tensor_inputs)})")
-            shape_fn = (lambda v, s=shape: tuple(v[s].shape))
+            shape_fn = (lambda v, s=shape: tuple(v[s].shape))  # noqa: E731 - one callable per branch
         elif callable(shape):
             f = _named_call(shape, known, f"{what}: shape")
-            shape_fn = (lambda v, f=f: tuple(f(v)))
+            shape_fn = (lambda v, f=f: tuple(f(v)))  # noqa: E731 - one callable per branch
         elif isinstance(shape, (tuple, list)) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
-            shape_fn = (lambda v, s=tuple(shape): s)
+            shape_fn = (lambda v, s=tuple(shape): s)  # noqa: E731 - one callable per branch
         else:
             raise ArgumentError(f"{what}: shape must be an input's name, a tuple of sizes or a callable, got {shape!r}")
         dtype_fn = self._dtype(what, out, decl)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from ..errors import ArgumentError, SourceLoc, TileError, TileTypeError
 from .catalogue import OPS

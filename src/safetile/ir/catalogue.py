@@ -8,7 +8,8 @@ per catalogue name (checked by ``tests/test_catalogue.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .types import IRType
 

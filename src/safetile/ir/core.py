@@ -21,7 +21,7 @@ class Value:
 
     __slots__ = ("type", "id", "hint", "owner")
 
-    def __init__(self, type: IRType, hint: str = "", owner: "Op | None" = None):
+    def __init__(self, type: IRType, hint: str = "", owner: Op | None = None):
         self.type = type
         self.id = next(_ids)
         self.hint = hint

@@ -71,7 +71,8 @@ def _scaled_rule(types, attrs):
     if y.dtype is not x.dtype or ys.dtype is not xs.dtype or blocks is None or acc.dtype is not dt.float32:
         raise TileTypeError(f"mma_scaled: unsupported dtypes {x}, {xs}, {y}, {ys}, {acc}")
     shape = _mm_shape(x, y)
-    if acc.shape != shape or x.shape[:-1] != xs.shape[:-1] or y.shape[:-2] + y.shape[-1:] != ys.shape[:-2] + ys.shape[-1:]:
+    if acc.shape != shape or x.shape[:-1] != xs.shape[:-1] \
+            or y.shape[:-2] + y.shape[-1:] != ys.shape[:-2] + ys.shape[-1:]:
         raise TileTypeError(f"mma_scaled: shapes do not fit: {x}, {xs}, {y}, {ys}, {acc}")
     if x.shape[-1] % xs.shape[-1] or x.shape[-1] // xs.shape[-1] not in blocks or xs.shape[-1] != ys.shape[-2]:
         raise TileTypeError(f"mma_scaled: scale tiles {xs}, {ys} do not fit K = {x.shape[-1]}")

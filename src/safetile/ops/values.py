@@ -62,11 +62,11 @@ class Tile:
 
     # Operators are defined by ops.elementwise (attached there to keep one definition).
 
-    def astype(self, dtype, *, rounding_mode=None) -> "Tile":
+    def astype(self, dtype, *, rounding_mode=None) -> Tile:
         from .elementwise import astype
         return astype(self, dtype, rounding_mode=rounding_mode)
 
-    def reshape(self, *shape, **kwargs) -> "Tile":
+    def reshape(self, *shape, **kwargs) -> Tile:
         """``t.reshape(shape)``, ``t.reshape(shape=...)`` or ``t.reshape(2, 4)``."""
         from .shape import reshape
         if kwargs:
@@ -75,52 +75,52 @@ class Tile:
             return reshape(self, kwargs["shape"])
         return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
 
-    def insert(self, index, value) -> "Tile":
+    def insert(self, index, value) -> Tile:
         from .shape import insert
         return insert(self, index, value)
 
-    def permute(self, axes) -> "Tile":
+    def permute(self, axes) -> Tile:
         from .shape import permute
         return permute(self, axes)
 
-    def transpose(self, axis0=None, axis1=None) -> "Tile":
+    def transpose(self, axis0=None, axis1=None) -> Tile:
         from .shape import transpose
         return transpose(self, axis0, axis1)
 
-    def broadcast_to(self, shape) -> "Tile":
+    def broadcast_to(self, shape) -> Tile:
         from .shape import broadcast_to
         return broadcast_to(self, shape)
 
-    def expand_dims(self, axis) -> "Tile":
+    def expand_dims(self, axis) -> Tile:
         from .shape import expand_dims
         return expand_dims(self, axis)
 
-    def item(self) -> "Tile":
+    def item(self) -> Tile:
         from .shape import item
         return item(self)
 
-    def extract(self, index, shape) -> "Tile":
+    def extract(self, index, shape) -> Tile:
         from .shape import extract
         return extract(self, index, shape)
 
-    def sum(self, axis=None, keepdims=False) -> "Tile":
+    def sum(self, axis=None, keepdims=False) -> Tile:
         from .reduction import sum as _sum
         return _sum(self, axis, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False) -> "Tile":
+    def max(self, axis=None, keepdims=False) -> Tile:
         from .reduction import max as _max
         return _max(self, axis, keepdims=keepdims)
 
-    def min(self, axis=None, keepdims=False) -> "Tile":
+    def min(self, axis=None, keepdims=False) -> Tile:
         from .reduction import min as _min
         return _min(self, axis, keepdims=keepdims)
 
-    def __getitem__(self, key) -> "Tile":
+    def __getitem__(self, key) -> Tile:
         from .shape import index_tile
         return index_tile(self, key)
 
     @property
-    def T(self) -> "Tile":
+    def T(self) -> Tile:
         from .shape import transpose
         return transpose(self)
 
@@ -161,7 +161,7 @@ class Array:
         from .memory import TiledView
         return TiledView(self, tile_shape, padding_mode=padding_mode, traversal_steps=traversal_steps)
 
-    def slice(self, axis, start, stop) -> "ArraySlice":
+    def slice(self, axis, start, stop) -> ArraySlice:
         """A view of this array restricted to [start, stop) along ``axis`` (no copy).
 
         ``axis`` is a constant (negative counts from the end); ``start``/``stop`` are integers
@@ -248,7 +248,7 @@ def describe(x: Any) -> str:
     return _describe(x)
 
 
-def not_constant(what: str, x: "Tile | Array") -> TileTypeError:
+def not_constant(what: str, x: Tile | Array) -> TileTypeError:
     """The error for a run-time value where a compile-time constant is needed; when the value
     comes from run-time scalar parameters, it names them and the annotation that fixes it."""
     message = f"{what} must be a compile-time constant, got a run-time {x.type}"

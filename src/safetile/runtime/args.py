@@ -143,7 +143,8 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         # compile-time error at the store, not a NumPy error halfway through the launch
         readonly = isinstance(a, np.ndarray) and not a.flags.writeable
         return _array_spec(name, a, d, readonly, kind.array)
-    raise LaunchTypeError(f"argument {name!r}: expected an array, a number, a tuple or a Constant, got {type(a).__name__}")
+    raise LaunchTypeError(f"argument {name!r}: expected an array, a number, a tuple or a Constant, "
+                          f"got {type(a).__name__}")
 
 
 def _array_spec(name: str, a: Any, d: dt.DType, readonly: bool, ann: ArrayAnnotation | None) -> ArraySpec:
@@ -156,7 +157,8 @@ def _array_spec(name: str, a: Any, d: dt.DType, readonly: bool, ann: ArrayAnnota
         out = [None] * ndim
         for i in listed:
             if not -ndim <= i < ndim:
-                raise LaunchTypeError(f"argument {name!r}: {what} dimension {i} is out of range for an array of rank {ndim}")
+                raise LaunchTypeError(f"argument {name!r}: {what} dimension {i} is out of range "
+                                      f"for an array of rank {ndim}")
             out[i % ndim] = int(values[i % ndim])
         return tuple(out) if listed else None
 

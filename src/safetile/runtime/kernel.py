@@ -8,7 +8,8 @@ dropped with it when Python state the kernel read has changed (``refresh``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..frontend.kernel import TileKernel, validate_hints
 from ..frontend.source import require_source
@@ -32,7 +33,7 @@ class Kernel(TileKernel):
         self.backend_cache.clear()
         self.gpu_fast = None
 
-    def replace_hints(self, **hints) -> "Kernel":
+    def replace_hints(self, **hints) -> Kernel:
         """A new kernel with some hints overridden (and its own compilation cache)."""
         return Kernel(self.fn, {**self.hints, **hints})
 

@@ -154,7 +154,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any, /, *,
     memory (docs/architecture.md), so the flag changes nothing.
     """
     if programmatic_dependent_launch not in (False, True):
-        raise LaunchTypeError(f"programmatic_dependent_launch must be True or False, got {programmatic_dependent_launch!r}")
+        raise LaunchTypeError("programmatic_dependent_launch must be True or False, "
+                              f"got {programmatic_dependent_launch!r}")
     if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
         read = kernel.captured.entries  # Python state the compiled code folded in: unchanged?
         if read and not captures_current(read):

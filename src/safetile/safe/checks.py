@@ -210,7 +210,9 @@ def check_types(kernel: EntryKernel, facts: tuple) -> TypeCheck:
     # every generic named in an annotation must be determined
     for name, decl in zip(kernel.param_names, kernel.decls):
         if isinstance(decl, TensorParam):
-            wanted = [s for s in decl.shape if isinstance(s, str)] + ([decl.dtype] if isinstance(decl.dtype, str) else [])
+            wanted = [s for s in decl.shape if isinstance(s, str)]
+            if isinstance(decl.dtype, str):
+                wanted.append(decl.dtype)
             for g in wanted:
                 if g not in b.values:
                     raise LaunchTypeError(f"kernel {kname!r}: generic {g!r} (parameter {name!r}) is not determined "

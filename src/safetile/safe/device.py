@@ -79,7 +79,7 @@ class MutTensor(_OwnedTensor):
         tile = _check_store_tile(self._name, tile, self._shape, self.dtype, f"{self._name}.store")
         mem.store(self._array, self._index(), tile)
 
-    def partition(self, shape) -> "OwnedPartition":
+    def partition(self, shape) -> OwnedPartition:
         """This block's sub-tensor seen as a grid of ``shape`` tiles (an in-block partition).
 
         ``p.store(tile, index)`` writes the tile at any (run-time) tile index *inside this
@@ -165,7 +165,7 @@ class PartitionIndex(tuple):
     original object (not a rebuilt tuple) is accepted by ``store(tile, idx)``.
     """
 
-    def __new__(cls, coords: tuple, owner: "MappedMutTensor"):
+    def __new__(cls, coords: tuple, owner: MappedMutTensor):
         obj = super().__new__(cls, coords)
         obj._owner = owner
         return obj
@@ -180,7 +180,7 @@ class _IndexRange:
 
     __tile_surface__ = frozenset()
 
-    def __init__(self, owner: "MappedMutTensor"):
+    def __init__(self, owner: MappedMutTensor):
         self.owner = owner
 
     def __tile_range__(self):
@@ -274,7 +274,7 @@ class RefTensor(Array):
         """Static sizes where the annotation fixes them, run-time sizes elsewhere."""
         return tuple(s if s is not None else mem.array_dim(self, a) for a, s in enumerate(self._static))
 
-    def partition(self, shape) -> "RefPartition":
+    def partition(self, shape) -> RefPartition:
         """A read-only device-side partition into ``shape`` tiles (zero-padded at edges)."""
         return RefPartition(self, shape)
 

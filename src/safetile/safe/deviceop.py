@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .errors import DeviceOpError, LaunchTypeError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
@@ -119,7 +120,7 @@ class ExecContext:
             wait_until(lambda: self.ended)
 
 
-def _await_of(op: "DeviceOp") -> str:
+def _await_of(op: DeviceOp) -> str:
     return f"an unfinished await of {op.label}"
 
 
@@ -150,7 +151,7 @@ class DeviceOp(Handle):
         for child in self._children():
             child._abandon()
 
-    def _children(self) -> tuple["DeviceOp", ...]:
+    def _children(self) -> tuple[DeviceOp, ...]:
         return ()
 
     def _refuse(self, what: str) -> None:
@@ -167,15 +168,15 @@ class DeviceOp(Handle):
 
     # ------------------------------------------------------------------ combinators
 
-    def then(self, f: Callable[[Any], Any]) -> "DeviceOp":
+    def then(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Run ``f(value)`` after this op; if it returns a DeviceOp, run that on the same stream."""
         return Then(self, f)
 
-    def map(self, f: Callable[[Any], Any]) -> "DeviceOp":
+    def map(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Transform the value on the host: ``f(value)``."""
         return Map(self, f, "map")
 
-    def inspect(self, f: Callable[[Any], Any]) -> "DeviceOp":
+    def inspect(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Call ``f(value)`` for its side effect and pass the value on unchanged."""
         _callable(f, "inspect")
 
@@ -184,15 +185,15 @@ class DeviceOp(Handle):
             return v
         return Map(self, look, "inspect")
 
-    def first(self) -> "DeviceOp":
+    def first(self) -> DeviceOp:
         """The first element of a tuple value."""
         return Map(self, lambda v: _item(v, 0, "first"), "first")
 
-    def last(self) -> "DeviceOp":
+    def last(self) -> DeviceOp:
         """The last element of a tuple value."""
         return Map(self, lambda v: _item(v, -1, "last"), "last")
 
-    def unzip(self, n: int | None = None) -> tuple["DeviceOp", ...]:
+    def unzip(self, n: int | None = None) -> tuple[DeviceOp, ...]:
         """Split an op producing an ``n``-tuple into ``n`` ops (the work still runs once)."""
         if n is None:
             n = getattr(self, "arity", None)
@@ -205,15 +206,15 @@ class DeviceOp(Handle):
         memo = Memo(self, wrap_shared=False)
         return tuple(Map(memo, (lambda v, i=i: _item(v, i, "unzip", n)), f"unzip[{i}]") for i in range(n))
 
-    def shared(self) -> "DeviceOp":
+    def shared(self) -> DeviceOp:
         """Runs at most once however many consumers drive it; tensors come out as ``Shared``."""
         return Memo(self, wrap_shared=True)
 
-    def partition(self, shape) -> "DeviceOp":
+    def partition(self, shape) -> DeviceOp:
         """``op.map(lambda t: t.partition(shape))`` for ops producing a tensor."""
         return Map(self, lambda t: t.partition(shape), "partition")
 
-    def boxed(self) -> "DeviceOp":
+    def boxed(self) -> DeviceOp:
         return self
 
     # ------------------------------------------------------------------ terminals

@@ -12,7 +12,8 @@ from __future__ import annotations
 import inspect
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from ..errors import ArgumentError
 from .. import dtypes as dt
@@ -31,6 +32,9 @@ from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
 from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
 from .verify import verify_entry
+
+if TYPE_CHECKING:  # launch.py imports this module
+    from .launch import LaunchOp
 
 
 _LaunchOp = None  # safe.launch.LaunchOp, bound on the first launch (circular import)
@@ -177,14 +181,14 @@ class EntryKernel:
 
     # ------------------------------------------------------------------ configuration
 
-    def _clone(self, **changes) -> "EntryKernel":
+    def _clone(self, **changes) -> EntryKernel:
         k = object.__new__(EntryKernel)
         k.__dict__.update(self.__dict__)
         k.__dict__.update(changes)
         k.config_key = k._config()
         return k
 
-    def generics(self, mapping: dict | None = None, **values) -> "EntryKernel":
+    def generics(self, mapping: dict | None = None, **values) -> EntryKernel:
         """The same kernel with explicit const generics / element types: ``k.generics(B=128)``."""
         g = dict(self.explicit_generics)
         g.update(mapping or {})
@@ -195,7 +199,7 @@ class EntryKernel:
         g = {n: (v if isinstance(v, int) else dt.as_dtype(v)) for n, v in g.items()}
         return self._clone(explicit_generics=g)
 
-    def grid(self, grid) -> "EntryKernel":
+    def grid(self, grid) -> EntryKernel:
         """The same kernel with an explicit launch grid (checked against the partitions)."""
         from ..runtime.launch import normalize_grid
         from .errors import GridError
@@ -207,7 +211,7 @@ class EntryKernel:
 
     const_grid = grid
 
-    def backend(self, name: str | None) -> "EntryKernel":
+    def backend(self, name: str | None) -> EntryKernel:
         """Force a backend: 'cpu', 'triton' (GPU code generation), or None (by device)."""
         if name not in (None, "cpu", "triton"):
             raise ArgumentError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
@@ -215,7 +219,7 @@ class EntryKernel:
 
     # ------------------------------------------------------------------ launching
 
-    def __call__(self, *args, **kwargs) -> "LaunchOp":
+    def __call__(self, *args, **kwargs) -> LaunchOp:
         global _LaunchOp
         if kwargs:
             self._positional(kwargs)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -106,7 +107,6 @@ def _filled(label, shape, dtype, device, np_fill, torch_fill) -> DeviceOp:
     def make(device):
         if device == "cpu":
             return np_fill(shp, d.np_dtype)
-        import torch
         return torch_fill(shp, torch_dtype(d), device)
     return Alloc(f"{label}({shp}, {d.name})", dev, make)
 

@@ -7,7 +7,8 @@ without changing the key:
 * a tensor-like argument's ``ArgFacts``: its kind (partition, mapped partition, shared
   handle, tensor, raw NumPy array, raw torch tensor), element type, shape, memory extent
   (device, data pointer, strides, item size), whether it may be written (read-only NumPy
-  memory may not), partition shape, prefix flag and mapped block count. A safetile ``Tensor`` owns a private view of its memory (``tensor.py``),
+  memory may not), partition shape, prefix flag and mapped block count. A safetile ``Tensor``
+  owns a private view of its memory (``tensor.py``),
   so its layout cannot change under it and its facts are computed once; a torch-backed
   one re-reads its data pointer on every launch (a foreign ``resize_`` of the storage
   moves the memory). Raw arrays are read in full on every launch;
@@ -72,7 +73,7 @@ class ArgFacts:
         return tuple(g + (1,) * (3 - len(g)))  # type: ignore[return-value]
 
 
-_INTERNED: "weakref.WeakValueDictionary[tuple, ArgFacts]" = weakref.WeakValueDictionary()
+_INTERNED: weakref.WeakValueDictionary[tuple, ArgFacts] = weakref.WeakValueDictionary()
 _INTERN_LOCK = threading.Lock()
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable
+from typing import Any, Literal
+from collections.abc import Callable
 
 from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
@@ -77,11 +78,11 @@ def _release(claim: int, shared: list) -> None:
         s._release()
 
 
-def _replay_label(g: "Graph") -> str:
+def _replay_label(g: Graph) -> str:
     return f"a replay of {g.label}; it is given back when the replay ends"
 
 
-def _used_by(g: "Graph") -> str:
+def _used_by(g: Graph) -> str:
     return f"used by a replay of {g.label}"
 
 
@@ -160,7 +161,7 @@ class Graph(Handle, Unique):
         self._held = weakref.finalize(self, _release, claim, shared)
 
     @classmethod
-    def capture(cls, op: DeviceOp, stream: Stream | None = None) -> "Graph":
+    def capture(cls, op: DeviceOp, stream: Stream | None = None) -> Graph:
         return cls(*_record(op, stream))
 
     @property
@@ -246,7 +247,7 @@ class Graph(Handle, Unique):
 
     replay = launch
 
-    def update(self, op: DeviceOp) -> "Graph":
+    def update(self, op: DeviceOp) -> Graph:
         """Re-capture from ``op`` on the same stream (returns self); what the old capture held is released."""
         captured = _record(op, self.stream)
         with self._lock:
@@ -275,7 +276,7 @@ class GraphScope(NoCopy):
         self.graph: Graph | None = None
         self._open = False
 
-    def __enter__(self) -> "GraphScope":
+    def __enter__(self) -> GraphScope:
         _check_terminal("graph_scope()")
         self._open = True
         return self
@@ -297,7 +298,7 @@ class GraphScope(NoCopy):
         self._values.append(v)
         return v
 
-    def __exit__(self, et, ev, tb) -> bool:
+    def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         self._open = False
         if et is None:
             stream = _stream_for(self._rec.device, self._given, "graph_scope()")

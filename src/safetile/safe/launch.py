@@ -405,7 +405,7 @@ class LaunchOp(DeviceOp, Unique):
         if ev is not None:
             ev.wait_host()
 
-    def _reconfigure(self, kernel: EntryKernel) -> "LaunchOp":
+    def _reconfigure(self, kernel: EntryKernel) -> LaunchOp:
         if self._state != "built":
             raise DeviceOpError(f"{self.label} has {self._state_text()}; configure the kernel before launching")
         try:
@@ -418,7 +418,7 @@ class LaunchOp(DeviceOp, Unique):
         self.kernel = kernel
         return self
 
-    def _configure(self, make) -> "LaunchOp":
+    def _configure(self, make) -> LaunchOp:
         try:
             k = make()
         except Exception:
@@ -427,11 +427,11 @@ class LaunchOp(DeviceOp, Unique):
             raise
         return self._reconfigure(k)
 
-    def grid(self, grid) -> "LaunchOp":
+    def grid(self, grid) -> LaunchOp:
         """Set an explicit grid (checked against the partitions; a rejected launch gives its arguments back)."""
         return self._configure(lambda: self.kernel.grid(grid))
 
-    def generics(self, mapping=None, **values) -> "LaunchOp":
+    def generics(self, mapping=None, **values) -> LaunchOp:
         """Set explicit const generics (a rejected launch gives its arguments back)."""
         return self._configure(lambda: self.kernel.generics(mapping, **values))
 

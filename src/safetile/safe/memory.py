@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -296,7 +296,7 @@ class Registry:
                         continue
                     if not e.enqueued:
                         blockers.append(e)
-                    elif e.on_gpu and not (e.stream is entry.stream) and not e.finished():
+                    elif e.on_gpu and e.stream is not entry.stream and not e.finished():
                         submitted.append(e)
                 if not blockers:
                     entry.enqueued = False
@@ -315,7 +315,7 @@ class Registry:
                     else:
                         events = [e.event() for e in submitted]
                     break
-            wait_until(lambda: all(b.submitted() for b in blockers))
+            wait_until(lambda blockers=blockers: all(b.submitted() for b in blockers))
         if submitted:
             for ev in events:  # a host access or CPU entry after GPU work: wait on the host
                 ev.synchronize()
@@ -330,7 +330,7 @@ class Registry:
             elif entry in entries:
                 self._entries = tuple(e for e in entries if e is not entry)
 
-    def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> "HostAccess":
+    def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> HostAccess:
         """``with REGISTRY.host_access(ext, writing):`` — the memory is not touched by running work
         while the block runs (launches claiming it meanwhile wait for the block to end)."""
         return HostAccess(self, ext, writing, label)
@@ -350,12 +350,12 @@ class HostAccess:
         self.registry, self.ext, self.writing = registry, ext, writing
         self.entry = InFlight(label, None)
 
-    def __enter__(self) -> "HostAccess":
+    def __enter__(self) -> HostAccess:
         w, r = ([self.ext], []) if self.writing else ([], [self.ext])
         self.registry.claim(self.entry, self, w, r)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:  # never swallows an exception
         self.registry.remove(self.entry)
         return False
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class Partition(Owned):
 
     _kind = "partition"
 
-    def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> "Partition":
+    def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> Partition:
         """``ct.Partition(t, shape)`` is ``t.partition(shape)`` (``prefix=True``: ``t.partition_prefix``):
         it moves ``t``. A borrowed partition is made only by ``ct.borrow_mut(t).partition(shape)``."""
         if borrowed:
@@ -72,7 +72,7 @@ class Partition(Owned):
         self._mapped = None  # the mapped partition it was moved into, if any
 
     @classmethod
-    def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> "Partition":
+    def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
         what = f"{'partition_prefix' if prefix else 'partition'} of {tensor.label}"
         tensor._check("partitioned")
         pshape = _shape_arg(shape, what)
@@ -213,7 +213,7 @@ class Partition(Owned):
             raise OwnershipError(f"{self.label} owns its tensor; use .unpartition() to get it back")
         return self.unpartition()
 
-    def map(self, num_tile_blocks: int) -> "MappedPartition":
+    def map(self, num_tile_blocks: int) -> MappedPartition:
         """A mapped partition for persistent kernels: ``num_tile_blocks`` blocks walk all sub-tensors."""
         self._check("mapped")
         n = num_tile_blocks
@@ -241,7 +241,7 @@ class MappedPartition(Owned):
 
     _kind = "mapped partition"
 
-    def __new__(cls, partition: Partition, num_tile_blocks: int) -> "MappedPartition":
+    def __new__(cls, partition: Partition, num_tile_blocks: int) -> MappedPartition:
         """``ct.MappedPartition(p, n)`` is ``p.map(n)``: it moves ``p``."""
         if not isinstance(partition, Partition):
             raise PartitionError(f"ct.MappedPartition maps a Partition, got {type(partition).__name__}")
@@ -316,7 +316,7 @@ class Shared(Unique):
     (it moves ``t``); a copy of a handle (``clone()``, ``copy.copy``) is the handle itself.
     """
 
-    def __new__(cls, tensor: Tensor) -> "Shared":
+    def __new__(cls, tensor: Tensor) -> Shared:
         if isinstance(tensor, Shared):
             return tensor.clone()
         if not isinstance(tensor, Tensor):
@@ -334,7 +334,7 @@ class Shared(Unique):
         self._claim = None  # its frozen claim on the memory (claims.py)
 
     @classmethod
-    def _take(cls, tensor: Tensor) -> "Shared":
+    def _take(cls, tensor: Tensor) -> Shared:
         s = object.__new__(cls)
         s._setup(tensor)
         site = caller_site()
@@ -396,18 +396,18 @@ class Shared(Unique):
         a = self.to_numpy()
         return a.astype(dtype) if dtype is not None else a
 
-    def clone(self) -> "Shared":
+    def clone(self) -> Shared:
         """Another reference to the same read-only tensor (the handle itself is shared)."""
         self._check("cloned")
         return self
 
-    def __copy__(self) -> "Shared":
+    def __copy__(self) -> Shared:
         return self.clone()
 
-    def __deepcopy__(self, memo) -> "Shared":
+    def __deepcopy__(self, memo) -> Shared:
         return self.clone()
 
-    def shared(self) -> "Shared":
+    def shared(self) -> Shared:
         return self.clone()
 
     def try_unwrap(self) -> Tensor:
@@ -481,10 +481,10 @@ class MutBorrow(Unique):
         self._parts.append(p)
         return p
 
-    def __enter__(self) -> "MutBorrow":
+    def __enter__(self) -> MutBorrow:
         return self
 
-    def __exit__(self, et, ev, tb) -> bool:
+    def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         """End the borrow, always (an exception leaving the block too): a launch built in the
         block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
         block ended normally); one running elsewhere is waited for."""

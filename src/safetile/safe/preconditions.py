@@ -14,7 +14,8 @@ import ast
 import inspect
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 

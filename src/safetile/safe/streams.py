@@ -7,15 +7,17 @@ the next stream of the device's pool (4 streams, round robin).
 """
 from __future__ import annotations
 
-import itertools
-import os
 import contextlib
+import itertools
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
-from ..errors import ArgumentError
+from typing import Any
 
-_default_device = os.environ.get("SAFETILE_DEVICE", "cpu")
+from ..errors import ArgumentError
+from ..runtime import env
+
+_default_device = env.default_device()
 _ids = itertools.count()
 _NULL_CONTEXT = contextlib.nullcontext()  # reusable: entering it does nothing
 
@@ -43,7 +45,7 @@ class Stream:
         self._lock = threading.Lock()
         self._queued = 0
         self._executor: ThreadPoolExecutor | None = None
-        self.torch_stream = None
+        self.torch_stream: Any = None  # a torch.cuda.Stream on a CUDA device
         self.handle = 0  # the raw CUDA stream handle and its device (GPU)
         self.device_index = -1
         if self.is_cuda:

@@ -8,7 +8,7 @@ any number of readers) or by value (read-only, moved into the launch and given b
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ..errors import DTypeError
 from .errors import BorrowError, TensorError
 from .memory import REGISTRY
 from .ownership import Owned
+
+if TYPE_CHECKING:  # partition.py imports this module
+    from .partition import Partition, Shared
 
 
 def _is_torch(x: Any) -> bool:
@@ -110,7 +113,7 @@ class Tensor(Owned):
                               f"{self._borrow.label}; call .release() on that partition (or leave the "
                               "`with ct.borrow_mut(...)` block) first")
 
-    def named(self, name: str) -> "Tensor":
+    def named(self, name: str) -> Tensor:
         """Give the tensor a name used in error messages; returns the tensor."""
         self._name = name
         return self
@@ -217,7 +220,7 @@ class Tensor(Owned):
         return self._data.__dlpack_device__()
 
     @classmethod
-    def from_dlpack(cls, x: Any, name: str | None = None) -> "Tensor":
+    def from_dlpack(cls, x: Any, name: str | None = None) -> Tensor:
         """Wrap foreign memory without copying (NumPy, torch, anything with ``__dlpack__``).
 
         This is the interop boundary: the caller must not use ``x`` while safetile launches
@@ -237,12 +240,12 @@ class Tensor(Owned):
 
     # ------------------------------------------------------------------ views
 
-    def _view_of(self, data: Any) -> "Tensor":
+    def _view_of(self, data: Any) -> Tensor:
         t = Tensor(data)
         t._device = self._device
         return t
 
-    def reshape(self, *shape) -> "Tensor":
+    def reshape(self, *shape) -> Tensor:
         """A zero-copy view with another shape (raises if the layout needs a copy)."""
         self._check("reshaped")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -268,7 +271,7 @@ class Tensor(Owned):
 
     view = reshape
 
-    def __getitem__(self, key) -> "Tensor":
+    def __getitem__(self, key) -> Tensor:
         """A zero-copy slice (integers, slices with positive steps, ``...``)."""
         self._check("sliced")
         keys = key if isinstance(key, tuple) else (key,)
@@ -283,7 +286,7 @@ class Tensor(Owned):
         except (IndexError, ValueError, TypeError, RuntimeError) as e:
             raise TensorError(f"cannot take the view {key!r} of {self.label}: {e}") from None
 
-    def slice(self, axis: int, start: int, stop: int) -> "Tensor":
+    def slice(self, axis: int, start: int, stop: int) -> Tensor:
         """The zero-copy view ``[start:stop]`` along ``axis``."""
         self._check("sliced")
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -self.ndim <= axis < self.ndim:
@@ -294,17 +297,17 @@ class Tensor(Owned):
 
     # ------------------------------------------------------------------ ownership transfers
 
-    def partition(self, shape) -> "Partition":
+    def partition(self, shape) -> Partition:
         """Move this tensor into a partition of disjoint ``shape`` sub-tensors (one per block)."""
         from .partition import Partition
         return Partition._take(self, shape, prefix=False)
 
-    def partition_prefix(self, shape) -> "Partition":
+    def partition_prefix(self, shape) -> Partition:
         """Partition the leading ``len(shape)`` axes; each sub-tensor keeps the trailing axes whole."""
         from .partition import Partition
         return Partition._take(self, shape, prefix=True)
 
-    def shared(self) -> "Shared":
+    def shared(self) -> Shared:
         """Move this tensor into a read-only shared handle (any number of readers)."""
         from .partition import Shared
         return Shared._take(self)

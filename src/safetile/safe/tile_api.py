@@ -7,7 +7,8 @@ callables carry the front end's builtin mark.
 """
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 from ..frontend.common import BUILTIN_MARK
 

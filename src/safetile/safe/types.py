@@ -102,7 +102,8 @@ class _TensorAnnotation:
         return TensorParam(cls._kind, parse_dtype(item[0], what), parse_shape(item[1], what))
 
     def __init__(self, *a, **k):
-        raise _declaration_error(f"ct.{type(self).__name__} is an annotation: write ct.{type(self).__name__}[dtype, shape]")
+        name = type(self).__name__
+        raise _declaration_error(f"ct.{name} is an annotation: write ct.{name}[dtype, shape]")
 
 
 class Mut(_TensorAnnotation):

@@ -228,7 +228,8 @@ def _mapped_index(coords: list[Value], array: Value, loops: dict[int, Op]) -> bo
         # coords[k] = rest_k % d_k and rest_{k-1} = rest_k // d_k, with the same rest_k and d_k
         m = _owner(coords[k], "mod")
         div = _owner(rest, "floordiv")
-        if m is None or div is None or m.operands[0] is not div.operands[0] or not _same(m.operands[1], div.operands[1]):
+        if m is None or div is None or m.operands[0] is not div.operands[0] \
+                or not _same(m.operands[1], div.operands[1]):
             return False
         if not _positive_count(m.operands[1], array, k) or not _positive_count(div.operands[1], array, k):
             return False

@@ -32,7 +32,7 @@ class BlockSet:
 
     @staticmethod
     @lru_cache(maxsize=64)
-    def full_grid(grid: tuple[int, int, int]) -> "BlockSet":
+    def full_grid(grid: tuple[int, int, int]) -> BlockSet:
         """Every block of ``grid`` in grid mode; shared between launches of one grid (read-only)."""
         gx, gy, gz = grid
         x = np.arange(gx, dtype=np.int32).reshape(1, 1, gx)
@@ -48,7 +48,7 @@ class BlockSet:
         return bs
 
     @staticmethod
-    def box(grid: tuple[int, int, int], lo: tuple[int, int, int], hi: tuple[int, int, int]) -> "BlockSet":
+    def box(grid: tuple[int, int, int], lo: tuple[int, int, int], hi: tuple[int, int, int]) -> BlockSet:
         """The blocks ``lo <= (x, y, z) < hi`` of ``grid`` in grid mode (a chunk of a large grid);
         coordinates and ids are those of the whole grid."""
         if lo == (0, 0, 0) and hi == grid:
@@ -64,7 +64,7 @@ class BlockSet:
                 bs.ranges[id(coord)] = ("range", axis, start, 1, coord.size)
         return bs
 
-    def subset(self, flat_idx: np.ndarray) -> "BlockSet":
+    def subset(self, flat_idx: np.ndarray) -> BlockSet:
         """The blocks at positions ``flat_idx`` (ascending) of this set, in subset mode."""
         coords = tuple(self.flatten(c)[flat_idx] for c in self.coords)
         return BlockSet((len(flat_idx),), coords, self.flatten(self.ids)[flat_idx], self.grid)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 
@@ -135,7 +136,7 @@ class Env:
 
     __slots__ = ("blocks", "parent", "subset_idx", "extra_axes", "values")
 
-    def __init__(self, blocks: BlockSet, parent: "Env | None" = None, subset_idx: np.ndarray | None = None,
+    def __init__(self, blocks: BlockSet, parent: Env | None = None, subset_idx: np.ndarray | None = None,
                  extra_axes: int = 0):
         self.blocks = blocks
         self.parent = parent
@@ -318,9 +319,9 @@ def _run_for(run: Run, op: Op, env: Env) -> list[Any]:
     body = op.regions[0]
     iv_dtype = op.regions[0].args[0].type.dtype.np_dtype
     if bs.is_uniform(lo) and bs.is_uniform(hi) and bs.is_uniform(step):
-        l, h, s = (int(x.reshape(-1)[0]) for x in (lo, hi, step))
+        first, stop, s = (int(x.reshape(-1)[0]) for x in (lo, hi, step))
         shape1 = (1,) * bs.nb
-        for i in range(l, h, s) if s > 0 else ():
+        for i in range(first, stop, s) if s > 0 else ():
             carried = run.run_block(body, Env(bs, env), [np.full(shape1, i, dtype=iv_dtype), *carried])
         return carried
     lo_f, hi_f, st_f = (bs.flatten(x).astype(np.int64) for x in (lo, hi, step))

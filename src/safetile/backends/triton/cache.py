@@ -19,7 +19,6 @@ ignored, and the kernel is compiled the usual way.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -31,8 +30,10 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
+from ...runtime import env
 from .codegen import CODEGEN_VERSION, Generated
 
 _MAGIC = "# safetile-kernel "
@@ -42,20 +43,6 @@ _preludes: dict[bool, dict] = {}
 _tmpdir: str | None = None
 
 
-@contextlib.contextmanager
-def _interpret_env(interp: bool):
-    """Triton decides interpreted vs compiled when ``@triton.jit`` runs: pin it while loading."""
-    old = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1" if interp else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = old
-
-
 def _exec_file(path: Path, name: str, namespace: dict | None, interp: bool):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -63,7 +50,7 @@ def _exec_file(path: Path, name: str, namespace: dict | None, interp: bool):
         module.__dict__.update(namespace)
     sys.modules[name] = module
     try:
-        with _interpret_env(interp):
+        with env.pinned_triton_interpret(interp):  # Triton decides when @triton.jit runs
             spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
@@ -85,12 +72,12 @@ def prelude_namespace(interp: bool) -> dict:
 
 def cache_dir() -> Path | None:
     """The on-disk cache directory, or None when disabled."""
-    if os.environ.get("SAFETILE_DISABLE_CACHE", "") not in ("", "0"):
+    if env.cache_disabled():
         return None
-    env = os.environ.get("SAFETILE_CACHE_DIR", "")
-    if env.lower() in ("off", "none", "0", "false", "disable", "disabled"):
+    where = env.cache_dir_setting()
+    if where.lower() in ("off", "none", "0", "false", "disable", "disabled"):
         return None
-    return Path(env) if env else Path.home() / ".cache" / "safetile"
+    return Path(where) if where else Path.home() / ".cache" / "safetile"
 
 
 def _scratch_dir() -> Path:
@@ -226,7 +213,7 @@ def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple
                 path = _scratch_dir() / f"st_{key}.py"
                 _write_atomic(path, text)
             fn = _import(path, key, gen, interp)
-        if os.environ.get("SAFETILE_DUMP_SOURCE", "") not in ("", "0"):
+        if env.dump_source():
             print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
         _loaded[(key, interp)] = (fn, gen)
         return fn, gen
@@ -242,7 +229,7 @@ def load_meta(key: str) -> Generated | None:
         gen = _decode(key, path.read_text())
     except (OSError, UnicodeDecodeError):
         return None
-    if gen is not None and os.environ.get("SAFETILE_DUMP_SOURCE", "") not in ("", "0"):
+    if gen is not None and env.dump_source():
         print(f"# ---- safetile: Triton source {path} ----\n{gen.source}", flush=True)
     return gen
 
@@ -260,7 +247,7 @@ def _binary_record(key: str, src: Any, target: Any, options: dict) -> Path | Non
     h = hashlib.sha256()
     for part in (key, src.name, repr(target), repr(sorted(options.items())), triton.__version__,
                  f"{lib.st_size}:{lib.st_mtime_ns}", repr(sorted(libtriton.get_cache_invalidating_env_vars().items())),
-                 os.environ.get("TRITON_CACHE_DIR", "")):
+                 env.triton_cache_dir_setting()):
         h.update(part.encode())
         h.update(b"\0")
     return root / key[:2] / f"bin_{h.hexdigest()[:40]}.json"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -194,7 +195,7 @@ class Module:
 class Gen:
     """Emits the statements of one Triton function body."""
 
-    def __init__(self, module: Module, vectorized: bool = False, parent: "Gen | None" = None):
+    def __init__(self, module: Module, vectorized: bool = False, parent: Gen | None = None):
         self.m = module
         self.vectorized = vectorized  # inside a combine function: no control flow, all values broadcast
         self.parent = parent
@@ -249,17 +250,21 @@ class Gen:
         c = self.m.consts.get(v.id)
         if c is not None:
             value, d, shape = c
-            text = py_literal(value, d)
-            if d.is_float and d.bits < 32 and d.name != "float16":  # bf16/fp8: exact value via float32
-                expr = f"tl.full({list(shape)!r}, {text}, tl.float32).to({tl_dtype(d)})"
-            else:
-                expr = f"tl.full({list(shape)!r}, {text}, {tl_dtype(d)})"
-            return self.hoist(("const", text, d.name, shape), expr)
+            return self.hoist(("const", py_literal(value, d), d.name, shape), self.const_expr(c))
         if self.parent is not None and v.id in self.parent.names:
             raise TileUnsupportedFeatureError(
                 "a reduce/scan combining function cannot use run-time values from the enclosing kernel",
                 v.owner.loc if v.owner else None)
         raise TileInternalError(f"Triton backend: value {v!r} used before definition")
+
+    @staticmethod
+    def const_expr(c: tuple) -> str:
+        """A fresh Triton tensor of the constant ``c`` (value, dtype, shape)."""
+        value, d, shape = c
+        text = py_literal(value, d)
+        if d.is_float and d.bits < 32 and d.name != "float16":  # bf16/fp8: exact value via float32
+            return f"tl.full({list(shape)!r}, {text}, tl.float32).to({tl_dtype(d)})"
+        return f"tl.full({list(shape)!r}, {text}, {tl_dtype(d)})"
 
     def lit(self, v: Value) -> str:
         """Like ``val`` but a one-element int32/float32/bool constant may stay a Python literal
@@ -467,12 +472,32 @@ class Gen:
                                               "on the Triton backend", op.loc)
 
     def _carry(self, op: Op, inits: list[Value]) -> list[str]:
+        """A variable per loop-carried value. A constant initial value is materialised afresh for
+        each (compiled Triton must not see two loop variables start as one value)."""
         names = []
         for v in inits:
             n = self.m.fresh("k")
-            self.line(f"{n} = {self.val(v)}")
+            c = self.m.consts.get(v.id)
+            init = self.const_expr(c) if c is not None else self.val(v)
+            self.line(f"{n} = {init}")
             names.append(n)
         return names
+
+    def _next_values(self, carried: list[str], ys: list[str]) -> None:
+        """The loop variables take the body's yielded values, all at once: a yielded value may be
+        another loop variable's current value (``A = B: B = C``), which a one-by-one assignment
+        would already have overwritten."""
+        moves = [(c, y) for c, y in zip(carried, ys) if c != y]
+        overwritten = {c for c, _ in moves}
+        staged = []
+        for c, y in moves:
+            if y in overwritten:
+                t = self.m.fresh("t")
+                self.line(f"{t} = {y}")
+                y = t
+            staged.append((c, y))
+        for c, y in staged:
+            self.line(f"{c} = {y}")
 
     def _for(self, op: Op) -> None:
         self._no_loops(op)
@@ -492,10 +517,7 @@ class Gen:
         start = len(self.lines)
         if interp:  # give it the IR's integer type, as compiled Triton does, so `.to(...)` works on it
             self.line(f"{iv} = tl.full((), {iv}_py, {tl_dtype(body.args[0].type.dtype)})")
-        ys = self.block(body, [iv] + carried)
-        for c, y in zip(carried, ys):
-            if c != y:
-                self.line(f"{c} = {y}")
+        self._next_values(carried, self.block(body, [iv] + carried))
         if len(self.lines) == start:
             self.line("pass")
         self.depth -= 1
@@ -511,10 +533,7 @@ class Gen:
         self.line(f"{flag} = {self._no_failure(c)}")
         self.line(f"while {flag}:")
         self.depth += 1
-        ys = self.block(body_b, carried)
-        for n, y in zip(carried, ys):
-            if n != y:
-                self.line(f"{n} = {y}")
+        self._next_values(carried, self.block(body_b, carried))
         (c,) = self.block(cond_b, carried)
         self.line(f"{flag} = {self._no_failure(c)}")
         self.depth -= 1

@@ -31,6 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ...runtime import env
 from . import cache
 
 _ENV_PREFIXES = ("TRITON_", "LLVM_", "MLIR_")
@@ -56,9 +57,9 @@ def record_path(key: str, options: dict, target: int) -> Path | None:
     if root is None or not cache.triton_version():
         return None
     h = hashlib.sha256()
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+    compiler_env = env.with_prefixes(_ENV_PREFIXES)
     for part in (key, json.dumps(options, sort_keys=True, default=repr), str(target), cache.triton_version(),
-                 _libtriton(), repr(env)):
+                 _libtriton(), repr(compiler_env)):
         h.update(part.encode())
         h.update(b"\0")
     return root / key[:2] / f"direct_{h.hexdigest()[:40]}.json"
@@ -89,6 +90,7 @@ def _own_launcher(signature: dict) -> str | None:
     if root is None or source is None:
         return None
     import tempfile
+
     from triton.backends.nvidia import driver as nv
     from triton.runtime.build import _build, platform_key
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
@@ -176,7 +178,8 @@ def _load_function(cubin: bytes, name: str, shared: int, device: int) -> int:
     if shared > 49152:
         dev, optin = ctypes.c_int(), ctypes.c_int()
         _check(cu.cuDeviceGet(ctypes.byref(dev), device))
-        _check(cu.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev))
+        _check(cu.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                       dev))
         if optin.value > 49152:
             static = ctypes.c_int()
             _check(cu.cuFuncSetCacheConfig(fn, _CU_FUNC_CACHE_PREFER_SHARED))

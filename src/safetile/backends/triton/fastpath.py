@@ -50,7 +50,8 @@ def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
         a = names[i]
         if k == "tensor":
             guards.append(f"type({a}) is _T")
-            read = f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride(); k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i})"
+            read = (f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride(); "
+                    f"k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i})")
             for n_, j in enumerate(tensors[:4]):  # the same tensor passed again (x, x, out): read it once
                 reads.append(f"{'el' if n_ else ''}if {a} is a{j}:")
                 reads.append(f"    p{i}, s{i}, t{i}, k{i} = p{j}, s{j}, t{j}, k{j}")

@@ -13,15 +13,17 @@ cached; dynamic sizes never recompile.
 """
 from __future__ import annotations
 
-import os
+import dataclasses
+
 import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import ArgumentError, LaunchTypeError, TileRuntimeError
+from ...errors import ArgumentError, LaunchTypeError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
+from ...runtime import env
 from . import cache, direct
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
@@ -32,24 +34,23 @@ _GRID_YZ_LIMIT = 65535
 
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return env.triton_interpret()
 
 
 def tma_enabled() -> bool:
-    return os.environ.get("SAFETILE_TMA", "1") not in ("0", "off", "false")
+    return env.tma_enabled()
 
 
 def loop_stages(target: int) -> int:
     """Pipelining depth of tile-streaming loops (``Facts.loop_stages``); ``SAFETILE_PIPELINE_LOOPS=0`` turns it off."""
     if target < 80:
         return 0
-    v = os.environ.get("SAFETILE_PIPELINE_LOOPS", "3")
-    return int(v) if v.isdigit() else 0
+    return env.pipeline_loops()
 
 
 def pdl_enabled(target: int) -> bool:
     """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
-    return target >= 90 and os.environ.get("SAFETILE_PDL", "1") not in ("0", "off", "false")
+    return target >= 90 and env.pdl_enabled()
 
 
 # ---------------------------------------------------------------------------- arrays
@@ -324,18 +325,32 @@ class Specialization:
             if v is None:
                 if self.ir_text is None:
                     self.ir_text = format_function(self.fn)
-                k = cache.digest(self.ir_text, facts)
-                v = None if interp else self._warm(k, facts, device)
-                if v is None:
-                    jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                    v = Variant(jitfn, gen, facts, self.fn, interp, k)
+                v = self._build(facts, interp, device)
                 self.by_facts[(facts, interp)] = v
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
             return v
 
-    def _warm(self, k: str, facts: Facts, device: int) -> "Variant | None":
+    def _build(self, facts: Facts, interp: bool, device: int) -> Variant:
+        """The compiled variant for ``facts``. A binary that needs more shared memory than a block
+        has even with one pipeline stage (tensor-descriptor loads stage whole tiles there: two
+        32x1024 float32 tiles of NVIDIA's LayerNorm-backward sample) is built again with plain
+        pointer loads and no software pipelining: hints never make a correct kernel fail."""
+        k = cache.digest(self.ir_text, facts)
+        v = None if interp else self._warm(k, facts, device)
+        if v is not None:
+            return v
+        jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+        try:
+            return Variant(jitfn, gen, facts, self.fn, interp, k)
+        except Exception as e:
+            plain = dataclasses.replace(facts, tma=False, loop_stages=0)
+            if type(e).__name__ != "OutOfResources" or plain == facts:
+                raise
+            return self._build(plain, interp, device)
+
+    def _warm(self, k: str, facts: Facts, device: int) -> Variant | None:
         """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
         gen = cache.load_meta(k)
         if gen is None:
@@ -344,7 +359,7 @@ class Specialization:
         return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
-    def __call__(self, stream, grid3, args) -> "Variant | None":
+    def __call__(self, stream, grid3, args) -> Variant | None:
         """Launch; returns the compiled variant that ran on the current device (None otherwise)."""
         r = self.resolve(grid3, args)
         if r is None:
@@ -368,7 +383,7 @@ class Specialization:
         flat: list = []
         key: list = []
         device = None
-        for i, kind, d in self.slots:
+        for i, kind, _ in self.slots:
             a = args[i]
             if kind == "array":
                 if type(a) is _Tensor:
@@ -408,7 +423,7 @@ class Specialization:
             grid3 = (gx * gy * gz, 1, 1)
         return v, grid3, flat, device
 
-    def bind(self, grid3, args) -> "Bound | None":
+    def bind(self, grid3, args) -> Bound | None:
         """This launch with its arguments resolved once, for arguments whose memory and layout
         cannot change between launches (the safe style's tensors); None for the interpreter."""
         r = self.resolve(grid3, args)

@@ -8,19 +8,19 @@ libdevice stand-in).
 """
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
-_INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+from ...runtime import env
+
+_INTERPRETED = env.triton_interpret()
 if _INTERPRETED:
     from .interp import libdevice_shim as _ld  # noqa: F401 - used by generated sources
 else:
-    from triton.language.extra.cuda import libdevice as _ld  # noqa: F401
     # programmatic dependent launch (sm_90+): see Facts.pdl in codegen.py
     from triton.language.extra.cuda import gdc_launch_dependents as _st_gdc_launch  # noqa: F401
     from triton.language.extra.cuda import gdc_wait as _st_gdc_wait  # noqa: F401
+    from triton.language.extra.cuda import libdevice as _ld  # noqa: F401
 
 _NAN = tl.constexpr(float("nan"))
 _INF = tl.constexpr(float("inf"))

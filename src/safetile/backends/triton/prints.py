@@ -23,7 +23,6 @@ then each operand at an 8-byte aligned offset.
 """
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 
 from ...errors import TileRuntimeError, TileUnsupportedFeatureError
 from ...ir.core import Function, Op, walk
+from ...runtime import env
 
 FAIL_SLOTS = 32
 DATA = 16 + 16 * FAIL_SLOTS
@@ -39,7 +39,7 @@ DEFAULT_BYTES = 16 << 20
 
 def buffer_bytes() -> int:
     """The size of the data area (``SAFETILE_PRINT_BUFFER``, bytes; a K/M/G suffix works)."""
-    text = os.environ.get("SAFETILE_PRINT_BUFFER", "").strip().upper()
+    text = env.print_buffer_setting().strip().upper()
     if not text:
         return DEFAULT_BYTES
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1], 1)

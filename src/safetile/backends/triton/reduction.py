@@ -5,8 +5,9 @@ axis first, so lower axis numbers stay valid); 16-bit floats accumulate in float
 integers wrap in their own width like the CPU backend. Sums and products with a directed
 rounding mode or flush_to_zero combine with the prelude's ``_st_add_rz``-style functions.
 Max/min use NaN-aware combiners, argmax/argmin carry (value, index) pairs with NaN counted
-as the extreme (propagate_nan) or ignored, and ties going to the lower index. Custom reductions and scans compile their combining region into a
-generated ``@triton.jit`` function for ``tl.reduce`` / ``tl.associative_scan``.
+as the extreme (propagate_nan) or ignored, and ties going to the lower index. Custom
+reductions and scans compile their combining region into a generated ``@triton.jit``
+function for ``tl.reduce`` / ``tl.associative_scan``.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def reduce_sum(g: Gen, op):
     if comb is not None:
         if op.attrs.get("flush_to_zero"):
             x = g.tmp(f"_st_ftz({x})")
-        return _finish(g, op, _reduce_chain(g, x, op, "tl.reduce({x}, {axis}, %s, keep_dims={kd})" % comb), d)
+        return _finish(g, op, _reduce_chain(g, x, op, f"tl.reduce({{x}}, {{axis}}, {comb}, keep_dims={{kd}})"), d)
     call = "tl.sum({x}, axis={axis}, keep_dims={kd})" if op.name == "reduce_sum" else \
         "tl.reduce({x}, {axis}, _st_mul, keep_dims={kd})"
     return _native(g, _reduce_chain(g, x, op, call), d, op.name == "reduce_sum")
@@ -95,8 +96,8 @@ def reduce_extreme(g: Gen, op):
     kind = "nan" if op.attrs.get("propagate_nan") else "num"
     if op.attrs.get("flush_to_zero"):
         x = g.tmp(f"_st_ftz({x})")
-    out = _reduce_chain(g, x, op, "tl.reduce({x}, {axis}, _st_%s_%s, keep_dims={kd})"
-                        % ("max" if is_max else "min", kind))
+    which = "max" if is_max else "min"
+    out = _reduce_chain(g, x, op, f"tl.reduce({{x}}, {{axis}}, _st_{which}_{kind}, keep_dims={{kd}})")
     return g.down(out, d) if narrow else out
 
 
@@ -113,7 +114,7 @@ def arg_extreme(g: Gen, op):
     kd = op.attrs["keepdims"]
     shape = list(src.shape)
     rank = len(shape)
-    comb = "_st_%s_%s" % (op.name, "comb" if op.attrs.get("propagate_nan") else "num")
+    comb = f"_st_{op.name}_{'comb' if op.attrs.get('propagate_nan') else 'num'}"
     if len(axes) == 1:
         a = axes[0]
         ishape = [1] * rank

@@ -94,7 +94,7 @@ def _blocks(g: Gen, full, sub, index):
     """Interleaved (count, size) shape and the one-hot mask of block ``index``."""
     inter, mask = [], None
     rank = len(full)
-    for d, (n, s) in enumerate(zip(full, sub)):
+    for n, s in zip(full, sub):
         inter += [n // s, s]
     for d, (n, s) in enumerate(zip(full, sub)):
         c = n // s

@@ -134,8 +134,9 @@ class Lowerer(ValuesMixin, FunctionsMixin, StringsMixin, PrintMixin, StatementsM
         """GW-BASIC's soft error: where ``bad``, print ``message`` on a line and go on."""
         if bad is False or (not is_tile(bad) and not bool(bad)):
             return
-        show = lambda: self.builder.emit("print", [], {"parts": (("w", message),), "end": "\n",
-                                                      "layout": self.screen})
+        def show() -> None:
+            self.builder.emit("print", [], {"parts": (("w", message),), "end": "\n", "layout": self.screen})
+
         if is_tile(bad):
             self.emit_if(bad, show, lambda: None)
         else:

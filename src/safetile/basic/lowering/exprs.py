@@ -35,6 +35,7 @@ from ..vtypes import BOOL, DBL, INT, LONG, SNG, arith_dtype, numeric_kind
 from .mbf import single_op
 from .strings import StrVal
 from .values import const, dtype_of, is_tile, tconst
+from ...frontend.common import MixinBase
 
 _CMP = {"=": "equal", "<>": "not_equal", "<": "less", ">": "greater", "<=": "less_equal", ">=": "greater_equal"}
 _CMP_PY = {"=": np.equal, "<>": np.not_equal, "<": np.less, ">": np.greater, "<=": np.less_equal,
@@ -57,7 +58,7 @@ def operands(e: A.Expr) -> list[A.Expr]:
     return []
 
 
-class ExprMixin:
+class ExprMixin(MixinBase):
     def ev(self, e: A.Expr):
         if id(e) in self.an.bad_exprs:
             return self.at(e.pos, self.ev_bad, e)
@@ -271,7 +272,8 @@ class ExprMixin:
         def times(u, v):
             if not is_tile(u) and not is_tile(v):
                 return mbf_mul(u, v)
-            return single_op(self, "*", self.materialize(u, self.scalar_type(d)), self.materialize(v, self.scalar_type(d)))
+            st = self.scalar_type(d)
+            return single_op(self, "*", self.materialize(u, st), self.materialize(v, st))
 
         if not is_tile(e):
             n = int(e)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +36,14 @@ from ..structure import (
 )
 from ..vtypes import BOOL, INT, LONG
 from .values import const, is_tile, same
+from ...frontend.common import MixinBase
 
 
 def _hint(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name.strip("$")) or "v"
 
 
-class FlowMixin:
+class FlowMixin(MixinBase):
     # ------------------------------------------------------------------ if and loops
 
     def emit_if(self, cond, then_fn: Callable, else_fn: Callable) -> None:
@@ -267,7 +269,9 @@ class FlowMixin:
         vt, start, lim, step = self.for_parts(s)
         assigned = self.loop_changes(node.body)
         optimistic = self.optimistic(node.body)
-        small = lambda c: math.isfinite(float(c)) and float(c).is_integer() and abs(float(c)) < 2 ** 14
+        def small(c: Any) -> bool:
+            return math.isfinite(float(c)) and float(c).is_integer() and abs(float(c)) < 2 ** 14
+
         whole_start = (not is_tile(start) and small(start)) or (is_tile(start) and start.dtype.is_int)
         if var not in assigned and not is_tile(step) and float(step) != 0 and small(step) and whole_start:
             self._counted_for(node, var, vt, start, lim, int(step), assigned, optimistic)

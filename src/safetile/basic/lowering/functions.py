@@ -61,7 +61,8 @@ class FunctionsMixin(ExprMixin):
             return ew.abs(x) if is_tile(x) else const(abs(x.item()), d)
         if name == "SGN":
             if is_tile(x):
-                return ew.where(ew.greater(x, 0), tconst(1, INT), ew.where(ew.less(x, 0), tconst(-1, INT), tconst(0, INT)))
+                return ew.where(ew.greater(x, 0), tconst(1, INT),
+                                ew.where(ew.less(x, 0), tconst(-1, INT), tconst(0, INT)))
             return const(int(x > 0) - int(x < 0), INT)
         if name in ("INT", "FIX"):
             if d.is_int:
@@ -87,7 +88,8 @@ class FunctionsMixin(ExprMixin):
                 r = _FLOAT_FNS[name](f)
             except OverflowError:
                 r = math.inf
-            return self.clamp_const(truncate_single(r) if abs(r) <= SINGLE_MAX else np.float32(math.copysign(np.inf, r)))
+            return self.clamp_const(truncate_single(r) if abs(r) <= SINGLE_MAX
+                                    else np.float32(math.copysign(np.inf, r)))
         x64 = self.convert(xs, DBL)
         if name == "SQR":
             self.runtime_error(ew.greater_equal(x64, 0.0), "Illegal function call")

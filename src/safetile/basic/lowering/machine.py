@@ -31,6 +31,7 @@ from ..structure import (
 )
 from ..vtypes import BOOL, LONG
 from .values import is_tile
+from ...frontend.common import MixinBase
 
 STACK_DEPTH = 32
 MAX_INLINE_DEPTH = 32
@@ -50,7 +51,7 @@ class CfgBlock:
 
 
 
-class MachineMixin:
+class MachineMixin(MixinBase):
     def init_machine(self) -> None:
         self.machine = False
         self.states: list[CfgBlock] = []

@@ -196,7 +196,9 @@ def _layout(low, n: Tile, e10: Tile, negative: Tile, zero: Tile) -> tuple[Tile, 
 
     def char_of(lanes):
         q = ew.sub(lanes, 1)
-        digit_at = lambda i: shp.take(digits, ew.astype(i, LONG))
+        def digit_at(i: Any) -> Any:
+            return shp.take(digits, ew.astype(i, LONG))
+
         fixed_a = ew.where(ew.less(q, count), digit_at(q), 48)
         fixed_b = ew.where(ew.less(q, point), digit_at(q), ew.where(ew.equal(q, point), 46, digit_at(ew.sub(q, 1))))
         fixed_c = ew.where(ew.equal(q, 0), 46, ew.where(ew.less_equal(q, ew.negative(point)), 48,

@@ -20,9 +20,10 @@ from ..vtypes import DBL, LONG
 from .exprs import shaped
 from .strings import StrVal
 from .values import dtype_of, is_tile
+from ...frontend.common import MixinBase
 
 
-class PrintMixin:
+class PrintMixin(MixinBase):
     def st_Print(self, s: A.Print) -> None:
         parts: list[tuple] = []
         operands: list = []
@@ -45,12 +46,12 @@ class PrintMixin:
                 continue
             if isinstance(it, A.PrintFn):
                 flush()
-                n = self.at(it.pos, lambda: self.round_int(self.ev(it.arg), LONG, check=False))
+                n = self.at(it.pos, lambda it=it: self.round_int(self.ev(it.arg), LONG, check=False))
                 parts.append((it.fn.lower(), None, int(n)) if not is_tile(n) else (it.fn.lower(), operand(n), 0))
                 continue
             if not isinstance(it, (A.Num, A.Str, A.Var)):
                 flush()  # it may stop the program or warn: what comes before is out first
-            v = self.at(it.pos, lambda: self.checked_float(self.ev(it), it))
+            v = self.at(it.pos, lambda it=it: self.checked_float(self.ev(it), it))
             if id(it) not in self.an.bad_exprs:
                 parts.append(self.print_part(v, operand))
         newline = not s.items or not isinstance(s.items[-1], (A.PrintSep, A.PrintFn))

@@ -24,11 +24,12 @@ from .. import ast as A
 from ..vtypes import BOOL, INT, LONG, STRING, STRING_CAPACITY, scalar
 from .strings import StrVal
 from .values import is_tile
+from ...frontend.common import MixinBase
 
 _SEED0, _SEED_STEP = 5228370, 4455680  # GW-BASIC's first RND state, RANDOMIZE's scale
 
 
-class StatementsMixin:
+class StatementsMixin(MixinBase):
     # ------------------------------------------------------------------ hidden state
 
     def init_hidden(self) -> None:

@@ -25,6 +25,7 @@ from ...ops.values import Tile, as_tile
 from .. import ast as A
 from ..vtypes import INT, LONG, MAX_STRING, STRING_CAPACITY
 from .values import const, dtype_of, is_tile, round_half_away
+from ...frontend.common import MixinBase
 
 U8 = dt.uint8
 MATCH = TileType(dt.bool_, (STRING_CAPACITY,))
@@ -50,7 +51,7 @@ class StrVal:
         return f"StrVal({self.data!r})" if self.data is not None else "StrVal(<tile>)"
 
 
-class StringsMixin:
+class StringsMixin(MixinBase):
     # ------------------------------------------------------------------ basics
 
     def lanes(self) -> Tile:

@@ -19,6 +19,7 @@ from ...ops import factories as fac
 from ...ops import shape as shp
 from ...ops.values import Tile, as_tile
 from ..vtypes import BOOL, DBL, INT, LONG, SNG, STRING, STRING_CAPACITY
+from ...frontend.common import MixinBase
 
 CHARS = TileType(dt.uint8, (STRING_CAPACITY,))
 LENGTH = TileType(LONG, ())
@@ -55,7 +56,7 @@ def round_half_away(f: float) -> int:
     return int(math.floor(abs(f) + 0.5)) * (1 if f >= 0 else -1)
 
 
-class ValuesMixin:
+class ValuesMixin(MixinBase):
     # ------------------------------------------------------------------ constants and zeros
 
     def zero(self, t):

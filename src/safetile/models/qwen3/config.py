@@ -57,7 +57,7 @@ class Qwen3Config:
         return 2 * self.num_hidden_layers * self.kv_size * itemsize
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Qwen3Config":
+    def from_dict(cls, d: dict[str, Any]) -> Qwen3Config:
         def need(key: str) -> Any:
             if key not in d:
                 raise CheckpointError(f"config.json: missing {key!r}")
@@ -96,7 +96,7 @@ class Qwen3Config:
                    torch_dtype=str(d.get("torch_dtype") or d.get("dtype") or "bfloat16"), eos_token_id=eos_t)
 
     @classmethod
-    def from_file(cls, path: str) -> "Qwen3Config":
+    def from_file(cls, path: str) -> Qwen3Config:
         try:
             with open(path, encoding="utf-8") as f:
                 d = json.load(f)

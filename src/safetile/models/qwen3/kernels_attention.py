@@ -118,7 +118,7 @@ def attn_decode(o: ct.Mut[ct.f32, (1, 1, "G", "D")], lse: ct.Mut[ct.f32, (1, 1, 
     qa = (qa * scale).astype(kc.dtype)
     qb = (qb * scale).astype(kc.dtype)
     m = ct.full((QM, 1), -np.inf, ct.float32)
-    l = ct.zeros((QM, 1), ct.float32)
+    denom = ct.zeros((QM, 1), ct.float32)
     acc = ct.zeros((QM, D), ct.float32)
     for jt in range(ntiles):
         kt = first + jt
@@ -131,14 +131,14 @@ def attn_decode(o: ct.Mut[ct.f32, (1, 1, "G", "D")], lse: ct.Mut[ct.f32, (1, 1, 
         m_new = ct.maximum(m, ct.max(sc, axis=1, keepdims=True))
         pr = ct.exp(sc - m_new)
         alpha = ct.exp(m - m_new)
-        l = l * alpha + ct.sum(pr, axis=1, keepdims=True)
+        denom = denom * alpha + ct.sum(pr, axis=1, keepdims=True)
         vt = ct.load(vc, (g, kt, 0), (1, BN, D), padding_mode=ZERO).reshape((BN, D))
         acc = ct.mma(pr.astype(vc.dtype), vt, acc * alpha)
         m = m_new
     if ntiles > 0:
-        out = acc / l
+        out = acc / denom
         o.store(out.extract((0, 0), (G, D)).reshape((1, 1, G, D)))
-        lse.store((m + ct.log(l)).extract((0, 0), (G, 1)).reshape((1, 1, G)))
+        lse.store((m + ct.log(denom)).extract((0, 0), (G, 1)).reshape((1, 1, G)))
 
 
 @ct.entry
@@ -184,7 +184,7 @@ def attn_prefill(o: ct.Mut[ct.f32, ("BM", "D")], qkv: ct.Ref[ct.f32, (-1, -1)], 
     qb = (qb * scale).astype(kc.dtype)
     rows = i * BM + ct.arange(BM, dtype=ct.int32).reshape((BM, 1))
     m = ct.full((BM, 1), -np.inf, ct.float32)
-    l = ct.zeros((BM, 1), ct.float32)
+    denom = ct.zeros((BM, 1), ct.float32)
     acc = ct.zeros((BM, D), ct.float32)
     for kt in range(ct.cdiv(ct.minimum((i + 1) * BM, rows_n), BN)):
         ka = ct.load(kc, (g, kt, 0), (1, BN, D2), padding_mode=ZERO).reshape((BN, D2))
@@ -196,8 +196,8 @@ def attn_prefill(o: ct.Mut[ct.f32, ("BM", "D")], qkv: ct.Ref[ct.f32, (-1, -1)], 
         m_new = ct.maximum(m, ct.max(sc, axis=1, keepdims=True))
         pr = ct.exp(sc - m_new)
         alpha = ct.exp(m - m_new)
-        l = l * alpha + ct.sum(pr, axis=1, keepdims=True)
+        denom = denom * alpha + ct.sum(pr, axis=1, keepdims=True)
         vt = ct.load(vc, (g, kt, 0), (1, BN, D), padding_mode=ZERO).reshape((BN, D))
         acc = ct.mma(pr.astype(vc.dtype), vt, acc * alpha)
         m = m_new
-    o.store(acc / ct.where(l > 0.0, l, 1.0))
+    o.store(acc / ct.where(denom > 0.0, denom, 1.0))

@@ -27,11 +27,11 @@ collective at all.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ArgumentError
+from ...runtime import env
 from .config import CheckpointError, Qwen3Config
 
 
@@ -126,9 +126,9 @@ def rank_device(device: str, world: int) -> str:
     else the current CUDA device."""
     if device != "cuda" or world == 1:
         return device
-    local = os.environ.get("LOCAL_RANK")
+    local = env.local_rank()
     if local is not None:
-        return f"cuda:{int(local)}"
+        return f"cuda:{local}"
     import torch
     return f"cuda:{torch.cuda.current_device()}"
 
