@@ -308,3 +308,21 @@ def test_identical_kernels_in_two_files_keep_their_own_source(tmp_path):
             exec(compile(path.read_text(), str(path), "exec", dont_inherit=True), {})  # noqa: S102
         found.append(e.value.filename)
     assert found == [str(tmp_path / "a" / "same.py"), str(tmp_path / "b" / "same.py")]
+
+
+def test_a_refused_try_partition_leaves_the_shared_handle_as_it_was():
+    t = rnd(256, seed=5)
+    before = t.to_numpy()
+    s = t.shared()
+    for shape in ("a", (0,), (3, 3), (2**25,)):
+        with pytest.raises(ct.PartitionError):
+            s.try_partition(shape)
+    assert np.array_equal(s.try_unwrap().to_numpy(), before)  # still shared until here, then unwrapped once
+
+
+def test_graph_update_refuses_what_is_not_an_op():
+    g = ct.value(1).graph()
+    for junk in (42, lambda: 1):
+        with pytest.raises(ct.DeviceOpError, match="a graph captures a DeviceOp"):
+            g.update(junk)
+    assert g.launch() == 1

@@ -29,6 +29,8 @@ registry (as for ``ct.from_dlpack``, don't hand the same memory to safe launches
 from __future__ import annotations
 
 import inspect
+import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -40,6 +42,8 @@ from ..errors import ArgumentError, LaunchTypeError
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
 from ..safe.entry import EntryKernel
+from ..safe.errors import AllocationError
+from ..safe.factories import MAX_TENSOR_BYTES
 from ..safe.launch import prepare, run_plan, runtime_args
 from ..safe.tensor import Tensor, torch_dtype
 from ..safe.types import ConstParam, ScalarParam, TensorParam
@@ -101,8 +105,9 @@ class _TorchOp:
 
     def __init__(self, name: str, kernel: Any, outputs: dict[str, Out], constants: dict[str, Any],
                  generics: dict[str, Any], grid: Any, scalars: dict[str, type]):
-        if "::" not in name:
-            raise ArgumentError(f"torch op name {name!r} must look like 'namespace::name'")
+        if not isinstance(name, str) or name.count("::") != 1 or not all(
+                part.isidentifier() for part in name.split("::")):
+            raise ArgumentError(f"torch op name {name!r} must look like 'namespace::name' (two identifiers)")
         if isinstance(kernel, EntryKernel):
             self.entry = True
             names = list(kernel.param_names)
@@ -181,7 +186,7 @@ class _TorchOp:
             shape_fn = (lambda v, s=shape: tuple(v[s].shape))  # noqa: E731 - one callable per branch
         elif callable(shape):
             f = _named_call(shape, known, f"{what}: shape")
-            shape_fn = (lambda v, f=f: tuple(f(v)))  # noqa: E731 - one callable per branch
+            shape_fn = (lambda v, f=f: _called_shape(f, v, what))  # noqa: E731 - one callable per branch
         elif isinstance(shape, (tuple, list)) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
             shape_fn = (lambda v, s=tuple(shape): s)  # noqa: E731 - one callable per branch
         else:
@@ -255,7 +260,15 @@ class _TorchOp:
 
     def _allocate(self, values: dict[str, Any]) -> list:
         device = values[self.tensor_inputs[0]].device
-        return [torch.empty(o.shape(values), dtype=o.dtype(values), device=device) for o in self.outputs]
+        outs = []
+        for o in self.outputs:
+            shape, dtype = o.shape(values), o.dtype(values)
+            try:
+                outs.append(torch.empty(shape, dtype=dtype, device=device))
+            except (MemoryError, RuntimeError) as e:  # torch's allocators raise RuntimeError subclasses
+                raise AllocationError(f"torch_op {self.name!r}: output {o.name!r} of shape {shape} could not be "
+                                      f"allocated on {device}: {str(e).splitlines()[0]}") from None
+        return outs
 
     def _fake(self, *args):
         """torch's fake (meta) kernel: the outputs' shapes, element types and device. Element
@@ -321,6 +334,24 @@ def _scalar_schema(d: Any) -> str:
     if isinstance(d, str):  # a generic element type: any number
         return "Scalar"
     raise ArgumentError(f"{d!r} is not a scalar type (int, float, bool or a safetile dtype)")
+
+
+def _called_shape(f: Callable[[dict], Any], values: dict, what: str) -> tuple[int, ...]:
+    """An output shape from the user's callable, checked: sizes are integers >= 0, and the
+    tensor is addressable; anything else is a ``LaunchTypeError`` naming the output."""
+    try:
+        shape = f(values)
+    except Exception as e:  # noqa: BLE001 - the user's callable failed: say which output's
+        raise LaunchTypeError(f"{what}: the shape callable raised {type(e).__name__}: {e}") from e
+    try:
+        sizes = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        sizes = None
+    if sizes is None or isinstance(shape, (str, bytes)) or any(isinstance(n, bool) or n < 0 for n in sizes):
+        raise LaunchTypeError(f"{what}: the shape callable must return a tuple of sizes >= 0, got {shape!r}")
+    if math.prod(sizes) > MAX_TENSOR_BYTES:
+        raise LaunchTypeError(f"{what}: the shape {sizes} has more than 2**62 elements")
+    return sizes
 
 
 def _named_call(fn: Callable, known: list[str], what: str) -> Callable[[dict], Any]:

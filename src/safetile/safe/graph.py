@@ -21,7 +21,7 @@ from collections.abc import Callable
 from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
-from .errors import GraphCaptureError, LaunchTypeError
+from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
@@ -99,6 +99,8 @@ def _stream_for(device: str | None, stream: Stream | None, what: str) -> Stream:
 
 def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]:
     """Capture ``op``: its steps, its value and the stream to replay on."""
+    if not isinstance(op, DeviceOp):
+        raise DeviceOpError(f"a graph captures a DeviceOp, got {type(op).__name__}")
     op._refuse("graph()")
     if stream is not None and not isinstance(stream, Stream):
         raise LaunchTypeError(f"graph() expects a ct.Stream or None, got {type(stream).__name__}")
