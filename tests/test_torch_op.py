@@ -251,7 +251,8 @@ def test_ops_run_on_the_triton_backend(monkeypatch):
 
 
 @pytest.mark.parametrize("shape, exc, words", [
-    (lambda x: (-5,), ct.LaunchTypeError, r"output 'z': the shape callable must return a tuple of sizes >= 0, got \(-5,\)"),
+    (lambda x: (-5,), ct.LaunchTypeError,
+     r"output 'z': the shape callable must return a tuple of sizes >= 0, got \(-5,\)"),
     (lambda x: "abc", ct.LaunchTypeError, "output 'z': the shape callable must return a tuple of sizes"),
     (lambda x: 1 // 0, ct.LaunchTypeError, "output 'z': the shape callable raised ZeroDivisionError"),
     (lambda x: (2**40,), ct.AllocationError, "output 'z' of shape .* could not be allocated"),
