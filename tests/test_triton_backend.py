@@ -1058,5 +1058,41 @@ def test_a_variant_too_big_for_shared_memory_is_rebuilt_without_descriptors(monk
     def failing(*a, **k):
         raise OtherError("a real compile error")
     monkeypatch.setattr(launcher, "Variant", failing)
-    with pytest.raises(OtherError):
+    with pytest.raises(ct.TileCompilerExecutionError, match="the Triton compiler failed on kernel 'vec_add'") as e:
         spec._build(facts, False, 0)
+    assert isinstance(e.value.__cause__, OtherError)
+
+    def too_big(*a, **k):
+        raise OutOfResources("out of resource: shared memory, Required: 262144, Hardware limit: 232448")
+    monkeypatch.setattr(launcher, "Variant", too_big)
+    with pytest.raises(ct.TileCompilerExecutionError, match="does not fit this GPU: out of resource: shared memory"):
+        spec._build(facts, False, 0)
+
+
+@ct.kernel
+def _bump_twice(x):
+    ct.store(x, (0,), ct.load(x, (0,), (16,)) + 1.0)
+    ct.store(x, (0,), ct.load(x, (0,), (16,)) * 2.0)
+
+
+def test_accesses_to_an_array_the_block_writes_are_ordered_by_barriers():
+    """A block is one logical thread: a load after a store to the same array must see it, though
+    Triton may give the lanes of the two accesses to different threads of the block."""
+    from safetile.backends.triton.codegen import Facts, generate, ordered_arrays
+    from safetile.backends.triton.launcher import array_facts, array_parts
+    from safetile.runtime.args import arg_specs
+    x = torch.zeros(16)
+    fn = _bump_twice.specialize(arg_specs(_bump_twice, (x,)))
+    assert len(ordered_arrays(fn)) == 1
+    facts = Facts((array_facts(*array_parts(x)[:3]),), False, 90, False)
+    assert generate(fn, facts).source.count("tl.debug_barrier()") == 4
+    a, b, c = torch.zeros(64), torch.zeros(64), torch.zeros(64)
+    fn = vec_add.specialize(arg_specs(vec_add, (a, b, c, 16)))
+    assert not ordered_arrays(fn)
+    assert "debug_barrier" not in generate(fn, Facts(tuple(array_facts(*array_parts(t)[:3]) for t in (a, b, c)),
+                                                     False, 90, False)).source
+    xs = np.random.default_rng(5).standard_normal(16).astype(np.float32)
+    with triton_interpreter():
+        t = torch.from_numpy(xs.copy())
+        ct.launch(None, (1,), _bump_twice, (t,))
+    np.testing.assert_allclose(t.numpy(), (xs + 1) * 2, rtol=1e-6)

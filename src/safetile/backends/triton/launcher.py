@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import ArgumentError, LaunchTypeError
+from ...errors import ArgumentError, LaunchTypeError, TileCompilerExecutionError, TileError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
@@ -187,6 +187,14 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     return opts
 
 
+def _triton_version() -> str | None:
+    try:
+        import triton
+        return str(triton.__version__)
+    except ImportError:  # pragma: no cover - the backend needs Triton
+        return None
+
+
 def _shared_limit() -> int:
     """Shared memory one block may use on the current device (0: unknown)."""
     try:
@@ -344,11 +352,24 @@ class Specialization:
         jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
         try:
             return Variant(jitfn, gen, facts, self.fn, interp, k)
+        except TileError:
+            raise
         except Exception as e:
             plain = dataclasses.replace(facts, tma=False, loop_stages=0)
-            if type(e).__name__ != "OutOfResources" or plain == facts:
-                raise
-            return self._build(plain, interp, device)
+            if type(e).__name__ == "OutOfResources" and plain != facts:
+                return self._build(plain, interp, device)
+            raise self._compile_error(e) from e
+
+    def _compile_error(self, e: Exception) -> TileCompilerExecutionError:
+        """Triton's (or ptxas's) failure on a kernel, as a safetile error naming the kernel."""
+        text = str(e).strip().splitlines()
+        first = text[0] if text else type(e).__name__
+        if type(e).__name__ == "OutOfResources":
+            msg = (f"kernel {self.fn.name!r} does not fit this GPU: {first}; its tiles are too large for "
+                   "one block here (smaller tile sizes, or fewer tiles live at once, make it fit)")
+        else:
+            msg = f"the Triton compiler failed on kernel {self.fn.name!r}: {type(e).__name__}: {first}"
+        return TileCompilerExecutionError(msg, compiler_version=_triton_version())
 
     def _warm(self, k: str, facts: Facts, device: int) -> Variant | None:
         """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
