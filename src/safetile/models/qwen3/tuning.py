@@ -63,6 +63,7 @@ GPU = Tuning()
 # The CPU backend runs every block of a grid at once with NumPy: a few large blocks beat many
 # small ones, and there are no matrix units to pad for.
 CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, decode_chunk=1, head_bn=256, attn_bn=64, attn_splits=4,
+             merge_elems=8192,
              attn_qm=1,
              gemm_bm=64, gemm_bn=64, gemm_bk=64, fa_bm=64, fa_bn=64, fill_bt=64, embed_bh=1024,
              topk_k=64, topk_bv=1024)
