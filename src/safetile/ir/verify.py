@@ -8,7 +8,10 @@ from .core import Block, Function, Op
 
 
 def verify(fn: Function) -> None:
-    defined: set[int] = {p.value.id for p in fn.runtime_params}
+    defined: set[int] = set()
+    for p in fn.runtime_params:
+        assert p.value is not None  # a run-time parameter is its block argument
+        defined.add(p.value.id)
     _block(fn.body, defined)
 
 
