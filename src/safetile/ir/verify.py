@@ -8,10 +8,7 @@ from .core import Block, Function, Op
 
 
 def verify(fn: Function) -> None:
-    defined: set[int] = set()
-    for p in fn.runtime_params:
-        assert p.value is not None  # a run-time parameter is its block argument
-        defined.add(p.value.id)
+    defined: set[int] = {p.arg.id for p in fn.runtime_params}
     _block(fn.body, defined)
 
 
