@@ -346,6 +346,7 @@ class Specialization:
         has even with one pipeline stage (tensor-descriptor loads stage whole tiles there: two
         32x1024 float32 tiles of NVIDIA's LayerNorm-backward sample) is built again with plain
         pointer loads and no software pipelining: hints never make a correct kernel fail."""
+        assert self.ir_text is not None  # variant() formats the IR before the first build
         k = cache.digest(self.ir_text, facts)
         v = None if interp else self._warm(k, facts, device)
         if v is not None:
