@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
-from collections.abc import Callable
 
+from ..errors import ArgumentError
 from ..runtime import env
 
 _default_device = env.default_device()
@@ -141,7 +142,7 @@ class StreamPool:
 
     def __init__(self, device: str = "cpu", size: int = 4):
         if size < 1:
-            raise ValueError("a stream pool needs at least one stream")
+            raise ArgumentError("a stream pool needs at least one stream")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)

@@ -82,7 +82,15 @@ def py_literal(value: Any, d: dt.DType) -> str:
         return "_NAN"
     if math.isinf(v):
         return "_INF" if v > 0 else "_NINF"
+    if v == 0 and math.copysign(1.0, v) < 0:
+        # Triton turns every scalar constant equal to 0 into +0.0 (semantic.scalar_constant), so
+        # -0.0 is made at run time: 0.0 * -1.0 is -0.0 in IEEE arithmetic (and in MLIR's folding)
+        return NEGATIVE_ZERO
     return repr(v)
+
+
+# A float32 -0.0 as a 0-d tensor (see py_literal); casts to other float types keep the sign.
+NEGATIVE_ZERO = "(tl.full((), 0.0, tl.float32) * -1.0)"
 
 
 # ------------------------------------------------------------------------------ specialisation facts

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import LaunchTypeError, TileCompilerExecutionError, TileError
+from ...errors import ArgumentError, LaunchTypeError, TileCompilerExecutionError, TileError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
@@ -462,13 +462,13 @@ class Specialization:
     def flat_grid(grid3) -> tuple:
         gx, gy, gz = grid3
         if gx * gy * gz > 2**31 - 1:
-            raise ValueError(f"grid {grid3} has more than 2**31 - 1 blocks")
+            raise ArgumentError(f"grid {grid3} has more than 2**31 - 1 blocks")
         return (gx, gy)
 
     def call_interpreted(self, grid3, args) -> None:
         if not interpreting():
-            raise TypeError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
-                            "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
+            raise ArgumentError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
+                                "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
         flat: list = []
         parts = []
         for i, kind, d in self.slots:
