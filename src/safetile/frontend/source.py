@@ -18,6 +18,7 @@ import linecache
 import os
 import sys
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -149,7 +150,7 @@ def declaration_loc(fn: Callable, param: str | None = None) -> SourceLoc | None:
 def caller_loc() -> SourceLoc | None:
     """The line of the user's code that called into safetile (e.g. evaluating an annotation while
     Python runs a ``def``); the first frame outside the package."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame = frame.f_back
