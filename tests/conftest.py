@@ -2,6 +2,7 @@
 suite out of the user's caches: safetile's disk cache goes to a temporary directory of this
 process (each xdist worker has its own), removed when the process ends."""
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -14,3 +15,13 @@ if _SRC not in sys.path:
 _CACHE = tempfile.mkdtemp(prefix="safetile-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)
 os.environ["SAFETILE_CACHE_DIR"] = _CACHE
+
+# mutmut's stats pass (``MUTANT_UNDER_TEST=stats``) records callers in a context variable. A
+# finalizer run by the cyclic collector in the middle of CPython 3.11's ``ContextVar.set`` calls
+# traced code, re-enters it and frees the context's map under it (a segfault). In that pass only,
+# the collector runs between tests instead, where nothing is half-set.
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    gc.disable()
+
+    def pytest_runtest_teardown(item, nextitem):
+        gc.collect()
