@@ -1,0 +1,101 @@
+"""Kill tests for the host surface of the safe style, written against the mutants a sampled
+mutmut run left alive (bench/NOTES.md, "Mutation testing"): what a refusal names, NumPy
+conversions with a dtype, mapped partitions after a move, explicit generics on a launch,
+torch's narrow float types and terminals nested in a running chain."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import safetile as ct
+from safetile.safe.tensor import torch_to_numpy
+
+from attack_helpers import poisoned, rnd
+
+
+@ct.entry
+def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(z.load() + ct.load_tile_like(x, z))
+
+
+@ct.entry
+def mapped_ones(c: ct.MappedMut[ct.f32, ("B",)]):
+    for idx in c.iter_indices():
+        c.store(ct.full((B,), 1.0, ct.float32), idx)  # noqa: F821
+
+
+def test_a_moved_mapped_partition_names_what_was_refused():
+    m = poisoned(64).partition(16).map(2)
+    op = mapped_ones(m)
+    for action, verb in ((m.grid, "inspected"), (m.to_numpy, "read")):
+        with pytest.raises(ct.UseAfterMoveError, match=rf"^{re.escape(m.label)} cannot be {verb}: it was moved into"):
+            action()
+    m2, = op.sync()
+    assert m2.grid() == (2, 1, 1)
+    assert np.array_equal(m2.to_numpy(), np.ones(64, np.float32))
+
+
+@pytest.mark.parametrize("make", [lambda t: t, lambda t: t.shared()], ids=["Tensor", "Shared"])
+def test_numpy_conversion_honours_the_requested_dtype(make):
+    data = np.arange(8, dtype=np.float32) + 0.5
+    v = make(ct.from_dlpack(data.copy()))
+    as_f64 = np.asarray(v, dtype=np.float64)
+    assert as_f64.dtype == np.float64 and np.array_equal(as_f64, data.astype(np.float64))
+    plain = np.asarray(v)
+    assert plain.dtype == np.float32 and np.array_equal(plain, data)
+
+
+def test_generics_of_a_launch_take_a_mapping_as_well_as_keywords():
+    z, x = ct.zeros(64).sync().partition(16), rnd(64, seed=3)
+    with pytest.raises(ct.LaunchTypeError, match=re.escape("kernel 'add': generic 'B' is 8 from kernel.generics(...) "
+                                                          "but 16 from the sub-tensor shape of 'z'")):
+        add(z, x).generics({"B": 8}).sync()
+    assert not z.is_moved and not x.is_moved  # the refusal gave them back
+    z2, _ = add(z, x).generics({"B": 16}).sync()
+    assert np.array_equal(z2.to_numpy(), x.to_numpy())
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_torch_narrow_floats_convert_bit_exactly(name):
+    torch = pytest.importorskip("torch")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = np.array([0.5, -1.25, 2.0, 0.0, -0.0, 1.5], np.float32)
+    t = torch.tensor(values).to(getattr(torch, name))
+    got = torch_to_numpy(t)
+    assert got.dtype == np.dtype(getattr(ml_dtypes, name))
+    assert np.array_equal(got.astype(np.float32), values)
+    assert got.view(np.uint8).tobytes() == t.view(torch.uint8).numpy().tobytes()
+
+
+def test_sync_on_inside_a_running_chain_is_refused_by_name():
+    z = poisoned(64).partition(16)
+    inner = []
+
+    def nested(r):
+        op = add(r[0], r[1])
+        inner.append(op)
+        return op.sync_on(ct.Stream("cpu"))
+
+    with pytest.raises(ct.NestedSyncError, match=r"^sync_on\(\) called while a device operation is executing"):
+        add(z, rnd(64, seed=5)).then(nested).sync()
+    with pytest.raises(ct.DeviceOpError, match="abandoned"):
+        inner[0].sync()  # the refused inner launch was abandoned, not left to run later
+    assert not z.is_moved
+
+
+def test_sync_on_runs_pinned_to_the_given_stream():
+    s = ct.Stream("cpu")
+    with pytest.raises(ct.LaunchTypeError, match=r"^sync_on expects a ct\.Stream, got str$"):
+        ct.ones(8).sync_on("cpu")
+    t = ct.ones(8).sync_on(s)
+    assert np.array_equal(t.to_numpy(), np.ones(8, np.float32))
+
+
+def test_declaration_errors_point_at_the_declaration():
+    with pytest.raises(ct.TileDeclarationError) as info:
+        ct.Mut[ct.f32, 0]
+    text = str(info.value)
+    assert "static sizes must be positive" in text
+    assert "test_mutation_kills_surface.py" in text and "ct.Mut[ct.f32, 0]" in text  # located: file and line
