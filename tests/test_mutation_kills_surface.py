@@ -99,3 +99,62 @@ def test_declaration_errors_point_at_the_declaration():
     text = str(info.value)
     assert "static sizes must be positive" in text
     assert "test_mutation_kills_surface.py" in text and "ct.Mut[ct.f32, 0]" in text  # located: file and line
+
+
+def test_copy_into_a_moved_destination_names_the_copy():
+    dst = poisoned(64).partition(16)
+    op = add(dst, rnd(64, seed=6))
+    with pytest.raises(ct.UseAfterMoveError, match=rf"^{re.escape(dst.label)} cannot be copied into: it was moved"):
+        ct.memcpy(dst, rnd(64, seed=7))
+    op.sync()
+
+
+def test_a_stream_pool_of_one_stream_is_allowed_and_of_none_refused():
+    pool = ct.StreamPool("cpu", 1)
+    assert len(pool.streams) == 1 and pool.next() is pool.next()
+    with pytest.raises(ct.ArgumentError, match="at least one stream"):
+        ct.StreamPool("cpu", 0)
+
+
+def test_a_rejected_configuration_leaves_the_launch_rejected():
+    z, x = poisoned(64).partition(16), rnd(64, seed=8)
+    op = add(z, x)
+    with pytest.raises(ct.GridError, match="grid must be a tuple of 1 to 3 positive integers, got 'bad'"):
+        op.grid("bad")
+    with pytest.raises(ct.DeviceOpError, match=r"\) has been rejected; a launch runs once"):
+        op.sync()
+    assert not z.is_moved and not x.is_moved
+
+
+def test_reshape_accepts_minus_one_and_refuses_less():
+    t = ct.from_dlpack(np.arange(12, dtype=np.float32))
+    assert t.reshape(-1).shape == (12,) and t.reshape(3, -1).shape == (3, 4)
+    with pytest.raises(ct.TensorError, match=r"a shape is sizes \(and at most one -1\), got \(-2, -6\)"):
+        t.reshape(-2, -6)
+
+
+def test_unzip_of_zero_outputs_and_first_and_last_of_none():
+    assert ct.empty().map(lambda _: ()).unzip(0) == ()
+    a, b = ct.empty().map(lambda _: (1, 2)).unzip(2)
+    assert (a.sync(), b.sync()) == (1, 2)
+    for end in ("first", "last"):  # of no values: a safetile error, not an IndexError
+        with pytest.raises(ct.DeviceOpError, match=rf"^{end}\(\): the operation produced 0 values$"):
+            getattr(ct.empty().map(lambda _: ()), end)().sync()
+
+
+def test_only_safetile_modules_may_subclass_owned_values():
+    inside = type("Inside", (ct.Partition,), {"__module__": "safetile.extension"})
+    assert issubclass(inside, ct.Partition)
+    with pytest.raises(ct.OwnershipError, match="cannot be subclassed"):
+        type("Outside", (ct.Partition,), {"__module__": "not_safetile.safetile"})
+
+
+@ct.entry
+def window(z: ct.Mut[ct.f32, (8,)], x: ct.Ref[ct.f32, -1]):
+    z.store(x.load((1,), (8,)))
+
+
+def test_a_ref_load_past_the_edge_reads_zeros():
+    z, x = poisoned(8).partition(8), rnd(10, seed=9)
+    z2, _ = window(z, x).sync()
+    assert np.array_equal(z2.to_numpy(), np.r_[x.to_numpy()[8:10], np.zeros(6, np.float32)])
