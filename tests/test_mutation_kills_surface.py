@@ -158,3 +158,41 @@ def test_a_ref_load_past_the_edge_reads_zeros():
     z, x = poisoned(8).partition(8), rnd(10, seed=9)
     z2, _ = window(z, x).sync()
     assert np.array_equal(z2.to_numpy(), np.r_[x.to_numpy()[8:10], np.zeros(6, np.float32)])
+
+
+def test_moved_values_name_the_refused_host_action():
+    t = poisoned(64)
+    p = t.partition(16)
+    with pytest.raises(ct.UseAfterMoveError, match=rf"^{re.escape(t.label)} cannot be sliced: it was moved into"):
+        t[0:8]
+    op = add(p, rnd(64, seed=10))
+    with pytest.raises(ct.UseAfterMoveError, match=rf"^{re.escape(p.label)} cannot be read: it was moved into"):
+        p.to_numpy()
+    op.sync()
+    with pytest.raises(ct.TensorError, match=r"^tensor views take integers, slices and \.\.\., got 'a'$"):
+        p.unpartition()["a"]
+
+
+def test_an_unmapped_partition_names_where_it_went():
+    m = poisoned(64).partition(16).map(2)
+    p = m.unmap()
+    line = test_an_unmapped_partition_names_where_it_went.__code__.co_firstlineno + 2
+    with pytest.raises(ct.UseAfterMoveError, match=re.escape(
+            f"cannot be inspected: it was moved into the partition returned by .unmap() at "
+            f"test_mutation_kills_surface.py:{line}")):
+        m.grid()
+    assert p.grid() == (4,)
+
+
+@ct.kernel
+def masked_then_racy(x, out, T: ct.Constant[int]):
+    i = ct.arange(T, dtype=ct.int32)
+    ct.scatter(out, i, ct.gather(x, i), mask=i < 0)  # no lane stores: an access with no bytes
+    ct.store(out, index=(0,), tile=ct.load(x, index=(ct.bid(0),), shape=(T,)))  # every block: tile 0
+
+
+def test_the_race_detector_reads_past_an_access_with_no_bytes():
+    x, out = np.random.default_rng(1).standard_normal(64).astype(np.float32), np.full(64, np.nan, np.float32)
+    with pytest.raises(ct.RaceError) as info:
+        ct.detect_races(masked_then_racy, (4, 1, 1), (x, out, 16))
+    assert info.value.report.racy_elements == 16 and "write-write" in str(info.value)
