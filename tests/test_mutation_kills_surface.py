@@ -196,3 +196,26 @@ def test_the_race_detector_reads_past_an_access_with_no_bytes():
     with pytest.raises(ct.RaceError) as info:
         ct.detect_races(masked_then_racy, (4, 1, 1), (x, out, 16))
     assert info.value.report.racy_elements == 16 and "write-write" in str(info.value)
+
+
+def test_a_reused_plan_checks_callable_preconditions_again():
+    state = {"allowed": True}
+
+    @ct.entry(preconditions=[lambda x: state["allowed"]])
+    def guarded(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z))
+
+    z, x = poisoned(64).partition(16), rnd(64, seed=11)
+    z, x = guarded(z, x).sync()
+    state["allowed"] = False  # the same facts: the cached plan is reused, the callable must run again
+    with pytest.raises(ct.PreconditionError, match="does not hold"):
+        guarded(z, x).sync()
+    assert not z.is_moved and not x.is_moved
+
+
+def test_entry_kernels_wrap_their_function_and_need_its_source():
+    assert add.__wrapped__.__name__ == "add" and add.__wrapped__.__code__.co_filename == __file__
+    namespace = {"ct": ct}
+    exec(compile("def nosrc(z: ct.Mut[ct.f32, 'B']):\n    z.store(z.load())\n", "<no file>", "exec"), namespace)
+    with pytest.raises(ct.TileSyntaxError, match="cannot read the source of 'nosrc'"):
+        ct.entry(namespace["nosrc"])  # refused when declared, not at its first launch
