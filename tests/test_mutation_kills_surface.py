@@ -219,3 +219,18 @@ def test_entry_kernels_wrap_their_function_and_need_its_source():
     exec(compile("def nosrc(z: ct.Mut[ct.f32, 'B']):\n    z.store(z.load())\n", "<no file>", "exec"), namespace)
     with pytest.raises(ct.TileSyntaxError, match="cannot read the source of 'nosrc'"):
         ct.entry(namespace["nosrc"])  # refused when declared, not at its first launch
+
+
+@ct.entry
+def add_ref_first(x: ct.Ref[ct.f32, -1], z: ct.Mut[ct.f32, "B"]):
+    z.store(z.load() + ct.load_tile_like(x, z))
+
+
+def test_one_partition_as_a_mutable_and_a_read_argument_is_an_alias_of_a_mutable():
+    z = poisoned(64).partition(16)
+    for kernel, args, first, second in ((add, (z, z), "z", "x"), (add_ref_first, (z, z), "x", "z")):
+        with pytest.raises(ct.AliasError, match=re.escape(
+                f"kernel {kernel.__name__!r}: the same {z.label} is passed as argument {first!r} and argument "
+                f"{second!r}; a mutable argument must not alias any other argument")):
+            kernel(*args)
+    assert not z.is_moved
