@@ -236,3 +236,38 @@ def test_one_partition_as_a_mutable_and_a_read_argument_is_an_alias_of_a_mutable
                 f"{second!r}; a mutable argument must not alias any other argument")):
             kernel(*args)
     assert not z.is_moved
+
+
+@ct.entry
+def add_int(z: ct.Mut[ct.i32, "B"], n: ct.i32):
+    z.store(z.load() + n)
+
+
+def test_a_scalar_must_be_a_value_of_its_declared_type():
+    z = ct.from_dlpack(np.zeros(16, np.int32)).partition(16)
+    with pytest.raises(ct.LaunchTypeError, match=re.escape(
+            "argument 'n' of kernel 'add_int' is a scalar of type int32; 4294967296 is not a int32 value")):
+        add_int(z, 2 ** 32)
+    z, _ = add_int(z, 7).sync()
+    assert np.array_equal(z.to_numpy(), np.full(16, 7, np.int32))
+
+
+def test_device_names_are_normalised_or_refused():
+    from safetile.safe.tensor import normalize_device
+    assert normalize_device("cpu") == "cpu" and normalize_device("cuda") == "cuda:0"
+    assert normalize_device("cuda:1") == "cuda:1"
+    with pytest.raises(ct.TensorError, match=r"^unknown device 'tpu'; use 'cpu' or 'cuda' / 'cuda:N'$"):
+        normalize_device("tpu")
+
+
+def test_partitioning_a_moved_tensor_names_the_action():
+    t = poisoned(64)
+    t.partition(16)
+    with pytest.raises(ct.UseAfterMoveError, match=rf"^{re.escape(t.label)} cannot be partitioned: it was moved"):
+        t.partition(8)
+
+
+def test_mutable_partitions_of_the_highest_rank_are_accepted():
+    from safetile.safe.partition import MAX_MUT_RANK
+    p = poisoned((4,) * MAX_MUT_RANK).partition((2,) * MAX_MUT_RANK)
+    assert p.grid() == (2,) * MAX_MUT_RANK
