@@ -237,14 +237,36 @@ class DeviceOp(Handle):
 
     def _drive(self, stream: Stream, pinned: bool) -> Any:
         ctx = ExecContext(stream, label="a running sync_on()" if pinned else "a running sync()", pinned=pinned)
+        if not stream.runs_inline():  # behind other work on a CPU stream: its worker runs it
+            fut = stream.submit(lambda: self._job(ctx))
+            try:
+                value = fut.result()
+            except BaseException:
+                _let_go(stream, fut, ctx)
+                raise
+            ctx.end()
+            return value
         completed = False
         try:
-            value = stream.run(lambda: self._execute_on(ctx))
+            value = self._execute_on(ctx)
             ctx.stream.synchronize()  # the stream it ended on (a chain may move to its GPU's stream)
             completed = True
         finally:
             ctx.finish(completed)
         return value
+
+    def _job(self, ctx: ExecContext) -> Any:
+        """The terminal's work, run on its CPU stream's worker thread: it retires the in-flight entry
+        itself when the work is over, whoever waits for it (the waiter may have been interrupted)."""
+        completed = False
+        try:
+            v = self._execute_on(ctx)
+            if ctx.stream.is_cuda:  # the chain moved to its GPU's stream: wait here, not in the waiter
+                ctx.stream.synchronize()
+            completed = True
+            return v
+        finally:
+            ctx.retire(completed)
 
     def __await__(self):
         return self._await().__await__()
@@ -254,23 +276,11 @@ class DeviceOp(Handle):
         stream = self._pick_stream()
         ctx = ExecContext(stream, label=LazyText(_await_of, self), pinned=False)
         if not stream.is_cuda:
-            def job():  # on the stream's worker thread
-                completed = False
-                try:
-                    v = self._execute_on(ctx)
-                    if ctx.stream.is_cuda:  # the chain moved to its GPU's stream: wait here, not in the loop
-                        ctx.stream.synchronize()
-                    completed = True
-                    return v
-                finally:
-                    ctx.retire(completed)
-            fut = stream.submit(job)
+            fut = stream.submit(lambda: self._job(ctx))
             try:
                 value = await asyncio.wrap_future(fut)
             except BaseException:
-                # not resumed with the value (cancelled, or the work failed): the values are free
-                # once the work has ended, not before
-                fut.add_done_callback(lambda _: ctx.end())
+                _let_go(stream, fut, ctx)
                 raise
             # resumed: the values the work gave back belong to this coroutine from now on (until
             # here no other coroutine could take them, even after the work ended)
@@ -296,6 +306,15 @@ class DeviceOp(Handle):
         return Graph.capture(self, stream)
 
     graph_on = graph
+
+
+def _let_go(stream: Stream, fut: Any, ctx: ExecContext) -> None:
+    """The waiter of a terminal's job on a stream worker stops waiting (KeyboardInterrupt, a cancelled
+    task, a failure of the work): a job that has not started never runs (the op keeps its arguments:
+    ``op.cancel()`` or another terminal); one that has started finishes, retiring its in-flight entry
+    itself, and the values it gave back are free once it has ended, not before."""
+    stream.withdraw(fut)
+    fut.add_done_callback(lambda _: ctx.end())
 
 
 def _seq(v, what):

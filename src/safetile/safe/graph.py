@@ -21,7 +21,7 @@ from collections.abc import Callable
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import GraphCaptureError
-from .memory import REGISTRY, Extent, InFlight
+from .memory import REGISTRY, Extent, InFlight, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
 from .streams import Stream, default_pool, execution
@@ -189,12 +189,33 @@ class Graph(Handle, Unique):
         The replay takes the values it was captured with for its duration, as a launch does
         (refused, naming where one is, if any is not usable), and claims its memory in the
         in-flight registry (CPU and GPU alike): conflicting launches, replays and host reads
-        wait for it."""
+        wait for it. On a CPU stream with work queued, the stream's worker runs the replay and
+        claims the memory when it starts (never while queued: a claim is made by the thread that
+        runs the work, so no worker waits for work queued behind it). Interrupted while waiting
+        (KeyboardInterrupt): a replay that has not started never runs; one that has goes on,
+        stays registered, and gives the values back (and the graph free) when it ends."""
         _check_terminal("Graph.launch()")
-        with self._lock:  # replays of one graph run one at a time (each takes the same values)
-            return self._replay()
+        self._lock.acquire()  # replays of one graph run one at a time; released when the replay ends
+        try:
+            owned, label = self._take()
+        except BaseException:
+            self._lock.release()
+            raise
+        stream = self.stream
+        if stream.is_cuda or stream.runs_inline():
+            self._replay(owned, label)
+            return self.value
+        fut = stream.submit(lambda: self._replay(owned, label))
+        try:
+            fut.result()
+        except BaseException:
+            if stream.withdraw(fut):  # not started: it never will
+                self._end(owned, label)
+            raise
+        return self.value
 
-    def _replay(self) -> Any:
+    def _take(self) -> tuple[tuple, LazyText]:
+        """Take the values the graph was captured with (refused if closed or any is not usable)."""
         label = LazyText(_replay_label, self)
         with OWNERSHIP:
             if self._closed:
@@ -204,31 +225,46 @@ class Graph(Handle, Unique):
                 v._check(LazyText(_used_by, self))
             for v in owned:
                 v._moved = label
+        return owned, label
+
+    def _end(self, owned: tuple, label: LazyText) -> None:
+        """The replay is over: give its values back and let the next replay (or close) in."""
         try:
-            stream = self.stream
-            entry = InFlight(self._label, stream)
-            REGISTRY.claim(entry, self, self._writes, self._reads)
-            try:
-                if self._cuda_graph is not None:
-                    with stream.context():
-                        self._cuda_graph.replay()
-                    entry.set_enqueued()
-                    stream.synchronize()
-                else:
-                    def replay():
-                        with execution():
-                            for _, fn in self._steps:
-                                fn(stream)
-                    stream.run(replay)
-            finally:
-                REGISTRY.remove(entry)
-        finally:
             with OWNERSHIP:
                 for v in owned:
                     if v._moved is label:
                         v._moved = None
-        self.replays += 1
-        return self.value
+        finally:
+            self._lock.release()
+            notify_all()
+
+    def _replay(self, owned: tuple, label: LazyText) -> None:
+        """Claim the memory, run the recorded work, wait for it; then ``_end`` (on the thread that ran it)."""
+        try:
+            stream = self.stream
+            entry = InFlight(self._label, stream)
+            REGISTRY.claim(entry, self, self._writes, self._reads)
+            completed = False
+            try:
+                if self._cuda_graph is not None:
+                    try:
+                        with stream.context():
+                            self._cuda_graph.replay()
+                    finally:
+                        entry.set_enqueued()
+                    stream.synchronize()
+                else:
+                    with execution():
+                        for _, fn in self._steps:
+                            fn(stream)
+                completed = True
+            finally:
+                # on the GPU, an interrupted wait leaves the entry until the stream is seen idle
+                if completed or not entry.on_gpu:
+                    REGISTRY.remove(entry)
+            self.replays += 1
+        finally:
+            self._end(owned, label)
 
     def close(self) -> None:
         """Release the graph: it can no longer be replayed, its memory may become Shared, and the

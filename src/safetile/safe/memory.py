@@ -153,6 +153,22 @@ def wait_until(test) -> None:
             _WAITERS[0] -= 1
 
 
+def wait_uninterrupted(wait) -> BaseException | None:
+    """Run the blocking ``wait()`` to its end even if an asynchronous exception (KeyboardInterrupt,
+    SystemExit) arrives meanwhile; return the first such interrupt for the caller to raise once it
+    has finished what must not be left half done. For waits on work that is already running."""
+    pending: BaseException | None = None
+    while True:
+        try:
+            wait()
+            return pending
+        except Exception:
+            raise
+        except BaseException as e:  # noqa: BLE001 - deferred, raised by the caller afterwards
+            if pending is None:
+                pending = e
+
+
 class InFlight:
     """The memory one terminal's unfinished work uses (extents written and read).
 

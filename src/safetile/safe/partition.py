@@ -18,6 +18,7 @@ import numpy as np
 
 from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import OwnershipError, PartitionError, TensorError
+from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
 from .tensor import Tensor
 
@@ -491,6 +492,7 @@ class MutBorrow(Unique):
         import warnings
         from .errors import LaunchDroppedWarning
         cancelled = []
+        interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
         for p in self._parts:
             if p._released:
                 continue
@@ -500,10 +502,10 @@ class MutBorrow(Unique):
                 if holder.cancel_unrun():
                     cancelled.append(holder.label)
                 else:
-                    holder._wait_finished()
+                    interrupt = wait_uninterrupted(holder._wait_finished) or interrupt
             ctx = top._lent
             if ctx is not None:
-                ctx.wait_ended()
+                interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
                 p._released = True
                 if p._mapped is not None:
@@ -514,6 +516,8 @@ class MutBorrow(Unique):
             warnings.warn(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
                           "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning,
                           stacklevel=2)
+        if interrupt is not None:
+            raise interrupt
         return False
 
 
