@@ -488,7 +488,8 @@ class MutBorrow(Unique):
     def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         """End the borrow, always (an exception leaving the block too): a launch built in the
         block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
-        block ended normally); one running elsewhere is waited for."""
+        block ended normally); one running elsewhere is waited for, to its end even when a
+        KeyboardInterrupt arrives meanwhile (raised once the borrow has ended)."""
         import warnings
         from .errors import LaunchDroppedWarning
         cancelled = []
