@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes as dt
-from .errors import BorrowError, TensorError
+from .errors import AliasError, BorrowError, TensorError
 from .memory import REGISTRY
 from .ownership import Owned
 
@@ -206,8 +206,22 @@ class Tensor(Owned):
     # ------------------------------------------------------------------ DLPack
 
     def __dlpack__(self, *args, **kwargs):
+        """Export the memory (zero-copy) to a DLPack consumer, which may write it: refused while the
+        memory is frozen by a live ``Shared`` (this tensor a view taken before ``.shared()``), because
+        DLPack cannot make every consumer honour read-only (torch ignores the flag); ``copy=True``
+        exports a copy. Waits for unfinished launches writing the memory."""
         self._check("exported")
-        REGISTRY.wait_for_host(self._extent(), True)
+        ext = self._extent()
+        if kwargs.get("copy") is True:
+            return self._host_copy().__dlpack__(*args, **kwargs)
+        from .claims import CLAIMS
+        holder = CLAIMS.frozen_by(ext)
+        if holder is not None:
+            raise AliasError(f"{self.label} cannot be exported (DLPack, also to ct.launch of an unchecked kernel, "
+                             f"which may write it): its memory overlaps {holder}, read-only shared memory that "
+                             "nothing may write while the Shared lives; take a copy (t.to_numpy(), "
+                             "np.from_dlpack(t, copy=True))")
+        REGISTRY.wait_for_host(ext, True)
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
