@@ -297,3 +297,26 @@ def test_bad_views_are_tensor_errors(view):
                                   lambda: ct.rand(4, dtype=ct.i32)])
 def test_bad_factory_arguments_are_tensor_errors(make):
     refused([], make, ct.TensorError)
+
+
+class _LyingInterface(np.ndarray):
+    """An ndarray subclass reporting another data address (round-2 attack 209)."""
+
+    @property
+    def __array_interface__(self):
+        d = dict(np.ndarray.__array_interface__.__get__(self))
+        d["data"] = (0x7F0000000000, False)
+        return d
+
+    @property
+    def shape(self):  # a lying shape too
+        return (1,)
+
+
+def test_ndarray_subclass_cannot_lie_about_its_memory():
+    nb = np.zeros(4096, np.float32)
+    p = ct.from_dlpack(nb).partition(1024)
+    liar = nb[1024:].view(_LyingInterface)
+    refused([p, nb], lambda: copy(p, liar), ct.AliasError)
+    t = ct.from_dlpack(nb[:1024].view(_LyingInterface))  # wrapped: the tensor keeps a plain view
+    assert t.shape == (1024,) and t.data_ptr == nb.__array_interface__["data"][0]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
-from .memory import Extent, extent_of
+from .memory import Extent, extent_of, plain
 from .partition import MappedPartition, Partition, Shared
 from .tensor import Tensor, _is_torch
 
@@ -122,6 +122,7 @@ def facts_of(a: Any) -> ArgFacts | None:
     if isinstance(a, Tensor):
         return tensor_facts(a)
     if isinstance(a, np.ndarray):
+        a = plain(a)
         return intern(ArgFacts("array", a, extent_of(a)))
     if _is_torch(a) and hasattr(a, "data_ptr"):
         return intern(ArgFacts("torch", a, extent_of(a)))

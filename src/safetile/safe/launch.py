@@ -25,7 +25,7 @@ from .deviceop import DeviceOp, ExecContext
 from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
-from .memory import REGISTRY, notify_all, wait_until
+from .memory import REGISTRY, notify_all, plain, wait_until
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
@@ -92,7 +92,7 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
         else:
             key.append(_fact_key(a))
             runtime.append(a._tensor._data if isinstance(a, (Partition, Shared, MappedPartition)) else
-                           a._data if isinstance(a, Tensor) else a)
+                           a._data if isinstance(a, Tensor) else plain(a))
     key = (kernel.config_key, backend_override(), tuple(key))
     caches = kernel.caches
     read = caches.captured.entries  # Python state the compiled code folded in: unchanged?
@@ -142,7 +142,7 @@ def runtime_args(args: tuple) -> tuple:
         elif ta is Partition or ta is Shared or ta is MappedPartition or isinstance(a, _FACT_TYPES):
             out.append(a._tensor._data if not isinstance(a, Tensor) else a._data)
         else:
-            out.append(a)
+            out.append(plain(a))
     return tuple(out)
 
 

@@ -63,9 +63,19 @@ class Extent:
 _device_names: dict[Any, str] = {}  # torch.device -> str(device)
 
 
+def plain(a: Any) -> Any:
+    """``a``, or for an ndarray subclass a plain ndarray view of the same memory (made by the base
+    class's own method): a subclass may override ``__array_interface__``, ``shape``, ``strides``...
+    to report memory it does not use, so facts and backends read only plain arrays."""
+    if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+        return np.ndarray.view(a, np.ndarray)
+    return a
+
+
 def extent_of(data: Any) -> Extent:
     """The extent of a NumPy array or torch tensor."""
     if isinstance(data, np.ndarray):
+        data = plain(data)
         ptr = data.__array_interface__["data"][0]
         shape, strides, itemsize, device = data.shape, data.strides, data.itemsize, "cpu"
     else:  # torch

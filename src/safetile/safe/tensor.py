@@ -78,7 +78,7 @@ class Tensor(Owned):
         # the tensor keeps a private view of the memory: whoever handed the array in cannot reset
         # its shape or strides under the tensor (its facts, launch.prepare, rely on that)
         if isinstance(data, np.ndarray):
-            self._data = data.view()
+            self._data = np.ndarray.view(data, np.ndarray)  # plain, whatever subclass came in (memory.plain)
             self._device = "cpu"
         elif _is_torch(data):
             if data.device.type == "cuda":
