@@ -315,7 +315,7 @@ class Memcpy(DeviceOp, Unique):
                     ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from "
                                         "a device tensor")
                 ctx.recorder.record(self.label, step, [extent_of(ddata)], [extent_of(sdata)], dev,
-                                    (self.dst, self.src))
+                                    (self.dst, self.src), [("src", self.src)])
             else:
                 entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)], dev)
                 try:

@@ -38,9 +38,17 @@ class Recorder:
         self.reads: dict[Extent, None] = {}
         self.device: str | None = None
         self.values: dict[int, Any] = {}  # id -> every host value a recorded step uses
+        self.guards: list[tuple[str, str, Any, Any]] = []  # (step, argument, raw array, its facts)
 
     def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
-               device: str, values=()) -> None:
+               device: str, values=(), raw=()) -> None:
+        """Record one step; ``raw`` names its raw NumPy/torch arguments ``(name, array)``: a replay
+        is refused if any of them changed (pointer, shape, strides, dtype) since the capture."""
+        from .facts import facts_of
+        for name, a in raw:
+            f = facts_of(a)
+            if f is not None and not isinstance(a, (Owned, Shared)):
+                self.guards.append((label, name, a, f))
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
@@ -130,6 +138,7 @@ class Graph(Handle, Unique):
         self._writes = list(recorder.writes)
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
         self._label = f"graph replay ({len(self._steps)} ops)"
+        self._guards = recorder.guards
         self.value = value
         self.stream = stream
         self._cuda_graph = None
@@ -217,6 +226,8 @@ class Graph(Handle, Unique):
     def _take(self) -> tuple[tuple, LazyText]:
         """Take the values the graph was captured with (refused if closed or any is not usable)."""
         label = LazyText(_replay_label, self)
+        if self._guards:
+            self._check_raw()
         with OWNERSHIP:
             if self._closed:
                 raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
@@ -226,6 +237,18 @@ class Graph(Handle, Unique):
             for v in owned:
                 v._moved = label
         return owned, label
+
+    def _check_raw(self) -> None:
+        """Raw NumPy/torch arguments are foreign objects: their owner can re-point or reshape them in
+        place (``set_``, ``a.shape = ...``). The capture's checks (aliasing, shapes, strides) hold
+        for the facts they read then, so a replay with any of them changed is refused."""
+        from .facts import facts_of
+        for step, name, a, f in self._guards:
+            if facts_of(a) is not f:
+                raise GraphCaptureError(f"{self.label}: argument {name!r} of {step} is a raw {type(a).__name__} whose "
+                                        "data pointer, shape, strides or dtype changed since the capture; a replay "
+                                        "runs the captured work unchecked: capture again (g.update(op)), or pass a "
+                                        "safetile tensor (ct.from_dlpack)")
 
     def _end(self, owned: tuple, label: LazyText) -> None:
         """The replay is over: give its values back and let the next replay (or close) in."""

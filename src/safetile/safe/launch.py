@@ -453,7 +453,8 @@ class LaunchOp(DeviceOp, Unique):
                 args, plan = self._resolve(ctx)
             if ctx.capturing:
                 ctx.recorder.record(self.label, lambda stream, p=plan, r=self._runtime: run_plan(p, r, stream),
-                                    plan.writes, plan.reads, plan.device, args)
+                                    plan.writes, plan.reads, plan.device, args,
+                                    zip(self.kernel.param_names, args))
             else:
                 # the terminal's in-flight entry gets this launch's memory, atomically with the conflict
                 # check: conflicting work of other terminals is ordered first (this stream's by the stream)
