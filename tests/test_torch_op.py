@@ -247,3 +247,19 @@ def test_ops_run_on_the_triton_backend(monkeypatch):
     torch.testing.assert_close(z, x + y, rtol=0, atol=0)
     torch.testing.assert_close(c, 0.25 * x + y, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(g, rand(40, 24, seed=52) @ rand(24, 20, seed=53), rtol=1e-4, atol=1e-4)
+
+
+def test_unchecked_kernel_writing_an_input_is_refused_before_it_runs():
+    """Round-2 attack 212: the op's schema says inputs are not mutated (torch.compile reuses their
+    buffers on that promise), so an unchecked kernel storing into an input is refused, located."""
+    @torch_op(unique("evil"), outputs={"z": Out("x")}, grid=lambda x: (x.shape[0] // 16,))
+    @ct.kernel
+    def evil(z, x):
+        t = ct.load(x, (ct.bid(0),), (16,))
+        ct.store(x, (ct.bid(0),), t * 0.0 + 99.0)
+        ct.store(z, (ct.bid(0),), t + 1.0)
+    x = torch.ones(64)
+    with pytest.raises(ct.TileTypeError, match=r"writes one of its inputs \(x\)") as info:
+        evil(x)
+    assert "ct.store(x" in str(info.value)  # located at the store
+    assert torch.equal(x, torch.ones(64))

@@ -28,6 +28,7 @@ registry (as for ``ct.from_dlpack``, don't hand the same memory to safe launches
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,9 @@ from collections.abc import Callable
 import torch
 
 from .. import dtypes as dt
-from ..errors import LaunchTypeError
+from ..errors import LaunchTypeError, TileTypeError
+from ..frontend.kernel import ArraySpec
+from ..runtime.args import arg_specs
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
 from ..safe.entry import EntryKernel
@@ -155,6 +158,7 @@ class _TorchOp:
         self.grid = _named_call(grid, known + list(outputs), f"{where}: grid") if callable(grid) else grid
         ins = ", ".join(f"{t} {n}" for n, t in self.inputs)
         rets = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join("Tensor" for _ in self.outputs) + ")"
+        self._unwritten: set = set()  # unchecked kernels: specialisations seen not to write an input
         self.op = torch.library.custom_op(name, self._run, mutates_args=(), schema=f"({ins}) -> {rets}")
         self.op.register_fake(self._fake)
 
@@ -254,6 +258,26 @@ class _TorchOp:
         device = values[self.tensor_inputs[0]].device
         return [torch.empty(o.shape(values), dtype=o.dtype(values), device=device) for o in self.outputs]
 
+    def _check_inputs_unwritten(self, args: tuple) -> None:
+        """The op's schema says its inputs are not mutated (torch.compile relies on it), so an
+        unchecked kernel must not store into them: once per specialisation, the kernel is compiled
+        with its tensor inputs read-only, and a store, scatter or atomic to one is refused at the
+        kernel line (a located error) before anything runs."""
+        specs = arg_specs(self.kernel, args)
+        if specs in self._unwritten:
+            return
+        ro = tuple(dataclasses.replace(sp, readonly=True) if n in self.tensor_inputs and isinstance(sp, ArraySpec)
+                   else sp for n, sp in zip(self.names, specs))
+        try:
+            self.kernel.specialize(ro)
+        except TileTypeError as e:
+            if "read-only" not in str(e):
+                raise  # any other compile error: the launch reports it as usual
+            raise TileTypeError(f"torch_op {self.name!r}: the unchecked kernel writes one of its inputs "
+                                f"({', '.join(self.tensor_inputs)}), but the op's schema declares inputs unmutated "
+                                f"(torch.compile relies on it): store into an output (outputs=) instead\n{e}") from None
+        self._unwritten.add(specs)
+
     def _fake(self, *args):
         """torch's fake (meta) kernel: the outputs' shapes, element types and device. Element
         types and ranks of an entry kernel's inputs are checked here too, so ``torch.compile``
@@ -283,7 +307,9 @@ class _TorchOp:
         else:
             values.update((o.name, t) for o, t in zip(self.outputs, outs))
             grid = self.grid(values) if callable(self.grid) else self.grid
-            launch(None, grid, self.kernel, tuple(values[n] for n in self.names))
+            args = tuple(values[n] for n in self.names)
+            self._check_inputs_unwritten(args)
+            launch(None, grid, self.kernel, args)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
