@@ -360,3 +360,18 @@ def test_refused_deferred_launch_gives_everything_back():
     assert not z2.is_moved
     z, x = op.sync()
     assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy()[:32])
+
+
+def test_host_handles_have_no_instance_dict_and_refuse_class_swaps():
+    """Round-2 attack 216: host values keep their state in slots (no ``__dict__`` to edit), and
+    their class cannot be swapped for another handle class (the layouts differ)."""
+    t = ct.zeros(64).sync()
+    s = ct.ones(64).sync().shared()
+    p = t.partition(16)
+    for v in (t, s, p, p.map(2)):
+        assert not hasattr(v, "__dict__")
+    with pytest.raises(TypeError, match="layout"):
+        s.__class__ = ct.Tensor
+    with pytest.raises(TypeError, match="layout"):
+        t.__class__ = ct.Shared
+    assert isinstance(s, ct.Shared) and np.all(s.to_numpy() == 1.0)

@@ -141,6 +141,8 @@ class Unique(NoCopy):
 class Owned(Unique):
     """Base of host values with move semantics."""
 
+    __slots__ = ("_id", "_name", "_moved", "_holder", "_lent", "__weakref__")
+
     _kind = "value"
     _copy_hint = "use .dup() (a lazy copy of the data) or a view instead"
 

@@ -46,6 +46,8 @@ class Partition(Owned):
     Pass it for a ``ct.Mut[...]`` parameter; the launch grid is inferred from ``grid()``.
     """
 
+    __slots__ = ("_tensor", "_pshape", "_prefix", "_borrowed", "_released", "_facts", "_claim", "_mapped")
+
     _kind = "partition"
 
     def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> Partition:
@@ -240,6 +242,8 @@ class MappedPartition(Owned):
     ``bid, bid + n, bid + 2n, ...`` through ``iter_indices()`` — disjoint across blocks.
     """
 
+    __slots__ = ("_partition", "_n", "_facts")
+
     _kind = "mapped partition"
 
     def __new__(cls, partition: Partition, num_tile_blocks: int) -> MappedPartition:
@@ -316,6 +320,8 @@ class Shared(Unique):
     launch (or live graph) holds the handle any more. ``ct.Shared(t)`` is ``t.shared()``
     (it moves ``t``); a copy of a handle (``clone()``, ``copy.copy``) is the handle itself.
     """
+
+    __slots__ = ("_tensor", "_holders", "_unwrapped", "_facts", "_claim", "__weakref__")
 
     def __new__(cls, tensor: Tensor) -> Shared:
         if isinstance(tensor, Shared):

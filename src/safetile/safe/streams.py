@@ -85,6 +85,12 @@ class Stream:
             self._queued -= 1  # its own decrement (in the job) never runs
         return True
 
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` in stream order and wait for it (inline when nothing is queued)."""
+        if self.runs_inline():
+            return fn()
+        return self.submit(fn).result()
+
     def runs_inline(self) -> bool:
         """Whether work driven on this stream runs on the calling thread: nothing is queued on this
         CPU stream, or the caller is its worker (GPU streams: always; the GPU orders the work)."""

@@ -71,6 +71,8 @@ class Tensor(Owned):
     (``ct.from_numpy``) or from foreign memory (``ct.from_dlpack``, zero-copy).
     """
 
+    __slots__ = ("_data", "_device", "_torch", "_dtype", "_borrow", "_facts")
+
     _kind = "tensor"
 
     def __init__(self, data: Any, name: str | None = None):
