@@ -170,14 +170,16 @@ class DeviceOp(Handle):
 
     def then(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Run ``f(value)`` after this op; if it returns a DeviceOp, run that on the same stream."""
-        return Then(self, f)
+        return Then(self, _callable(f, "then"))
 
     def map(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Transform the value on the host: ``f(value)``."""
-        return Map(self, f, "map")
+        return Map(self, _callable(f, "map"), "map")
 
     def inspect(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Call ``f(value)`` for its side effect and pass the value on unchanged."""
+        _callable(f, "inspect")
+
         def look(v):
             f(v)
             return v
@@ -302,10 +304,19 @@ class DeviceOp(Handle):
     def graph(self, stream: Stream | None = None):
         """Capture this operation into a replayable graph (see ``ct.Graph``)."""
         self._refuse("graph()")
+        if stream is not None and not isinstance(stream, Stream):
+            raise LaunchTypeError(f"graph()/graph_on() expects a ct.Stream or None, got {type(stream).__name__}")
         from .graph import Graph
         return Graph.capture(self, stream)
 
     graph_on = graph
+
+
+def _callable(f: Any, what: str) -> Any:
+    """Refuse a closure that cannot be called now, not when the chain runs."""
+    if not callable(f):
+        raise LaunchTypeError(f"{what}() expects a callable of the value, got {type(f).__name__} {f!r:.40}")
+    return f
 
 
 def _let_go(stream: Stream, fut: Any, ctx: ExecContext) -> None:

@@ -106,6 +106,10 @@ def _stream_for(device: str | None, stream: Stream | None, what: str) -> Stream:
 
 def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]:
     """Capture ``op``: its steps, its value and the stream to replay on."""
+    if not isinstance(op, DeviceOp):
+        raise GraphCaptureError(f"a graph captures a DeviceOp, got {type(op).__name__} {op!r:.40}")
+    if stream is not None and not isinstance(stream, Stream):
+        raise GraphCaptureError(f"a graph replays on a ct.Stream, got {type(stream).__name__}")
     op._refuse("graph()")
     rec = Recorder()
     # the stream is chosen once the recorded work's device is known: a chain that starts with an op

@@ -431,8 +431,19 @@ class Shared(Unique):
         return self._tensor
 
     def try_partition(self, shape) -> Partition:
-        """``try_unwrap().partition(shape)``: only when no launch holds the handle."""
-        return self.try_unwrap().partition(shape)
+        """``try_unwrap().partition(shape)``: only when no launch holds the handle. One step: a
+        refused partition leaves the handle as it was (the tensor is not lost)."""
+        with OWNERSHIP:
+            moved = self._tensor._moved
+            t = self.try_unwrap()
+            try:
+                return t.partition(shape)
+            except BaseException:
+                self._unwrapped = None
+                self._claim = CLAIMS.claim(self, FROZEN, [t._extent()], LazyText(_label_of, weakref.ref(self)),
+                                           "restoring a Shared after a refused try_partition")
+                t._move(moved, check=False)
+                raise
 
     def __repr__(self) -> str:
         return f"<safetile {self.label}>"

@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from collections.abc import Callable
 
+from ..errors import LaunchTypeError
 from ..runtime import env
 
 _default_device = env.default_device()
@@ -153,8 +154,8 @@ class StreamPool:
     """A fixed set of streams handed out round robin."""
 
     def __init__(self, device: str = "cpu", size: int = 4):
-        if size < 1:
-            raise ValueError("a stream pool needs at least one stream")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise LaunchTypeError(f"a stream pool needs at least one stream: size must be a positive int, got {size!r}")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)
