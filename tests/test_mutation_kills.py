@@ -739,8 +739,12 @@ def test_preconditions_are_declared_as_strings_or_callables():
     assert q.text == "check_me" and q.tree is None and q.fn is check_me
     with pytest.raises(TypeError, match=r"^kernel 'k': a precondition is a string or a callable, got 3$"):
         Precondition(3, "k")
-    with pytest.raises(SyntaxError, match=r"^kernel 'k': precondition 'x >' is not an expression: "):
+    with pytest.raises(ct.TileDeclarationError, match=r"^kernel 'k': precondition 'x >' is not an expression: "):
         Precondition("x >", "k")
+    with pytest.raises(ct.TileDeclarationError, match=r"^kernel 'k': precondition `y > 1` names y, which is "
+                                                      r"neither a parameter nor a generic \(x\)$"):
+        Precondition("y > 1", "k", {"x"})
+    Precondition("dim(x, 0) > max(1, abs(x.ndim))", "k", {"x"})  # function names are not parameters
 
 
 @pytest.mark.threads

@@ -170,10 +170,37 @@ def test_bad_requests_are_refused_before_running(model):
         model.logits([])
     it = model.stream(PROMPT, 4)
     next(it)
-    with pytest.raises(RuntimeError, match="already generating"):
+    with pytest.raises(qwen3.GenerationBusyError, match="already generating"):
         model.generate(PROMPT, 2)
     it.close()  # closing the stream frees the model
     assert len(model.generate(PROMPT, 2)) == 2
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.generate([1.5], 2), r"prompt\[0\] = 1.5 is not a token id"),  # was truncated to 1
+    (lambda m: m.generate([3, True], 2), r"prompt\[1\] = True is not a token id"),
+    (lambda m: m.generate(["a"], 2), "is not a token id"),
+    (lambda m: m.generate(None, 2), "a sequence of token ids, got NoneType"),
+    (lambda m: m.logits([2.0]), "is not a token id"),
+    (lambda m: m.generate(PROMPT, 1.5), "max_new_tokens must be an integer"),
+    (lambda m: m.generate(PROMPT, "4"), "max_new_tokens must be an integer"),
+    (lambda m: m.generate(PROMPT, 2, temperature="hot"), "temperature must be a finite number"),
+    (lambda m: m.generate(PROMPT, 2, top_k=1.5), "top_k must be an integer"),
+    (lambda m: m.generate(PROMPT, 2, top_p=None), r"top_p must be in \(0, 1\]"),
+    (lambda m: m.generate(PROMPT, 2, temperature=1.0, seed=-1), "seed must be None or an integer"),
+    (lambda m: m.generate(PROMPT, 2, stop=3), "stop must be a sequence"),
+    (lambda m: m.generate(PROMPT, 2, stop=[1.0]), "stop: 1.0 is not a token id"),
+])
+def test_bad_arguments_are_safetile_errors_naming_them(model, call, message):
+    """Every refused request is an ArgumentError (also a ValueError and a TypeError) naming the
+    argument, raised before anything runs: the model's next request is unchanged."""
+    import safetile as ct
+    before = model.generate(PROMPT, 3)
+    with pytest.raises(ct.ArgumentError, match=message):
+        call(model)
+    assert model.generate(PROMPT, 3) == before
+    assert model.generate(np.array(PROMPT), 3) == before  # NumPy integers are token ids
+    assert model.generate([torch.tensor(t) for t in PROMPT], 3) == before  # so are 0-d torch integers
 
 
 def test_checkpoint_errors(tmp_path):
@@ -256,7 +283,7 @@ def test_a_failed_launch_leaves_the_model_usable(checkpoint, monkeypatch):
     from safetile.models.qwen3 import kernels_gemm
     path, cfg, tensors = checkpoint
     m = qwen3.load(path, max_seq_len=64)
-    failing = ct.entry(preconditions=["dim(x, 0) < 0"])(kernels_gemm.gemm_residual.__wrapped__)
+    failing = ct.entry(preconditions=["dim(a, 0) < 0"])(kernels_gemm.gemm_residual.__wrapped__)
     monkeypatch.setattr(kernels_gemm, "gemm_residual", failing)
     with pytest.raises(ct.PreconditionError):
         m.logits(PROMPT)

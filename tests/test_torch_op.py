@@ -216,8 +216,9 @@ def test_unchecked_registration_errors():
     assert "int alpha" in str(op._opoverload._schema)
     with pytest.raises(TypeError, match="expects an @ct.entry or @ct.kernel"):
         torch_op(unique("bad"), lambda x: x, outputs={})
-    with pytest.raises(ValueError, match="namespace::name"):
-        torch_op("plain", add, outputs={"z": Out("x")}, generics={"B": 8})
+    for bad in ("plain", "ns::123", "a::b::c", "::x"):  # torch would raise its own parse error
+        with pytest.raises(ct.ArgumentError, match="namespace::name"):
+            torch_op(bad, add, outputs={"z": Out("x")}, generics={"B": 8})
 
 
 def test_decorator_form():
@@ -263,3 +264,23 @@ def test_unchecked_kernel_writing_an_input_is_refused_before_it_runs():
         evil(x)
     assert "ct.store(x" in str(info.value)  # located at the store
     assert torch.equal(x, torch.ones(64))
+
+
+@pytest.mark.parametrize("shape, exc, words", [
+    (lambda x: (-5,), ct.LaunchTypeError,
+     r"output 'z': the shape callable must return a tuple of sizes >= 0, got \(-5,\)"),
+    (lambda x: "abc", ct.LaunchTypeError, "output 'z': the shape callable must return a tuple of sizes"),
+    (lambda x: 1 // 0, ct.LaunchTypeError, "output 'z': the shape callable raised ZeroDivisionError"),
+    (lambda x: (2**40,), ct.AllocationError, "output 'z' of shape .* could not be allocated"),
+])
+def test_output_shape_callables_failing_at_call_time_are_safetile_errors(shape, exc, words):
+    name = f"errs::shape{abs(hash(words)) % 10**8}"
+
+    @torch_op(name, outputs={"z": Out(shape)}, generics={"B": 64})
+    @ct.entry
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z))
+    x = torch.arange(256, dtype=torch.float32)
+    with pytest.raises(exc, match=words):
+        k(x)
+    assert torch.equal(x, torch.arange(256, dtype=torch.float32))

@@ -1019,3 +1019,80 @@ def test_compiled_binary_record_skips_tritons_cache_key(tmp_path, monkeypatch):
     for f in (tmp_path / "triton").rglob("*.cubin"):
         f.unlink()
     assert cache.load_binary(key, src, target, opts) is None  # Triton's entry is gone
+
+
+def test_a_variant_too_big_for_shared_memory_is_rebuilt_without_descriptors(monkeypatch, tmp_path):
+    """Descriptor (TMA) loads stage whole tiles in shared memory; when even one pipeline stage
+    does not fit, the kernel is generated again with pointer loads and no pipelining."""
+    from safetile.backends.triton import launcher
+    from safetile.backends.triton.codegen import Facts
+    from safetile.runtime.args import arg_specs
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
+
+    class OutOfResources(Exception):
+        pass
+
+    built = []
+
+    class FakeVariant:
+        def __init__(self, jitfn, gen, facts, fn, interp, key="", loaded=None):
+            built.append(facts)
+            if facts.tma or facts.loop_stages:
+                raise OutOfResources("out of resource: shared memory")
+
+    monkeypatch.setattr(launcher, "Variant", FakeVariant)
+    monkeypatch.setattr(launcher.Specialization, "_warm", lambda self, k, facts, device: None)
+    x = torch.zeros(64)
+    fn = vec_add.specialize(arg_specs(vec_add, (x, x, x, 16)))
+    spec = launcher.Specialization(vec_add, fn)
+    spec.ir_text = "test"
+    facts = Facts(tuple(launcher.array_facts(*launcher.array_parts(x)[:3]) for _ in range(3)), False, 90, True,
+                  loop_stages=2)
+    v = spec._build(facts, False, 0)
+    assert isinstance(v, FakeVariant)
+    assert [(f.tma, f.loop_stages) for f in built] == [(True, 2), (False, 0)]
+
+    class OtherError(Exception):
+        pass
+
+    def failing(*a, **k):
+        raise OtherError("a real compile error")
+    monkeypatch.setattr(launcher, "Variant", failing)
+    with pytest.raises(ct.TileCompilerExecutionError, match="the Triton compiler failed on kernel 'vec_add'") as e:
+        spec._build(facts, False, 0)
+    assert isinstance(e.value.__cause__, OtherError)
+
+    def too_big(*a, **k):
+        raise OutOfResources("out of resource: shared memory, Required: 262144, Hardware limit: 232448")
+    monkeypatch.setattr(launcher, "Variant", too_big)
+    with pytest.raises(ct.TileCompilerExecutionError, match="does not fit this GPU: out of resource: shared memory"):
+        spec._build(facts, False, 0)
+
+
+@ct.kernel
+def _bump_twice(x):
+    ct.store(x, (0,), ct.load(x, (0,), (16,)) + 1.0)
+    ct.store(x, (0,), ct.load(x, (0,), (16,)) * 2.0)
+
+
+def test_accesses_to_an_array_the_block_writes_are_ordered_by_barriers():
+    """A block is one logical thread: a load after a store to the same array must see it, though
+    Triton may give the lanes of the two accesses to different threads of the block."""
+    from safetile.backends.triton.codegen import Facts, generate, ordered_arrays
+    from safetile.backends.triton.launcher import array_facts, array_parts
+    from safetile.runtime.args import arg_specs
+    x = torch.zeros(16)
+    fn = _bump_twice.specialize(arg_specs(_bump_twice, (x,)))
+    assert len(ordered_arrays(fn)) == 1
+    facts = Facts((array_facts(*array_parts(x)[:3]),), False, 90, False)
+    assert generate(fn, facts).source.count("tl.debug_barrier()") == 4
+    a, b, c = torch.zeros(64), torch.zeros(64), torch.zeros(64)
+    fn = vec_add.specialize(arg_specs(vec_add, (a, b, c, 16)))
+    assert not ordered_arrays(fn)
+    assert "debug_barrier" not in generate(fn, Facts(tuple(array_facts(*array_parts(t)[:3]) for t in (a, b, c)),
+                                                     False, 90, False)).source
+    xs = np.random.default_rng(5).standard_normal(16).astype(np.float32)
+    with triton_interpreter():
+        t = torch.from_numpy(xs.copy())
+        ct.launch(None, (1,), _bump_twice, (t,))
+    np.testing.assert_allclose(t.numpy(), (xs + 1) * 2, rtol=1e-6)

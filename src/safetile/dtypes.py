@@ -13,7 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .errors import TileTypeError, TileValueError
+from .errors import DTypeError, TileTypeError, TileValueError
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,20 +118,20 @@ def as_dtype(x: Any) -> DType:
     if isinstance(x, str):
         if x in _BY_NAME:
             return _BY_NAME[x]
-        raise TypeError(f"unknown dtype name {x!r}")
+        raise DTypeError(f"unknown dtype name {x!r}")
     if type(x).__module__.startswith("torch"):  # torch.float16 etc., without importing torch
         name = str(x).rsplit(".", 1)[-1]
         name = {"bool": "bool_", "float8_e4m3fn": "float8_e4m3fn"}.get(name, name)
         if name in _BY_NAME:
             return _BY_NAME[name]
-        raise TypeError(f"unsupported torch dtype {x}")
+        raise DTypeError(f"unsupported torch dtype {x}")
     try:
         npd = np.dtype(x)
-    except TypeError:
-        raise TypeError(f"not a dtype: {x!r}") from None
+    except (TypeError, ValueError):
+        raise DTypeError(f"not a dtype: {x!r}") from None
     if npd in _BY_NP:
         return _BY_NP[npd]
-    raise TypeError(f"unsupported dtype {npd}")
+    raise DTypeError(f"unsupported dtype {npd}")
 
 
 def is_dtype_like(x: Any) -> bool:
@@ -246,7 +246,7 @@ def scalar_dtype(value: Any) -> DType:
         raise TileValueError(f"Constant {value} is out of range of any supported integer type")
     if isinstance(value, float):
         return float32
-    raise TypeError(f"not a scalar constant: {value!r}")
+    raise DTypeError(f"not a scalar constant: {value!r}")
 
 
 def promote_with_scalar(tile: DType, value: Any) -> DType:

@@ -114,6 +114,23 @@ class TileSafetyError(TileError):
     """A safe-style (``@ct.entry``) kernel breaks the ownership rules."""
 
 
+class TileDeclarationError(TileTypeError, TypeError):
+    """A kernel's declaration is malformed (a parameter annotation, a precondition, a decorator
+    option): raised when the kernel is defined or decorated, before any launch, located at the
+    parameter where the source is known. Also a ``TypeError``."""
+
+
+class ArgumentError(ValueError, TypeError):
+    """A host-side safetile function was given an argument it cannot take (a shape, an element
+    type, a device, a seed, a size too large to allocate): refused before anything runs, naming
+    the argument, with every argument left as it was. Both a ``ValueError`` and a ``TypeError``,
+    so either ``except`` clause keeps working."""
+
+
+class DTypeError(ArgumentError):
+    """Not an element type safetile supports (an unknown name, a complex, string or object dtype)."""
+
+
 class TileRuntimeError(RuntimeError):
     """A kernel failed while running (e.g. a failed ``assert_``)."""
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from .errors import ArgumentError
 from .frontend.kernel import HINTS, validate_hints
 from .frontend.source import parse_function
 from .runtime import env
@@ -172,7 +173,7 @@ def time_samples(fn: Callable[[], Any], *, cuda: bool, stream: Any = None, reps:
 
 def _check_count(name: str, value: Any, least: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        raise ArgumentError(f"{name} must be an integer >= {least}, got {value!r}")
 
 
 def _torch_stream(torch, stream: Any):
@@ -213,13 +214,13 @@ def _config_hints(kernel: Kernel, cfg: Any, mapping: dict[str, Any], hints_fn: C
         if name not in HINTS and name not in params:
             near = difflib.get_close_matches(str(name), list(HINTS), n=1, cutoff=0.8)
             if near:
-                raise ValueError(f"search_space[{i}]: {name!r} is not a kernel hint; did you mean {near[0]!r}? "
-                                 f"(keys that are not hint names only reach grid_fn and args_fn)")
+                raise ArgumentError(f"search_space[{i}]: {name!r} is not a kernel hint; did you mean {near[0]!r}? "
+                                    f"(keys that are not hint names only reach grid_fn and args_fn)")
     hints = {k: v for k, v in mapping.items() if k in HINTS}
     if hints_fn is not None:
         extra = hints_fn(cfg)
         if not isinstance(extra, Mapping):
-            raise TypeError(f"hints_fn(search_space[{i}]) must return a dict of hints, got {type(extra).__name__}")
+            raise ArgumentError(f"hints_fn(search_space[{i}]) must return a dict of hints, got {type(extra).__name__}")
         hints.update(extra)
     try:
         return validate_hints(hints)
@@ -363,21 +364,23 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
     turns the progress display off.
     """
     if isinstance(search_space, (Mapping, str, bytes)) or not isinstance(search_space, Iterable):
-        raise TypeError(f"search_space must be an iterable of configurations (dicts), got "
-                        f"{type(search_space).__name__}; wrap a single configuration in a list")
+        raise ArgumentError(f"search_space must be an iterable of configurations (dicts), got "
+                            f"{type(search_space).__name__}; wrap a single configuration in a list")
     if not isinstance(kernel, Kernel) and not callable(kernel):
-        raise TypeError(f"kernel must be a @ct.kernel or a function of the configuration, got {type(kernel).__name__}")
+        raise ArgumentError("kernel must be a @ct.kernel or a function of the configuration, got "
+                            f"{type(kernel).__name__}")
     progress = progress and not quiet
     for name, f in (("grid_fn", grid_fn), ("args_fn", args_fn)):
         if not callable(f):
-            raise TypeError(f"{name} must be a callable taking a configuration, got {type(f).__name__}")
+            raise ArgumentError(f"{name} must be a callable taking a configuration, got {type(f).__name__}")
     if hints_fn is not None and not callable(hints_fn):
-        raise TypeError(f"hints_fn must be None or a callable taking a configuration, got {type(hints_fn).__name__}")
+        raise ArgumentError("hints_fn must be None or a callable taking a configuration, got "
+                            f"{type(hints_fn).__name__}")
     _check_count("reps", reps, 1)
     _check_count("warmup", warmup, 0)
     space = list(search_space)
     if not space:
-        raise ValueError("search_space is empty: give at least one configuration")
+        raise ArgumentError("search_space is empty: give at least one configuration")
     mappings = [_as_mapping(cfg, i) for i, cfg in enumerate(space)]
     kernels = [kernel] * len(space) if isinstance(kernel, Kernel) else [_kernel_of(kernel, c, i)
                                                                         for i, c in enumerate(space)]
@@ -420,18 +423,18 @@ def _kernel_of(fn: Callable, cfg: Any, i: int) -> Kernel:
     try:
         k = fn(cfg)
     except Exception as e:  # noqa: BLE001 - reported as a misuse of the argument
-        raise TypeError(f"kernel must be a @ct.kernel or a function returning one; kernel(search_space[{i}]) "
-                        f"raised {type(e).__name__}: {e}") from None
+        raise ArgumentError(f"kernel must be a @ct.kernel or a function returning one; kernel(search_space[{i}]) "
+                            f"raised {type(e).__name__}: {e}") from None
     if not isinstance(k, Kernel):
-        raise TypeError(f"kernel(search_space[{i}]) must return a @ct.kernel, got {type(k).__name__}")
+        raise ArgumentError(f"kernel(search_space[{i}]) must return a @ct.kernel, got {type(k).__name__}")
     return k
 
 
 def _args(args_fn: Callable, cfg: Any, kernel: Kernel) -> tuple:
     args = args_fn(cfg)
     if not isinstance(args, (tuple, list)) or len(args) != len(kernel.params):
-        raise TypeError(f"args_fn must return a tuple of {len(kernel.params)} kernel argument(s) "
-                        f"({', '.join(p.name for p in kernel.params)}), got {args!r:.200}")
+        raise ArgumentError(f"args_fn must return a tuple of {len(kernel.params)} kernel argument(s) "
+                            f"({', '.join(p.name for p in kernel.params)}), got {args!r:.200}")
     return tuple(args)
 
 

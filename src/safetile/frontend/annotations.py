@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, TypeVar
 
 from .. import dtypes as dt
+from ..errors import ArgumentError
 
 
 class ConstantAnnotation:
@@ -50,14 +51,14 @@ class ArrayAnnotation:
 
     def __post_init__(self):
         if self.index_dtype not in (dt.int32, dt.int64):
-            raise ValueError(f"`index_dtype` must be int32 or int64, got {self.index_dtype}")
+            raise ArgumentError(f"`index_dtype` must be int32 or int64, got {self.index_dtype}")
         for field in ("static_shape_dims", "static_stride_dims"):
             dims = getattr(self, field)
             if not isinstance(dims, tuple):
-                raise TypeError(f"`{field}` must be a tuple of integers")
+                raise ArgumentError(f"`{field}` must be a tuple of integers")
             for i, d in enumerate(dims):
                 if isinstance(d, bool) or not isinstance(d, int):
-                    raise TypeError(f"Element #{i} of `{field}` must be int, got {d}")
+                    raise ArgumentError(f"Element #{i} of `{field}` must be int, got {d}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +69,7 @@ class ScalarAnnotation:
 
     def __post_init__(self):
         if self.dtype not in (dt.int32, dt.int64):
-            raise ValueError(f"`dtype` must be int32 or int64, got {self.dtype}")
+            raise ArgumentError(f"`dtype` must be int32 or int64, got {self.dtype}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,12 +83,12 @@ class ListAnnotation:
         if typing.get_origin(element) is Annotated:
             found = [m for m in element.__metadata__ if isinstance(m, ArrayAnnotation)]
             if len(found) != 1:
-                raise TypeError(f"`element` must contain exactly one ArrayAnnotation, found {len(found)} in "
-                                f"{element!r}")
+                raise ArgumentError(f"`element` must contain exactly one ArrayAnnotation, found {len(found)} in "
+                                    f"{element!r}")
             element = found[0]
             object.__setattr__(self, "element", element)
         if not isinstance(element, ArrayAnnotation):
-            raise TypeError(f"`element` must be an ArrayAnnotation, got {type(element).__name__}")
+            raise ArgumentError(f"`element` must be an ArrayAnnotation, got {type(element).__name__}")
 
 
 IndexedWithInt64 = Annotated[T, ArrayAnnotation(index_dtype=dt.int64)]

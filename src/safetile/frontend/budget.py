@@ -12,7 +12,7 @@ import contextvars
 import time
 from collections.abc import Iterator
 
-from ..errors import TileCompilerTimeoutError
+from ..errors import ArgumentError, TileCompilerTimeoutError
 from ..runtime import env
 
 _limit: contextvars.ContextVar[float | None] = contextvars.ContextVar("safetile_compiler_timeout", default=None)
@@ -23,7 +23,7 @@ def compiler_timeout(timeout_sec: float) -> Iterator[None]:
     """Within the block, compiling a kernel fails with ``TileCompilerTimeoutError`` once it has
     taken ``timeout_sec`` seconds (``CUDA_TILE_COMPILER_TIMEOUT_SEC`` sets a default)."""
     if isinstance(timeout_sec, bool) or not isinstance(timeout_sec, (int, float)) or not timeout_sec > 0:
-        raise ValueError(f"compiler timeout must be a positive number of seconds, got {timeout_sec!r}")
+        raise ArgumentError(f"compiler timeout must be a positive number of seconds, got {timeout_sec!r}")
     token = _limit.set(float(timeout_sec))
     try:
         yield

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from .. import dtypes as dt
+from ..errors import ArgumentError
 from ..ops.values import Array, Tile, describe, is_const
 from ..runtime import env
 from .dataclass_values import BoundMethod, DataclassValue
@@ -44,6 +45,72 @@ PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
+
+# Compile-time arithmetic on Python constants stays quick: integer results up to this many bits,
+# repeated sequences up to this many items (``9**9**9`` or ``"a" * 10**10`` would otherwise take
+# minutes or all of memory while compiling). Preconditions use the same bounds.
+MAX_CONST_BITS = 1 << 16
+MAX_CONST_ITEMS = 1 << 24
+
+
+def fold_too_big(op: str, a: Any, b: Any, max_bits: int = MAX_CONST_BITS) -> str | None:
+    """Why folding ``a op b`` on constants would be too big (an integer of more than ``max_bits``
+    bits, a sequence of more than ``MAX_CONST_ITEMS`` items), or None."""
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int)  # bool included; NumPy integers wrap and cannot grow
+    if is_int(a) and is_int(b):
+        bits = 0
+        if op == "**" and abs(a) > 1 and b > 0:
+            bits = abs(a).bit_length() * b if b <= max_bits else max_bits + 1
+        elif op == "*":
+            bits = a.bit_length() + b.bit_length()
+        elif op == "<<" and a != 0 and b > 0:
+            bits = a.bit_length() + b
+        if bits > max_bits:
+            return f"the constant {a} {op} {b} has more than {max_bits} bits"
+        return None
+    if op == "*":
+        seq, n = (a, b) if is_int(b) else (b, a)
+        if isinstance(seq, (str, bytes, tuple, list)) and is_int(n) and len(seq) * n > MAX_CONST_ITEMS:
+            return (f"repeating a {type(seq).__name__} of length {len(seq)} {n} times gives more than "
+                    f"{MAX_CONST_ITEMS} items")
+    return None
+
+
+def literal_too_big(node: ast.AST) -> str | None:
+    """Why an expression's literal arithmetic (``9**9**9``, ``"a" * 10**10``) would be too big to
+    evaluate, or None: for code Python evaluates itself (``ct.static_eval``). Subexpressions
+    that are not literals are not looked into."""
+    problem: list[str] = []
+
+    def value(n: ast.AST) -> Any:
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            v = value(n.operand)
+            return -v if isinstance(v, (int, float)) else MISSING
+        if isinstance(n, (ast.Tuple, ast.List)):
+            items = [value(e) for e in n.elts]
+            return MISSING if any(v is MISSING for v in items) else tuple(items)
+        if isinstance(n, ast.BinOp) and type(n.op) in BINOPS:
+            a, b = value(n.left), value(n.right)
+            if a is MISSING or b is MISSING:
+                return MISSING
+            why = fold_too_big(BINOPS[type(n.op)], a, b)
+            if why:
+                problem.append(why)
+                return MISSING
+            try:
+                return PY_OPS[BINOPS[type(n.op)]](a, b)
+            except Exception:  # noqa: BLE001 - Python reports it when it evaluates the expression
+                return MISSING
+        for child in ast.iter_child_nodes(n):
+            value(child)
+        return MISSING
+
+    value(node)
+    return problem[0] if problem else None
+
 
 UNSUPPORTED_STMTS = {
     "AsyncWith": "'async with' is not supported in tile code",
@@ -344,7 +411,10 @@ def user_boundary(fn: Callable) -> Callable:
 
 def raised_by_user(e: BaseException) -> bool:
     """Whether ``e`` comes from the user's code or values rather than from a bug in safetile:
-    its innermost frame is outside the package, or is a marked user boundary."""
+    its innermost frame is outside the package, or is a marked user boundary, or safetile raised
+    it on purpose about an argument (an ``ArgumentError``)."""
+    if isinstance(e, ArgumentError):
+        return True
     tb = e.__traceback__
     if tb is None:
         return True

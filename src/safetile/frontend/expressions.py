@@ -9,13 +9,14 @@ import types
 from typing import Any
 
 from .. import dtypes as dt
-from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
+from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError, TileValueError,
                       TileSyntaxError, TileTypeError, TileUnsupportedFeatureError)
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
-from .common import (MixinBase, BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
-                     LocalFunction, Undefined, check_kernel_attribute, context_manager_function, is_library_function,
-                     is_safetile_callable, is_static, is_value, same_static, static_facts, user_boundary, what)
+from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
+                     LocalFunction, MixinBase, Undefined, check_kernel_attribute, context_manager_function,
+                     fold_too_big, is_library_function, is_safetile_callable, is_static, is_value, literal_too_big,
+                     same_static, static_facts, user_boundary, what)
 from .captures import ABSENT, closure_scope
 from .dataclass_values import BoundMethod, DataclassValue, dataclass_problem, is_dataclass_type
 from .source import parse_function
@@ -194,6 +195,10 @@ class Expressions(MixinBase):
                 if not is_value(v):
                     raise self.error(TileTypeError, f"unsupported operand types for {op}: {what(a)} "
                                      f"and {what(b)}", node)
+        if not isinstance(a, (Tile, Array)) and not isinstance(b, (Tile, Array)):
+            too_big = fold_too_big(op, a, b)
+            if too_big:
+                raise self.error(TileValueError, f"{too_big}; compile-time constants are bounded", node)
         return fn(a, b)  # constants fold; tiles emit ops through their operators
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
@@ -393,6 +398,10 @@ class Expressions(MixinBase):
             return self._construct_dataclass(fn, args, kwargs, node)
         if isinstance(fn, (Tile, Array)):
             raise self.error(TileTypeError, f"{what(fn)} is not callable", node)
+        if isinstance(fn, type) and issubclass(fn, (Tile, Array)):
+            raise self.error(TileTypeError, f"ct.{fn.__name__} is the type of kernel values (for annotations and "
+                             "isinstance checks); tile code cannot construct one: tiles come from ct.load, "
+                             "factories and arithmetic, arrays are kernel arguments", node)
         if is_safetile_callable(fn):
             return fn(*args, **kwargs)
         special = builtins_map.lookup(fn)
@@ -607,6 +616,9 @@ class Expressions(MixinBase):
 
     def _static_eval_node(self, node: ast.expr) -> Any:
         expr = ast.Expression(body=node)
+        too_big = literal_too_big(node)
+        if too_big:
+            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {too_big}", node)
         try:
             code = compile(expr, self.parsed.filename, "eval")
             value = eval(code, self._static_namespace(node))  # noqa: S307 - the user's own kernel code

@@ -17,7 +17,8 @@ from typing import Any
 from collections.abc import Callable
 
 from .. import dtypes as dt
-from ..errors import TileError, TileInternalError, TileRecursionError, TileSyntaxError
+from ..errors import (ArgumentError, TileDeclarationError, TileError, TileInternalError, TileRecursionError,
+                      TileSyntaxError)
 from ..ir.builder import Builder, building
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
@@ -30,7 +31,7 @@ from .captures import Captures, CaptureSet, closure_scope
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
 from .dataclass_values import DataclassValue
-from .source import parse_function, require_source
+from .source import declaration_loc, parse_function, require_source
 
 
 def is_constant_annotation(ann: Any) -> bool:
@@ -43,7 +44,7 @@ class ByTarget:
     def __init__(self, *, default: Any = None, **targets: Any):
         for key in targets:
             if not (key.startswith("sm_") and key[3:].isdigit()):
-                raise ValueError(f"ByTarget keys must look like 'sm_90', got {key!r}")
+                raise ArgumentError(f"ByTarget keys must look like 'sm_90', got {key!r}")
         self.default = default
         self.targets = targets
 
@@ -71,7 +72,7 @@ class ByTarget:
 def _check_int(name: str, allowed: Callable[[int], bool], text: str):
     def check(v):
         if isinstance(v, bool) or not isinstance(v, int) or not allowed(v):
-            raise ValueError(f"hint {name}={v!r} is invalid: {text}")
+            raise ArgumentError(f"hint {name}={v!r} is invalid: {text}")
     return check
 
 
@@ -88,7 +89,7 @@ def validate_hints(hints: dict[str, Any]) -> dict[str, Any]:
     """Check kernel-level hints; hints never change results, so bad values are rejected early."""
     for name, value in hints.items():
         if name not in HINTS:
-            raise TypeError(f"unknown kernel hint {name!r}; known hints: {', '.join(HINTS)}")
+            raise ArgumentError(f"unknown kernel hint {name!r}; known hints: {', '.join(HINTS)}")
         for v in (value.values() if isinstance(value, ByTarget) else [value]):
             HINTS[name](v)
     return dict(hints)
@@ -101,7 +102,7 @@ class TileFunction:
         if isinstance(fn, TileFunction):
             fn = fn.fn
         if not inspect.isfunction(fn):
-            raise TypeError(f"@ct.function must decorate a function, got {fn!r}")
+            raise TileDeclarationError(f"@ct.function must decorate a function, got {fn!r}")
         require_source(fn)
         self.fn = fn
         self.__name__ = fn.__name__
@@ -111,14 +112,14 @@ class TileFunction:
     def __call__(self, *args, **kwargs):
         from ..ir.builder import active
         if not active():
-            raise TypeError(f"tile function {self.__name__!r} can only be called from tile code")
+            raise ArgumentError(f"tile function {self.__name__!r} can only be called from tile code")
         return self.fn(*args, **kwargs)
 
 
 def function(fn: Callable | None = None, **options):
     """Mark a tile function (optional: any function called from a kernel is tile code)."""
     if options:
-        raise TypeError(f"@ct.function takes no options, got {', '.join(options)}")
+        raise TileDeclarationError(f"@ct.function takes no options, got {', '.join(options)}")
     if fn is None:
         return lambda f: TileFunction(f)
     return TileFunction(fn)
@@ -198,7 +199,7 @@ class TileKernel:
         if isinstance(fn, (TileKernel, TileFunction)):
             fn = fn.fn
         if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
-            raise TypeError(f"@ct.kernel must decorate a function defined with def, got {fn!r}")
+            raise TileDeclarationError(f"@ct.kernel must decorate a function defined with def, got {fn!r}")
         self.fn = fn
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
@@ -209,7 +210,8 @@ class TileKernel:
         self.params = list(self.signature.parameters.values())
         for p in self.params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(f"kernel {self.__name__!r}: parameter {p.name!r} must be positional")
+                raise TileDeclarationError(f"kernel {self.__name__!r}: parameter {p.name!r} must be positional",
+                                           declaration_loc(fn, p.name))
         # annotations are evaluated once, here (string annotations too): launches only read them
         self.annotations = [self._annotation(p) for p in self.params]
         self.kinds = [param_kind(a) for a in self.annotations]
@@ -231,8 +233,8 @@ class TileKernel:
         return ann
 
     def __call__(self, *args, **kwargs):
-        raise TypeError(f"kernel {self.__name__!r} cannot be called directly; launch it with "
-                        f"ct.launch(stream, grid, {self.__name__}, args)")
+        raise ArgumentError(f"kernel {self.__name__!r} cannot be called directly; launch it with "
+                            f"ct.launch(stream, grid, {self.__name__}, args)")
 
     def specialize(self, specs: tuple[ArgSpec, ...]) -> Function:
         """The compiled IR for these argument specs (cached)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ class SourceIndex:
     def parse_function(self, fn: Callable) -> ParsedFunction:
         """Find and parse ``fn``'s definition (cached per code object)."""
         code = getattr(fn, "__code__", None)
-        key = code if code is not None else fn
+        key = _key(fn)
         parsed = self._functions.get(key)
         if parsed is None:
             with self._lock:
@@ -117,15 +118,53 @@ def _nodes_starting_at(module: ast.Module, line: int) -> list[FunctionNode]:
     return nodes
 
 
+def _key(fn: Callable) -> Any:
+    """A function's cache key: its code object and file (code objects compare equal across files:
+    two identical functions defined at the same line of two files must not share a source)."""
+    code = getattr(fn, "__code__", None)
+    return (code, code.co_filename) if code is not None else fn
+
+
 SOURCES = SourceIndex()
 parse_function = SOURCES.parse_function
+
+
+def declaration_loc(fn: Callable, param: str | None = None) -> SourceLoc | None:
+    """Where a declaration problem is: parameter ``param``'s annotation (or name), else the
+    decorator line; None where the source cannot be found."""
+    try:
+        parsed = parse_function(fn)
+    except Exception:  # noqa: BLE001 - no source: the message alone must do
+        return None
+    node = parsed.node
+    args = node.args
+    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+        if a is not None and a.arg == param:
+            return parsed.loc(a.annotation if a.annotation is not None else a)
+    decorators = getattr(node, "decorator_list", None)
+    return parsed.loc(decorators[0] if decorators else node)
+
+
+def caller_loc() -> SourceLoc | None:
+    """The line of the user's code that called into safetile (e.g. evaluating an annotation while
+    Python runs a ``def``); the first frame outside the package."""
+    frame = sys._getframe(1)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line) or None
+    col = len(text) - len(text.lstrip()) if text else 0
+    return SourceLoc(filename, line, col, len(text.rstrip("\n")) if text else None, text)
 
 
 def require_source(fn: Callable) -> None:
     """Fail now, with the reason, if ``fn``'s source cannot be found (decorators call this, so a
     kernel typed where Python keeps no source fails where it is defined, not at its launch)."""
     code = getattr(fn, "__code__", None)
-    if code is None or code in SOURCES._functions:
+    if code is None or _key(fn) in SOURCES._functions:
         return
     if _file_lines(fn, code.co_filename) is None:
         raise no_source_error(fn)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -37,12 +39,14 @@ from collections.abc import Callable
 import torch
 
 from .. import dtypes as dt
-from ..errors import LaunchTypeError, TileTypeError
+from ..errors import ArgumentError, LaunchTypeError, TileTypeError
 from ..frontend.kernel import ArraySpec
 from ..runtime.args import arg_specs
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
 from ..safe.entry import EntryKernel
+from ..safe.errors import AllocationError
+from ..safe.factories import MAX_TENSOR_BYTES
 from ..safe.launch import prepare, run_plan, runtime_args
 from ..safe.tensor import Tensor, torch_dtype
 from ..safe.types import ConstParam, ScalarParam, TensorParam
@@ -104,16 +108,17 @@ class _TorchOp:
 
     def __init__(self, name: str, kernel: Any, outputs: dict[str, Out], constants: dict[str, Any],
                  generics: dict[str, Any], grid: Any, scalars: dict[str, type]):
-        if "::" not in name:
-            raise ValueError(f"torch op name {name!r} must look like 'namespace::name'")
+        if not isinstance(name, str) or name.count("::") != 1 or not all(
+                part.isidentifier() for part in name.split("::")):
+            raise ArgumentError(f"torch op name {name!r} must look like 'namespace::name' (two identifiers)")
         if isinstance(kernel, EntryKernel):
             self.entry = True
             names = list(kernel.param_names)
             decls = list(kernel.decls)
             const = [isinstance(d, ConstParam) for d in decls]
             if grid is not None:
-                raise TypeError(f"torch_op {name!r}: an entry kernel's grid follows from its partitions; configure "
-                                "an explicit one on the kernel (kernel.grid((x, y, z))) instead of grid=")
+                raise ArgumentError(f"torch_op {name!r}: an entry kernel's grid follows from its partitions; configure "
+                                    "an explicit one on the kernel (kernel.grid((x, y, z))) instead of grid=")
             if generics:
                 kernel = kernel.generics(**generics)
         elif isinstance(kernel, Kernel):
@@ -122,37 +127,38 @@ class _TorchOp:
             decls = list(kernel.annotations)
             const = list(kernel.constant_params)
             if grid is None:
-                raise TypeError(f"torch_op {name!r}: an unchecked @ct.kernel needs grid= (a tuple, or a callable of "
-                                "the inputs, outputs and constants it names)")
+                raise ArgumentError(f"torch_op {name!r}: an unchecked @ct.kernel needs grid= (a tuple, or a "
+                                    "callable of the inputs, outputs and constants it names)")
         else:
-            raise TypeError(f"torch_op expects an @ct.entry or @ct.kernel, got {type(kernel).__name__}")
+            raise ArgumentError(f"torch_op expects an @ct.entry or @ct.kernel, got {type(kernel).__name__}")
         self.name, self.kernel, self.names, self.constants, self.generics = name, kernel, names, constants, generics
         where = f"torch_op {name!r}"
         consts = {n for n, c in zip(names, const) if c}
         if set(constants) != consts:
             missing, extra = sorted(consts - set(constants)), sorted(set(constants) - consts)
-            raise TypeError(f"{where}: constants= must give exactly the ct.Constant parameters "
-                            f"({', '.join(sorted(consts)) or 'none'})"
-                            + (f"; missing {', '.join(missing)}" if missing else "")
-                            + (f"; not constants: {', '.join(extra)}" if extra else ""))
+            raise ArgumentError(f"{where}: constants= must give exactly the ct.Constant parameters "
+                                f"({', '.join(sorted(consts)) or 'none'})"
+                                + (f"; missing {', '.join(missing)}" if missing else "")
+                                + (f"; not constants: {', '.join(extra)}" if extra else ""))
         for out in outputs:
             if out not in names or out in consts:
-                raise TypeError(f"{where}: output {out!r} is not an array parameter of {kernel.__name__!r}")
+                raise ArgumentError(f"{where}: output {out!r} is not an array parameter of {kernel.__name__!r}")
         for n in scalars:
             if self.entry or n not in names or n in consts or n in outputs:
-                raise TypeError(f"{where}: scalars= names {n!r}, not an input parameter of an unchecked kernel")
+                raise ArgumentError(f"{where}: scalars= names {n!r}, not an input parameter of an unchecked kernel")
         self.inputs: list[tuple[str, str]] = []  # (name, schema type)
         for n, d in zip(names, decls):
             if n in consts or n in outputs:
                 if self.entry and n in outputs and not (isinstance(d, TensorParam) and d.mutable):
-                    raise TypeError(f"{where}: output {n!r} must be a ct.Mut or ct.MappedMut parameter, it is {d!r}")
+                    raise ArgumentError(f"{where}: output {n!r} must be a ct.Mut or ct.MappedMut parameter, "
+                                        f"it is {d!r}")
                 continue
             if self.entry and isinstance(d, TensorParam) and d.mutable:
-                raise TypeError(f"{where}: {n!r} is mutable ({d!r}): declare it in outputs= (the op allocates it)")
+                raise ArgumentError(f"{where}: {n!r} is mutable ({d!r}): declare it in outputs= (the op allocates it)")
             self.inputs.append((n, self._schema_type(d, scalars.get(n))))
         self.tensor_inputs = [n for n, t in self.inputs if t == "Tensor"]
         if not self.tensor_inputs:
-            raise TypeError(f"{where}: needs at least one tensor input (its device places the outputs)")
+            raise ArgumentError(f"{where}: needs at least one tensor input (its device places the outputs)")
         known = [n for n, _ in self.inputs] + sorted(consts)
         self.outputs = [self._output(where, n, o, dict(zip(names, decls))[n], known) for n, o in outputs.items()]
         self.grid = _named_call(grid, known + list(outputs), f"{where}: grid") if callable(grid) else grid
@@ -175,32 +181,33 @@ class _TorchOp:
 
     def _output(self, where: str, name: str, out: Out, decl: Any, known: list[str]) -> _Output:
         if not isinstance(out, Out):
-            raise TypeError(f"{where}: outputs[{name!r}] must be an Out(...), got {type(out).__name__}")
+            raise ArgumentError(f"{where}: outputs[{name!r}] must be an Out(...), got {type(out).__name__}")
         what = f"{where}: output {name!r}"
         shape = out.shape
         if isinstance(shape, str):
             if shape not in self.tensor_inputs:
-                raise TypeError(f"{what}: shape={shape!r} names no tensor input ({', '.join(self.tensor_inputs)})")
+                raise ArgumentError(f"{what}: shape={shape!r} names no tensor input ({', '.join(self.tensor_inputs)})")
             shape_fn = (lambda v, s=shape: tuple(v[s].shape))  # noqa: E731 - one callable per branch
         elif callable(shape):
             f = _named_call(shape, known, f"{what}: shape")
-            shape_fn = (lambda v, f=f: tuple(f(v)))  # noqa: E731 - one callable per branch
+            shape_fn = (lambda v, f=f: _called_shape(f, v, what))  # noqa: E731 - one callable per branch
         elif isinstance(shape, (tuple, list)) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
             shape_fn = (lambda v, s=tuple(shape): s)  # noqa: E731 - one callable per branch
         else:
-            raise TypeError(f"{what}: shape must be an input's name, a tuple of sizes or a callable, got {shape!r}")
+            raise ArgumentError(f"{what}: shape must be an input's name, a tuple of sizes or a callable, got {shape!r}")
         dtype_fn = self._dtype(what, out, decl)
         partition, blocks = None, None
         if self.entry:
             partition = self._partition(what, out, decl)
             if decl.kind == "mapped":
                 if out.blocks is None:
-                    raise TypeError(f"{what} is a ct.MappedMut: give Out(..., blocks=n) (the number of tile blocks)")
+                    raise ArgumentError(f"{what} is a ct.MappedMut: give Out(..., blocks=n) (the number of tile "
+                                        "blocks)")
                 blocks = _named_call(out.blocks, known, f"{what}: blocks") if callable(out.blocks) \
                     else (lambda v, n=out.blocks: n)
         elif out.partition is not None or out.blocks is not None:
-            raise TypeError(f"{what}: partition= and blocks= belong to entry kernels (an unchecked kernel picks "
-                            "its own store indices)")
+            raise ArgumentError(f"{what}: partition= and blocks= belong to entry kernels (an unchecked kernel picks "
+                                "its own store indices)")
         return _Output(name, shape_fn, dtype_fn, partition, blocks)
 
     def _dtype(self, what: str, out: Out, decl: Any) -> Callable[[dict], Any]:
@@ -214,30 +221,31 @@ class _TorchOp:
             elif isinstance(out.shape, str):
                 return lambda v, s=out.shape: v[s].dtype
             else:
-                raise TypeError(f"{what}: the element type is not known: give Out(..., dtype=...)")
+                raise ArgumentError(f"{what}: the element type is not known: give Out(..., dtype=...)")
         if isinstance(d, torch.dtype):
             return lambda v, t=d: t
         try:
             t = torch_dtype(dt.as_dtype(d))
         except TypeError:
-            raise TypeError(f"{what}: dtype={d!r} is neither an element type nor a tensor input") from None
+            raise ArgumentError(f"{what}: dtype={d!r} is neither an element type nor a tensor input") from None
         return lambda v: t
 
     def _partition(self, what: str, out: Out, decl: TensorParam) -> tuple[int, ...]:
         if out.partition is not None:
             p = (out.partition,) if isinstance(out.partition, int) else tuple(out.partition)
             if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in p):
-                raise TypeError(f"{what}: partition must be positive sizes, got {out.partition!r}")
+                raise ArgumentError(f"{what}: partition must be positive sizes, got {out.partition!r}")
             return p
         sizes = []
         for s in decl.shape:
             if isinstance(s, str):
                 if s not in self.generics:
-                    raise TypeError(f"{what}: partition size {s!r} is a generic: give generics={{{s!r}: ...}} or "
-                                    "Out(..., partition=...)")
+                    raise ArgumentError(f"{what}: partition size {s!r} is a generic: give generics={{{s!r}: ...}} or "
+                                        "Out(..., partition=...)")
                 s = self.generics[s]
             if not isinstance(s, int) or s < 1:
-                raise TypeError(f"{what}: the sub-tensor shape of {decl!r} is not static: give Out(..., partition=...)")
+                raise ArgumentError(f"{what}: the sub-tensor shape of {decl!r} is not static: give "
+                                    "Out(..., partition=...)")
             sizes.append(s)
         return tuple(sizes)
 
@@ -256,7 +264,15 @@ class _TorchOp:
 
     def _allocate(self, values: dict[str, Any]) -> list:
         device = values[self.tensor_inputs[0]].device
-        return [torch.empty(o.shape(values), dtype=o.dtype(values), device=device) for o in self.outputs]
+        outs = []
+        for o in self.outputs:
+            shape, dtype = o.shape(values), o.dtype(values)
+            try:
+                outs.append(torch.empty(shape, dtype=dtype, device=device))
+            except (MemoryError, RuntimeError) as e:  # torch's allocators raise RuntimeError subclasses
+                raise AllocationError(f"torch_op {self.name!r}: output {o.name!r} of shape {shape} could not be "
+                                      f"allocated on {device}: {str(e).splitlines()[0]}") from None
+        return outs
 
     def _check_inputs_unwritten(self, args: tuple) -> None:
         """The op's schema says its inputs are not mutated (torch.compile relies on it), so an
@@ -343,7 +359,25 @@ def _scalar_schema(d: Any) -> str:
         return "float"
     if isinstance(d, str):  # a generic element type: any number
         return "Scalar"
-    raise TypeError(f"{d!r} is not a scalar type (int, float, bool or a safetile dtype)")
+    raise ArgumentError(f"{d!r} is not a scalar type (int, float, bool or a safetile dtype)")
+
+
+def _called_shape(f: Callable[[dict], Any], values: dict, what: str) -> tuple[int, ...]:
+    """An output shape from the user's callable, checked: sizes are integers >= 0, and the
+    tensor is addressable; anything else is a ``LaunchTypeError`` naming the output."""
+    try:
+        shape = f(values)
+    except Exception as e:  # noqa: BLE001 - the user's callable failed: say which output's
+        raise LaunchTypeError(f"{what}: the shape callable raised {type(e).__name__}: {e}") from e
+    try:
+        sizes = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        sizes = None
+    if sizes is None or isinstance(shape, (str, bytes)) or any(isinstance(n, bool) or n < 0 for n in sizes):
+        raise LaunchTypeError(f"{what}: the shape callable must return a tuple of sizes >= 0, got {shape!r}")
+    if math.prod(sizes) > MAX_TENSOR_BYTES:
+        raise LaunchTypeError(f"{what}: the shape {sizes} has more than 2**62 elements")
+    return sizes
 
 
 def _named_call(fn: Callable, known: list[str], what: str) -> Callable[[dict], Any]:
@@ -354,6 +388,6 @@ def _named_call(fn: Callable, known: list[str], what: str) -> Callable[[dict], A
     wanted = list(params)
     unknown = [n for n in wanted if n not in known]
     if unknown:
-        raise TypeError(f"{what}: the callable asks for {', '.join(unknown)}, which name no input or constant "
-                        f"(known: {', '.join(known)})")
+        raise ArgumentError(f"{what}: the callable asks for {', '.join(unknown)}, which name no input or constant "
+                            f"(known: {', '.join(known)})")
     return lambda v: fn(**{n: v[n] for n in wanted})

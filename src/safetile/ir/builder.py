@@ -17,7 +17,7 @@ import contextvars
 from typing import Any
 from collections.abc import Iterator
 
-from ..errors import SourceLoc, TileError, TileTypeError
+from ..errors import ArgumentError, SourceLoc, TileError, TileTypeError
 from .catalogue import OPS
 from .core import Block, Op, Value
 from .types import IRType
@@ -68,7 +68,7 @@ def current() -> Builder:
     """This thread's active builder; tile functions called outside a kernel raise TypeError."""
     builder = _active.get()
     if builder is None:
-        raise TypeError("tile functions can only be called inside a kernel or tile function")
+        raise ArgumentError("tile functions can only be called inside a kernel or tile function")
     return builder
 
 

@@ -1,9 +1,16 @@
 """IR types: tiles (static shape) and arrays (global memory, dynamic shape)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..dtypes import DType, Shape
+from ..errors import TileValueError
+
+# The most elements one tile may have (2**24: a 4096 x 4096 tile). A tile lives in one block's
+# registers and shared memory; far smaller tiles already spill on every GPU, and a larger one would
+# take the CPU backend minutes or all of memory. Refused at compile time, located at the op.
+MAX_TILE_ELEMENTS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -12,6 +19,12 @@ class TileType:
 
     dtype: DType
     shape: Shape
+
+    def __post_init__(self) -> None:
+        if math.prod(self.shape) > MAX_TILE_ELEMENTS:
+            raise TileValueError(f"a tile of shape {tuple(self.shape)} has {math.prod(self.shape)} elements; a tile "
+                                 f"holds at most {MAX_TILE_ELEMENTS} (2**24): split the work over more blocks or "
+                                 "loop over smaller tiles")
 
     @property
     def ndim(self) -> int:

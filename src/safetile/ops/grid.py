@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..errors import TileTypeError
+from ..errors import ArgumentError, TileTypeError
 from ..ir.builder import active, emit
 from ..ir.catalogue import declare
 from ..ir.types import TileType
@@ -38,7 +38,7 @@ def cdiv(x, y):
     if is_const(x) and is_const(y):
         return -(-int(x) // int(y))
     if not active():
-        raise TypeError("cdiv expects integers on the host")
+        raise ArgumentError("cdiv expects integers on the host")
     if isinstance(y, Tile) or isinstance(x, Tile):
         from .elementwise import add, floordiv, sub
         return floordiv(sub(add(x, y), 1), y)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ArgumentError
+
 
 def static_eval(expr: Any, /) -> Any:
     """Evaluate ``expr`` at compile time (tile shapes, dtypes and constants are visible).
@@ -12,17 +14,17 @@ def static_eval(expr: Any, /) -> Any:
     from ..ir.builder import active
     if active():
         return expr
-    raise TypeError("static_eval can only be used inside tile code")
+    raise ArgumentError("static_eval can only be used inside tile code")
 
 
 def static_assert(cond: Any, message: str | None = None) -> None:
     """Fail compilation with ``message`` unless the compile-time condition holds."""
-    raise TypeError("static_assert can only be used inside tile code")
+    raise ArgumentError("static_assert can only be used inside tile code")
 
 
 def static_iter(iterable: Any) -> Any:
     """In ``for x in ct.static_iter(...)``: unroll the loop over compile-time values."""
-    raise TypeError("static_iter can only be used as the iterable of a for loop in tile code")
+    raise ArgumentError("static_iter can only be used as the iterable of a for loop in tile code")
 
 
 def ensure_constant(value: Any, /) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .. import dtypes as dt
 from ..errors import LaunchTypeError, TileTypeError
 from ..frontend.annotations import ANY, ArrayAnnotation, Kind, param_kind
@@ -57,7 +58,7 @@ def as_numpy(x: Any) -> np.ndarray:
         return np.from_dlpack(x)
     if hasattr(x, "__array_interface__"):
         return np.asarray(x)
-    raise TypeError(f"expected an array, got {type(x).__name__}")
+    raise ArgumentError(f"expected an array, got {type(x).__name__}")
 
 
 def is_array(x: Any) -> bool:
@@ -112,6 +113,8 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         if kind.kind in ("array", "tuple", "list"):
             raise LaunchTypeError(f"argument {name!r}: expected {'an array' if kind.kind == 'array' else 'a tuple'}, "
                             f"got {type(a).__name__}")
+        if isinstance(a, int) and not isinstance(a, bool) and not -(2**63) <= a < 2**63:
+            raise LaunchTypeError(f"argument {name!r}: the integer {a} does not fit in 64 bits")
         d = scalar_spec(a)
         if kind.scalar is not None and d.is_int:  # ct.ScalarInt64
             d = kind.scalar.dtype
@@ -277,6 +280,8 @@ def signature(kernel: TileKernel, args: tuple) -> tuple | None:
             except TypeError:
                 return None
         elif t is int:
+            if not -9223372036854775808 <= a < 9223372036854775808:
+                return None  # the checked path refuses it
             out.append((int, -2147483648 <= a < 2147483648))
         elif t is float or t is bool or t in _NP_SCALARS:
             out.append(t)

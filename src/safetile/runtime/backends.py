@@ -18,6 +18,8 @@ import importlib
 import threading
 from types import ModuleType
 
+from ..errors import ArgumentError
+
 
 class BackendRegistry:
     """Backend name -> module, imported once on first use (thread-safe)."""
@@ -37,7 +39,7 @@ class BackendRegistry:
         if module is None:
             path = self._paths.get(name)
             if path is None:
-                raise ValueError(f"unknown backend {name!r}; known backends: {', '.join(self._paths)}")
+                raise ArgumentError(f"unknown backend {name!r}; known backends: {', '.join(self._paths)}")
             with self._lock:
                 module = self._loaded.get(name)
                 if module is None:

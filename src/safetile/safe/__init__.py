@@ -22,9 +22,9 @@ See docs/safe.md. Modules, one job each:
 from .device import load_tile_like, load_tile_like_1d, load_tile_like_2d, load_tile_like_3d, num_tiles
 from .deviceop import DeviceOp, empty, value, zip
 from .entry import EntryKernel, entry
-from .errors import (AliasError, BorrowError, DeviceOpError, GraphCaptureError, GridError, LaunchDroppedWarning,
-                     LaunchTypeError, NestedSyncError, OwnershipError, PartitionError, PreconditionError, RaceError,
-                     TensorError, UseAfterMoveError)
+from .errors import (AliasError, AllocationError, BorrowError, DeviceOpError, GraphCaptureError, GridError,
+                     LaunchDroppedWarning, LaunchTypeError, NestedSyncError, OwnershipError, PartitionError,
+                     PreconditionError, RaceError, TensorError, UseAfterMoveError)
 from .factories import (arange, copy, from_numpy, full, memcpy, ones, rand, randn, tensor, to_device,
                         zeros)
 from .graph import Graph, GraphScope, graph_scope
@@ -37,9 +37,9 @@ from .types import (MappedMut, Mut, Ref, bf16, f16, f32, f64, i8, i16, i32, i64,
                     u64)
 
 __all__ = [
-    "AliasError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "Graph", "GraphCaptureError",
-    "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError", "TensorError",
-    "MappedMut", "MappedPartition", "Mut",
+    "AliasError", "AllocationError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "Graph",
+    "GraphCaptureError", "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError",
+    "TensorError", "MappedMut", "MappedPartition", "Mut",
     "MutBorrow", "NestedSyncError", "OwnershipError", "Partition", "PartitionError", "PreconditionError",
     "RaceDetector", "RaceError", "RaceReport", "Ref", "Shared", "Stream", "StreamPool", "Tensor",
     "UseAfterMoveError", "arange", "bf16", "borrow_mut", "copy", "default_device", "default_pool",

@@ -278,8 +278,12 @@ def check_memory(kernel: EntryKernel, tc: TypeCheck, facts: tuple) -> Plan:
     reads: list[Extent] = []
     named: list[tuple[str, Extent, bool]] = []
     scalars: dict[str, Any] = {}
-    for name, f, mut in zip(kernel.param_names, facts, tc.mutable):
+    for name, f, mut, key in zip(kernel.param_names, facts, tc.mutable, tc.keys):
         if mut is None:
+            if key.kind == "scalar" and not dt.representable(f, key.dtype):
+                # the value, not only its type (the type-level checks are cached on the type)
+                raise LaunchTypeError(f"argument {name!r} of kernel {kernel.__name__!r} is a scalar of type "
+                                      f"{key.dtype.name}; {f!r} is not a {key.dtype.name} value")
             scalars[name] = f
             continue
         e = f.extent

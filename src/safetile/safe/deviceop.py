@@ -170,11 +170,11 @@ class DeviceOp(Handle):
 
     def then(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Run ``f(value)`` after this op; if it returns a DeviceOp, run that on the same stream."""
-        return Then(self, _callable(f, "then"))
+        return Then(self, f)
 
     def map(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Transform the value on the host: ``f(value)``."""
-        return Map(self, _callable(f, "map"), "map")
+        return Map(self, f, "map")
 
     def inspect(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Call ``f(value)`` for its side effect and pass the value on unchanged."""
@@ -187,11 +187,11 @@ class DeviceOp(Handle):
 
     def first(self) -> DeviceOp:
         """The first element of a tuple value."""
-        return Map(self, lambda v: _seq(v, "first")[0], "first")
+        return Map(self, lambda v: _item(v, 0, "first"), "first")
 
     def last(self) -> DeviceOp:
         """The last element of a tuple value."""
-        return Map(self, lambda v: _seq(v, "last")[-1], "last")
+        return Map(self, lambda v: _item(v, -1, "last"), "last")
 
     def unzip(self, n: int | None = None) -> tuple[DeviceOp, ...]:
         """Split an op producing an ``n``-tuple into ``n`` ops (the work still runs once)."""
@@ -199,8 +199,12 @@ class DeviceOp(Handle):
             n = getattr(self, "arity", None)
             if n is None:
                 raise DeviceOpError("unzip(): the number of outputs is not known; pass it: op.unzip(n)")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise DeviceOpError(f"unzip(n): n is the number of outputs (an integer >= 0), got {n!r}")
+        if getattr(self, "arity", None) not in (None, n):
+            raise DeviceOpError(f"unzip({n}): the operation produces {self.arity} values, not {n}")
         memo = Memo(self, wrap_shared=False)
-        return tuple(Map(memo, (lambda v, i=i: _seq(v, "unzip")[i]), f"unzip[{i}]") for i in range(n))
+        return tuple(Map(memo, (lambda v, i=i: _item(v, i, "unzip", n)), f"unzip[{i}]") for i in range(n))
 
     def shared(self) -> DeviceOp:
         """Runs at most once however many consumers drive it; tensors come out as ``Shared``."""
@@ -304,19 +308,10 @@ class DeviceOp(Handle):
     def graph(self, stream: Stream | None = None):
         """Capture this operation into a replayable graph (see ``ct.Graph``)."""
         self._refuse("graph()")
-        if stream is not None and not isinstance(stream, Stream):
-            raise LaunchTypeError(f"graph()/graph_on() expects a ct.Stream or None, got {type(stream).__name__}")
         from .graph import Graph
         return Graph.capture(self, stream)
 
     graph_on = graph
-
-
-def _callable(f: Any, what: str) -> Any:
-    """Refuse a closure that cannot be called now, not when the chain runs."""
-    if not callable(f):
-        raise LaunchTypeError(f"{what}() expects a callable of the value, got {type(f).__name__} {f!r:.40}")
-    return f
 
 
 def _let_go(stream: Stream, fut: Any, ctx: ExecContext) -> None:
@@ -332,6 +327,15 @@ def _seq(v, what):
     if not isinstance(v, (tuple, list)):
         raise DeviceOpError(f"{what}() needs an operation producing a tuple, got {type(v).__name__}")
     return v
+
+
+def _item(v, i: int, what: str, n: int | None = None):
+    """Element ``i`` of a tuple value (of length ``n`` where the caller said so)."""
+    v = _seq(v, what)
+    if (n is not None and len(v) != n) or not -len(v) <= i < len(v):
+        raise DeviceOpError(f"{what}(): the operation produced {len(v)} values"
+                            + (f", not {n}" if n is not None else ""))
+    return v[i]
 
 
 class Value(DeviceOp):
@@ -381,11 +385,22 @@ class _Chained(DeviceOp):
         return (_spine(self)[0],)
 
     def _run(self, ctx):
-        base, chain = _spine(self)
-        v = base._run(ctx)
-        for node in reversed(chain):
-            v = node._apply(v, ctx)
-        return v
+        # iterative: the steps still to apply are one stack, and an op returned by a then closure
+        # (the asynchronous-loop idiom) pushes its own steps on top of it instead of recursing
+        steps: list[DeviceOp] = []
+        op: DeviceOp = self
+        while True:
+            base, chain = _spine(op)
+            steps.extend(chain)  # outer first: the innermost step is popped first
+            v = base._run(ctx)
+            while steps:
+                node = steps.pop()
+                v = node._apply(v, ctx)
+                if isinstance(v, DeviceOp):  # only Then returns an op: run it, then the remaining steps
+                    op = v
+                    break
+            else:
+                return v
 
     @property
     def label(self) -> str:
@@ -393,20 +408,23 @@ class _Chained(DeviceOp):
         return f"{base.label} followed by {len(chain)} step(s)"
 
 
+def _callable(f: Any, what: str) -> Callable:
+    if not callable(f):
+        raise DeviceOpError(f"{what}() takes a function of the value, got {type(f).__name__}")
+    return f
+
+
 class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
-        self.op, self.f = op, f
+        self.op, self.f = op, _callable(f, "then")
 
     def _apply(self, v, ctx):
-        r = self.f(v)
-        if isinstance(r, DeviceOp):
-            r = r._run(ctx)
-        return r
+        return self.f(v)  # a DeviceOp returned here is run by _Chained._run
 
 
 class Map(_Chained):
     def __init__(self, op: DeviceOp, f: Callable, name: str):
-        self.op, self.f, self.name = op, f, name
+        self.op, self.f, self.name = op, _callable(f, name), name
         if name == "inspect":
             self.arity = op.arity
 

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
+from ..errors import ArgumentError
 from .. import dtypes as dt
+from ..errors import TileDeclarationError
 from ..frontend.captures import CaptureSet, Captures, closure_scope
 from ..frontend.captures import current as captures_current
 from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
                                validate_hints)
-from ..frontend.source import parse_function, require_source
+from ..frontend.source import declaration_loc, parse_function, require_source
 from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
@@ -28,7 +30,7 @@ from ..runtime.kernel import Kernel
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
 from .preconditions import Precondition
-from .types import ConstParam, TensorParam, parse_annotation
+from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
 from .verify import verify_entry
 
 if TYPE_CHECKING:  # launch.py imports this module
@@ -119,13 +121,24 @@ class EntryKernel:
         self.decls: list[Any] = []
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(f"entry kernel {fn.__name__!r}: parameter {p.name!r} must be positional")
+                raise TileDeclarationError(f"entry kernel {fn.__name__!r}: parameter {p.name!r} must be positional",
+                                           declaration_loc(fn, p.name))
             self.param_names.append(p.name)
-            self.decls.append(parse_annotation(self._annotation(p), p.name, fn.__name__))
+            try:
+                self.decls.append(parse_annotation(self._annotation(p), p.name, fn.__name__))
+            except TileDeclarationError as e:
+                e.locs[:] = [loc for loc in [declaration_loc(fn, p.name)] if loc is not None]
+                raise
         # per parameter, for the launch's per-call checks (launch._signature, launch._ownership)
         self.const_flags = tuple(isinstance(d, ConstParam) for d in self.decls)
         self.mut_flags = tuple(isinstance(d, TensorParam) and d.mutable for d in self.decls)
-        self.preconditions = [Precondition(c, fn.__name__) for c in (preconditions or ())]
+        self.preconditions = []
+        for c in preconditions or ():
+            try:
+                self.preconditions.append(Precondition(c, fn.__name__, self._precondition_names()))
+            except TileDeclarationError as e:
+                e.locs[:] = [loc for loc in [declaration_loc(fn)] if loc is not None]
+                raise
         # callables may read any Python state, so they run on every launch (strings are a pure
         # function of the facts a plan is cached on: they run when the plan is made)
         self.callable_preconditions = tuple(pc for pc in self.preconditions if pc.fn is not None)
@@ -140,6 +153,16 @@ class EntryKernel:
         return (tuple(sorted((k, repr(v)) for k, v in self.explicit_generics.items())), self.explicit_grid,
                 self.backend_name)
 
+    def _precondition_names(self) -> set[str]:
+        """The names a precondition may use: the parameters and the generic names."""
+        names = set(self.param_names)
+        for d in self.decls:
+            if isinstance(d, TensorParam):
+                names.update(x for x in (d.dtype, *d.shape) if isinstance(x, str))
+            elif isinstance(d, ScalarParam) and isinstance(d.dtype, str):
+                names.add(d.dtype)
+        return names
+
     def _annotation(self, p: inspect.Parameter) -> Any:
         ann = p.annotation
         if ann is inspect.Parameter.empty:
@@ -147,10 +170,13 @@ class EntryKernel:
         if isinstance(ann, str):
             try:
                 return eval(ann, self.fn.__globals__)  # noqa: S307 - the user's own annotation
-            except NameError:
-                if ann.isidentifier():
-                    return ann  # a generic element-type name
+            except TileDeclarationError:
                 raise
+            except Exception as e:  # noqa: BLE001 - the user's annotation text does not evaluate
+                if isinstance(e, NameError) and ann.isidentifier():
+                    return ann  # a generic element-type name
+                raise TileDeclarationError(f"kernel {self.__name__!r}, parameter {p.name!r}: the annotation "
+                                           f"{ann!r} does not evaluate: {type(e).__name__}: {e}") from None
         return ann
 
     # ------------------------------------------------------------------ configuration
@@ -169,7 +195,7 @@ class EntryKernel:
         g.update(values)
         for name, v in g.items():
             if isinstance(v, bool) or not (isinstance(v, int) or dt.is_dtype_like(v)):
-                raise TypeError(f"generic {name}={v!r}: generics are integers or element types")
+                raise ArgumentError(f"generic {name}={v!r}: generics are integers or element types")
         g = {n: (v if isinstance(v, int) else dt.as_dtype(v)) for n, v in g.items()}
         return self._clone(explicit_generics=g)
 
@@ -188,20 +214,29 @@ class EntryKernel:
     def backend(self, name: str | None) -> EntryKernel:
         """Force a backend: 'cpu', 'triton' (GPU code generation), or None (by device)."""
         if name not in (None, "cpu", "triton"):
-            raise ValueError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
+            raise ArgumentError(f"unknown backend {name!r}: use 'cpu', 'triton' or None")
         return self._clone(backend_name=name)
 
     # ------------------------------------------------------------------ launching
 
-    def __call__(self, *args) -> LaunchOp:
+    def __call__(self, *args, **kwargs) -> LaunchOp:
         global _LaunchOp
+        if kwargs:
+            self._positional(kwargs)
         if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
             from .launch import LaunchOp
             _LaunchOp = LaunchOp
         return _LaunchOp(self, args)
 
-    def compile(self, *args) -> Function:
+    def _positional(self, kwargs: dict) -> None:
+        if kwargs:
+            from .errors import LaunchTypeError
+            raise LaunchTypeError(f"kernel {self.__name__!r} takes its arguments by position "
+                                  f"({', '.join(self.param_names)}); got keyword argument(s) {', '.join(kwargs)}")
+
+    def compile(self, *args, **kwargs) -> Function:
         """Validate a launch with these arguments and compile it, without running or moving anything."""
+        self._positional(kwargs)
         from .launch import check_ownership, prepare
         check_ownership(self, args)
         return prepare(self, args).compiled.fn
@@ -280,7 +315,8 @@ def entry(fn: Callable | None = None, *, preconditions=(), unchecked: bool = Fal
         require_source(f)
         if unchecked:
             if preconditions:
-                raise TypeError("preconditions belong to safe entry kernels, not unchecked ones")
+                raise TileDeclarationError("preconditions belong to safe entry kernels, not unchecked ones",
+                                           declaration_loc(f))
             return Kernel(f, hints)
         return EntryKernel(f, preconditions, hints)
     return make if fn is None else make(fn)

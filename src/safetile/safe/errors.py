@@ -8,7 +8,7 @@ Using a value that was moved (into a partition, a launch, a shared handle) raise
 """
 from __future__ import annotations
 
-from ..errors import GridError, LaunchError, LaunchTypeError  # noqa: F401 - re-exported
+from ..errors import ArgumentError, GridError, LaunchError, LaunchTypeError  # noqa: F401 - re-exported
 
 
 class OwnershipError(RuntimeError):
@@ -39,6 +39,11 @@ class DeviceOpError(RuntimeError):
     """A device operation was driven the wrong way."""
 
 
+class AllocationError(DeviceOpError, MemoryError):
+    """The device (or host) could not allocate a factory's tensor; nothing else ran. Also a
+    ``MemoryError``."""
+
+
 class NestedSyncError(DeviceOpError):
     """``sync()`` (or another terminal) was called while a device operation is executing."""
 
@@ -60,5 +65,5 @@ class LaunchDroppedWarning(RuntimeWarning):
     given back."""
 
 
-class TensorError(ValueError, TypeError):
+class TensorError(ArgumentError):
     """A host tensor operation was refused (a view, a reshape, a shape or device argument)."""

@@ -8,6 +8,7 @@ not allocate and can (it is how graph inputs are refreshed).
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 from collections.abc import Callable
@@ -15,24 +16,59 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import DTypeError, TileValueError
 from ..ir.builder import active as _in_tile_code
 from ..ops import factories as _tile
 from .deviceop import DeviceOp
 from .claims import CLAIMS, WRITABLE
-from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError, TensorError
+from .errors import AliasError, AllocationError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError, TensorError
 from .memory import REGISTRY, distinct_elements, extent_of, notify_all, overlaps, wait_until
 from .ownership import OWNERSHIP, Unique, caller_site
 from .tile_api import tile_api
 from .tensor import Tensor, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
+# No device addresses more bytes than this; larger requests are refused when the op is built
+# (NumPy and torch would fail with their own errors, or try to allocate).
+MAX_TENSOR_BYTES = 2**62
+
+
+def _shape(shape: Any, label: str = "a tensor", dtype: dt.DType = dt.float32) -> tuple[int, ...]:
+    """The checked shape of a new tensor: non-negative sizes, at most ``MAX_TENSOR_BYTES`` bytes."""
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (int(shape),)
     if not isinstance(shape, (tuple, list)) or any(isinstance(n, bool) or not isinstance(n, (int, np.integer))
                                                    or int(n) < 0 for n in shape):
-        raise TensorError(f"a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
-    return tuple(int(n) for n in shape)
+        raise TensorError(f"{label}: a tensor shape is a non-negative integer or a tuple of them, got {shape!r}")
+    shp = tuple(int(n) for n in shape)
+    if math.prod(shp) * max(dtype.bits, 8) // 8 > MAX_TENSOR_BYTES:
+        raise TensorError(f"{label}: a {dtype.name} tensor of shape {shp} would take more than 2**62 bytes")
+    return shp
+
+
+def _dtype(dtype: Any, label: str) -> dt.DType:
+    try:
+        return dt.as_dtype(dtype)
+    except DTypeError as e:
+        raise DTypeError(f"{label}: dtype {dtype!r} is not an element type ({e})") from None
+
+
+def _fill(value: Any, dtype: Any, label: str) -> tuple[Any, dt.DType]:
+    """The fill value of ``full`` and its element type, checked to be a number that fits."""
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TensorError(f"{label}: fill_value must be a real number or a bool, got {value!r}")
+    if dtype is None:
+        try:
+            return value, dt.scalar_dtype(value)
+        except TileValueError:
+            raise TensorError(f"{label}: fill_value {value} fits no element type") from None
+    d = _dtype(dtype, label)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and d.is_int \
+            and not dt.representable(value, d):
+        raise TensorError(f"{label}: fill_value {value} does not fit {d.name}")
+    if isinstance(value, (float, np.floating)) and (d.is_int or d.is_bool) and not math.isfinite(value):
+        raise TensorError(f"{label}: fill_value {value} is not a {d.name}")
+    return value, d
 
 
 class Alloc(DeviceOp):
@@ -53,11 +89,20 @@ class Alloc(DeviceOp):
             ctx.recorder.reject(self._label)
         if self.device != ctx.stream.device:
             ctx.switch(self.device, self._label)  # e.g. the first GPU work of a chain begun with ct.empty()
-        return Tensor(self.make(self.device))
+        try:
+            data = self.make(self.device)
+        except MemoryError as e:
+            raise AllocationError(f"{self._label}: could not allocate the tensor on {self.device}: {e}") from None
+        except RuntimeError as e:
+            if type(e).__name__ != "OutOfMemoryError":  # torch's CUDA allocator
+                raise
+            raise AllocationError(f"{self._label}: could not allocate the tensor on {self.device}: {e}") from None
+        return Tensor(data)
 
 
 def _filled(label, shape, dtype, device, np_fill, torch_fill) -> DeviceOp:
-    shp, d, dev = _shape(shape), dt.as_dtype(dtype), normalize_device(device)
+    d = _dtype(dtype, label)
+    shp, dev = _shape(shape, label, d), normalize_device(device)
 
     def make(device):
         if device == "cpu":
@@ -89,7 +134,7 @@ def full(shape, fill_value, dtype=None, *args, device=None, **kwargs):
     """Host: a DeviceOp making a Tensor filled with ``fill_value``. Tile code: a filled tile."""
     if _in_tile_code():
         return _tile.full(shape, fill_value, dtype, *args, **kwargs)
-    d = dt.as_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
+    fill_value, d = _fill(fill_value, dtype, "full")
     return _filled("full", shape, d, device, lambda s, npd: np.full(s, fill_value, dtype=npd),
                    lambda s, td, dev: __import__("torch").full(s, fill_value, dtype=td, device=dev))
 
@@ -99,8 +144,11 @@ def arange(size, *, dtype=dt.int32, start=0, step=1, device=None):
     """``start + step * [0, 1, ..., size-1]``: a DeviceOp on the host, a tile in tile code."""
     if _in_tile_code():
         return _tile.arange(size, dtype=dtype, start=start, step=step)
-    (n,) = _shape((size,))
-    d = dt.as_dtype(dtype)
+    d = _dtype(dtype, "arange")
+    (n,) = _shape((size,), "arange", d)
+    for name, v in (("start", start), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TensorError(f"arange: {name} must be a number, got {v!r}")
 
     def make(device):
         a = (start + step * np.arange(n, dtype=np.float64 if d.is_float else np.int64)).astype(d.np_dtype)
@@ -109,9 +157,13 @@ def arange(size, *, dtype=dt.int32, start=0, step=1, device=None):
 
 
 def _random(kind: str, shape, seed, dtype, device) -> DeviceOp:
-    shp, d, dev = _shape(shape), dt.as_dtype(dtype), normalize_device(device)
+    d = _dtype(dtype, kind)
+    shp, dev = _shape(shape, kind, d), normalize_device(device)
     if not d.is_float:
         raise TensorError(f"{kind}: random tensors are floating point, got {d.name}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or not 0 <= seed < 2**64):
+        raise TensorError(f"{kind}: seed must be None or an integer in [0, 2**64), got {seed!r}")
 
     def make(device):
         if device == "cpu":
@@ -191,9 +243,19 @@ def to_device(src: Any, device: Any = None) -> DeviceOp:
 
 def from_numpy(a: Any, device: Any = None, dtype: Any = None) -> DeviceOp:
     """A DeviceOp copying host data (array-like) into a new Tensor on ``device``."""
-    arr = np.asarray(a)
-    if dtype is not None:
-        arr = arr.astype(dt.as_dtype(dtype).np_dtype)
+    try:
+        arr = np.asarray(a)
+        if dtype is not None:
+            arr = arr.astype(_dtype(dtype, "from_numpy").np_dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        if isinstance(e, DTypeError):
+            raise
+        raise TensorError(f"from_numpy: cannot read {type(a).__name__} as an array: {e}") from None
+    try:
+        dt.as_dtype(arr.dtype)
+    except DTypeError:
+        raise DTypeError(f"from_numpy: a safetile Tensor cannot hold {arr.dtype} elements (it holds booleans, "
+                         "integers and floating-point numbers)") from None
     return to_device(np.array(arr, copy=True), device)
 
 

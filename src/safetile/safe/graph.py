@@ -18,9 +18,10 @@ import weakref
 from typing import Any, Literal
 from collections.abc import Callable
 
+from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
-from .errors import GraphCaptureError
+from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
@@ -107,10 +108,10 @@ def _stream_for(device: str | None, stream: Stream | None, what: str) -> Stream:
 def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]:
     """Capture ``op``: its steps, its value and the stream to replay on."""
     if not isinstance(op, DeviceOp):
-        raise GraphCaptureError(f"a graph captures a DeviceOp, got {type(op).__name__} {op!r:.40}")
-    if stream is not None and not isinstance(stream, Stream):
-        raise GraphCaptureError(f"a graph replays on a ct.Stream, got {type(stream).__name__}")
+        raise DeviceOpError(f"a graph captures a DeviceOp, got {type(op).__name__}")
     op._refuse("graph()")
+    if stream is not None and not isinstance(stream, Stream):
+        raise LaunchTypeError(f"graph() expects a ct.Stream or None, got {type(stream).__name__}")
     rec = Recorder()
     # the stream is chosen once the recorded work's device is known: a chain that starts with an op
     # of no device (ct.empty(), ct.value(...)) replays on the device of its launches
@@ -346,7 +347,7 @@ class GraphScope(NoCopy):
         if not self._open:
             raise GraphCaptureError("record() is only possible inside `with ct.graph_scope() as g:`")
         if not isinstance(op, DeviceOp):
-            raise TypeError(f"record expects a DeviceOp, got {type(op).__name__}")
+            raise ArgumentError(f"record expects a DeviceOp, got {type(op).__name__}")
         if self._stream is None:
             self._stream = default_pool(op._device()).next()
         ctx = ExecContext(self._stream, self._rec, label="a graph scope's record()")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
 from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
@@ -23,7 +24,6 @@ from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
 from .tensor import Tensor
 
 MAX_MUT_RANK = 3
-MAX_TILE_ELEMENTS = 1 << 24  # a sub-tensor is one tile: beyond this no backend can hold it
 
 
 def _shape_arg(shape: Any, what: str) -> tuple[int, ...]:
@@ -78,6 +78,23 @@ class Partition(Owned):
     def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
         what = f"{'partition_prefix' if prefix else 'partition'} of {tensor.label}"
         tensor._check("partitioned")
+        pshape = cls._checked_shape(tensor, shape, prefix, what)
+        p = object.__new__(cls)
+        p._setup(tensor, pshape, prefix, borrowed)
+        site = caller_site()
+        with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
+            tensor._check("partitioned")
+            p._claim = CLAIMS.claim(p, WRITABLE, [tensor._extent()], LazyText(_label_of, weakref.ref(p)),
+                                    f"{what} is refused")
+            if borrowed:
+                tensor._borrow = p
+            else:
+                tensor._move(f"{p.label} (by .partition() at {site}); get it back with .unpartition()")
+        return p
+
+    @staticmethod
+    def _checked_shape(tensor: Tensor, shape: Any, prefix: bool, what: str) -> tuple[int, ...]:
+        """The partition shape, checked against the tensor (touches nothing)."""
         pshape = _shape_arg(shape, what)
         ndim = tensor._data.ndim
         if len(pshape) > MAX_MUT_RANK:
@@ -97,18 +114,7 @@ class Partition(Owned):
         if math.prod(sub) > MAX_TILE_ELEMENTS:
             raise PartitionError(f"{what}: a sub-tensor of shape {sub} has {math.prod(sub)} elements; a sub-tensor "
                                  f"is one tile, at most {MAX_TILE_ELEMENTS} (2**24) elements")
-        p = object.__new__(cls)
-        p._setup(tensor, pshape, prefix, borrowed)
-        site = caller_site()
-        with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
-            tensor._check("partitioned")
-            p._claim = CLAIMS.claim(p, WRITABLE, [tensor._extent()], LazyText(_label_of, weakref.ref(p)),
-                                    f"{what} is refused")
-            if borrowed:
-                tensor._borrow = p
-            else:
-                tensor._move(f"{p.label} (by .partition() at {site}); get it back with .unpartition()")
-        return p
+        return pshape
 
     def _brief(self) -> str:
         return f"[{self._tensor._dtype.name} {'x'.join(map(str, self._tensor._data.shape))} / " \
@@ -431,18 +437,20 @@ class Shared(Unique):
         return self._tensor
 
     def try_partition(self, shape) -> Partition:
-        """``try_unwrap().partition(shape)``: only when no launch holds the handle. One step: a
-        refused partition leaves the handle as it was (the tensor is not lost)."""
+        """``try_unwrap().partition(shape)``: only when no launch holds the handle. All or nothing:
+        a refused partition leaves this handle as it was."""
+        Partition._checked_shape(self._tensor, shape, False, f"try_partition of {self.label}")
         with OWNERSHIP:
-            moved = self._tensor._moved
-            t = self.try_unwrap()
+            tensor = self.try_unwrap()
             try:
-                return t.partition(shape)
+                return tensor.partition(shape)
             except BaseException:
+                # the partition was refused (its memory is claimed elsewhere): share the tensor again
+                self._claim = CLAIMS.claim(self, FROZEN, [tensor._extent()], LazyText(_label_of, weakref.ref(self)),
+                                           f"restoring {self.label} is refused")
+                tensor._move(f"{self.label} (restored after a refused try_partition); get it back with "
+                             ".try_unwrap()")
                 self._unwrapped = None
-                self._claim = CLAIMS.claim(self, FROZEN, [t._extent()], LazyText(_label_of, weakref.ref(self)),
-                                           "restoring a Shared after a refused try_partition")
-                t._move(moved, check=False)
                 raise
 
     def __repr__(self) -> str:

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import TileDeclarationError
+from ..frontend.common import fold_too_big
 from .errors import PreconditionError
 
 
@@ -38,21 +40,18 @@ class ArgInfo:
 MAX_BITS = 4096  # integers in precondition strings stay below 2**MAX_BITS: evaluation is quick
 
 
-def _mul(a, b):
-    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS:
-        raise OverflowError(f"a product of more than {MAX_BITS} bits")
-    return a * b
+def _bounded(symbol: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def op(a, b):
+        too_big = fold_too_big(symbol, a, b, MAX_BITS)
+        if too_big:
+            raise OverflowError(too_big)
+        return fn(a, b)
+    return op
 
 
-def _pow(a, b):
-    if isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 0 and \
-            (b > MAX_BITS or (abs(a).bit_length() - 1) * b > MAX_BITS):
-        raise OverflowError(f"a power of more than {MAX_BITS} bits")
-    return a ** b
-
-
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _mul, ast.FloorDiv: operator.floordiv,
-        ast.Mod: operator.mod, ast.Pow: _pow, ast.Div: operator.truediv}
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _bounded("*", operator.mul),
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _bounded("**", operator.pow),
+        ast.Div: operator.truediv}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
         ast.Gt: operator.gt, ast.GtE: operator.ge}
 
@@ -77,7 +76,9 @@ def _lambda_text(fn: Callable) -> str:
 
 
 class Precondition:
-    def __init__(self, cond: str | Callable, kernel: str):
+    def __init__(self, cond: str | Callable, kernel: str, names: set[str] | None = None):
+        """``names``: the parameter and generic names a condition may read (checked here, when the
+        kernel is decorated, so a misspelt name is refused before any launch; None: unchecked)."""
         self.kernel = kernel
         if callable(cond):
             self.text = getattr(cond, "__name__", "precondition")
@@ -85,15 +86,27 @@ class Precondition:
                 self.text = _lambda_text(cond)
             self.fn = cond
             self.tree = None
+            try:
+                used = list(inspect.signature(cond).parameters)
+            except (TypeError, ValueError):
+                raise TileDeclarationError(f"kernel {kernel!r}: precondition {self.text} has no signature to "
+                                           "match against the parameters") from None
         elif isinstance(cond, str):
             self.text = cond
             try:
                 self.tree = ast.parse(cond, mode="eval").body
             except SyntaxError as e:
-                raise SyntaxError(f"kernel {kernel!r}: precondition {cond!r} is not an expression: {e.msg}") from None
+                raise TileDeclarationError(f"kernel {kernel!r}: precondition {cond!r} is not an expression: "
+                                           f"{e.msg}") from None
             self.fn = None
+            called = {id(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call)}
+            used = [n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and id(n) not in called]
         else:
-            raise TypeError(f"kernel {kernel!r}: a precondition is a string or a callable, got {cond!r}")
+            raise TileDeclarationError(f"kernel {kernel!r}: a precondition is a string or a callable, got {cond!r}")
+        unknown = [n for n in dict.fromkeys(used) if names is not None and n not in names]
+        if unknown:
+            raise TileDeclarationError(f"kernel {kernel!r}: precondition `{self.text}` names {', '.join(unknown)}, "
+                                       f"which is neither a parameter nor a generic ({', '.join(sorted(names))})")
 
     def check(self, values: dict[str, Any]) -> None:
         try:

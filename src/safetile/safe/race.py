@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .errors import RaceError
 
 READ, WRITE, ATOMIC = 0, 1, 2
@@ -268,9 +269,9 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
         try:
             plan, runtime = op._plan, op._runtime
             if plan is None:
-                raise TypeError("detect_races runs a launch of host values: resolve DeviceOp arguments first")
+                raise ArgumentError("detect_races runs a launch of host values: resolve DeviceOp arguments first")
             if plan.device != "cpu":
-                raise ValueError("the race detector runs on the CPU backend (host memory)")
+                raise ArgumentError("the race detector runs on the CPU backend (host memory)")
             named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
             det = RaceDetector(kernel.__name__, plan.grid3, named)
             entry = InFlight(f"the race detector's run of {op.label}", None)
@@ -287,7 +288,7 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
         args = check_args(kernel, args)
         grid3 = normalize_grid(grid)
         if any(is_cuda(a) for a, c in zip(args, kernel.constant_params) if not c):
-            raise ValueError("the race detector runs on the CPU backend (host memory)")
+            raise ArgumentError("the race detector runs on the CPU backend (host memory)")
         fn = kernel.specialize(arg_specs(kernel, args))
         named = [(p.name, as_numpy(a)) for p, a, c in zip(kernel.params, args, kernel.constant_params)
                  if not c and not isinstance(a, (bool, int, float, np.generic))]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
-from collections.abc import Callable
 
-from ..errors import LaunchTypeError
+from ..errors import ArgumentError
 from ..runtime import env
 
 _default_device = env.default_device()
@@ -154,8 +154,8 @@ class StreamPool:
     """A fixed set of streams handed out round robin."""
 
     def __init__(self, device: str = "cpu", size: int = 4):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise LaunchTypeError(f"a stream pool needs at least one stream: size must be a positive int, got {size!r}")
+        if size < 1:
+            raise ArgumentError("a stream pool needs at least one stream")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)

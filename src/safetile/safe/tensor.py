@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import DTypeError
 from .errors import AliasError, BorrowError, TensorError
 from .memory import REGISTRY
 from .ownership import Owned
@@ -93,7 +94,11 @@ class Tensor(Owned):
         else:
             raise TensorError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
         self._torch = not isinstance(self._data, np.ndarray)
-        self._dtype = dt.as_dtype(self._data.dtype)
+        try:
+            self._dtype = dt.as_dtype(self._data.dtype)
+        except DTypeError:
+            raise DTypeError(f"a safetile Tensor cannot hold {self._data.dtype} elements (it holds booleans, "
+                             "integers and floating-point numbers)") from None
         self._borrow = None  # the partition mutably borrowing this tensor, if any
         self._facts = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
@@ -261,6 +266,8 @@ class Tensor(Owned):
         self._check("reshaped")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < -1 for n in shape):
+            raise TensorError(f"reshape of {self.label}: a shape is sizes (and at most one -1), got {shape!r}")
         shape = tuple(int(n) for n in shape)
         if isinstance(self._data, np.ndarray):
             v = self._data.view()

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dtypes as dt
+from ..errors import TileDeclarationError
 from ..frontend.kernel import is_constant_annotation
+from ..frontend.source import caller_loc
 
 # short element-type names (cuTile Rust spelling)
 f16, bf16, f32, f64, tf32 = dt.float16, dt.bfloat16, dt.float32, dt.float64, dt.tfloat32
@@ -27,6 +29,11 @@ SHORT_NAMES = {"f16": f16, "bf16": bf16, "f32": f32, "f64": f64, "tf32": tf32, "
                "i32": i32, "i64": i64, "u8": u8, "u16": u16, "u32": u32, "u64": u64}
 
 Dim = int | str  # static size, -1 (dynamic) or a generic name
+
+
+def _declaration_error(message: str) -> TileDeclarationError:
+    """A malformed annotation, located at the user's line that wrote it."""
+    return TileDeclarationError(message, caller_loc())
 
 
 @dataclass(frozen=True)
@@ -60,27 +67,27 @@ def parse_dtype(x: Any, what: str) -> Any:
             return dt.as_dtype(x)
         except TypeError:
             if not x.isidentifier():
-                raise TypeError(f"{what}: element type {x!r} is neither a dtype nor a generic name") from None
+                raise _declaration_error(f"{what}: element type {x!r} is neither a dtype nor a generic name") from None
             return x
     try:
         return dt.as_dtype(x)
     except TypeError:
-        raise TypeError(f"{what}: {x!r} is not an element type") from None
+        raise _declaration_error(f"{what}: {x!r} is not an element type") from None
 
 
 def parse_shape(shape: Any, what: str) -> tuple[Dim, ...]:
     if isinstance(shape, (int, str)) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not shape:
-        raise TypeError(f"{what}: shape must be a size, a generic name or a tuple of them, got {shape!r}")
+        raise _declaration_error(f"{what}: shape must be a size, a generic name or a tuple of them, got {shape!r}")
     out = []
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, (int, str)):
-            raise TypeError(f"{what}: shape entries are sizes, -1 or generic names, got {d!r}")
+            raise _declaration_error(f"{what}: shape entries are sizes, -1 or generic names, got {d!r}")
         if isinstance(d, int) and d < 1 and d != -1:
-            raise TypeError(f"{what}: static sizes must be positive (or -1 for dynamic), got {d}")
+            raise _declaration_error(f"{what}: static sizes must be positive (or -1 for dynamic), got {d}")
         if isinstance(d, str) and not d.isidentifier():
-            raise TypeError(f"{what}: generic name {d!r} is not an identifier")
+            raise _declaration_error(f"{what}: generic name {d!r} is not an identifier")
         out.append(d)
     return tuple(out)
 
@@ -90,12 +97,13 @@ class _TensorAnnotation:
 
     def __class_getitem__(cls, item):
         if not isinstance(item, tuple) or len(item) != 2:
-            raise TypeError(f"ct.{cls.__name__}[element_type, shape], e.g. ct.{cls.__name__}[ct.f32, \"B\"]")
+            raise _declaration_error(f"ct.{cls.__name__}[element_type, shape], e.g. ct.{cls.__name__}[ct.f32, \"B\"]")
         what = f"ct.{cls.__name__}"
         return TensorParam(cls._kind, parse_dtype(item[0], what), parse_shape(item[1], what))
 
     def __init__(self, *a, **k):
-        raise TypeError(f"ct.{type(self).__name__} is an annotation: write ct.{type(self).__name__}[dtype, shape]")
+        name = type(self).__name__
+        raise _declaration_error(f"ct.{name} is an annotation: write ct.{name}[dtype, shape]")
 
 
 class Mut(_TensorAnnotation):
@@ -139,12 +147,12 @@ def parse_annotation(ann: Any, name: str, kernel: str) -> TensorParam | ScalarPa
     if is_constant_annotation(ann):
         return ConstParam()
     if isinstance(ann, type) and issubclass(ann, _TensorAnnotation):
-        raise TypeError(f"{what}: write ct.{ann.__name__}[dtype, shape], not a bare ct.{ann.__name__}")
+        raise _declaration_error(f"{what}: write ct.{ann.__name__}[dtype, shape], not a bare ct.{ann.__name__}")
     if ann is None or ann is Any:
-        raise TypeError(f"{what}: @ct.entry parameters need an annotation (ct.Mut[...], ct.Ref[...], "
+        raise _declaration_error(f"{what}: @ct.entry parameters need an annotation (ct.Mut[...], ct.Ref[...], "
                         "a scalar type such as ct.f32, or ct.Constant[int])")
     try:
         return ScalarParam(parse_dtype(ann, what))
     except TypeError:
-        raise TypeError(f"{what}: unsupported annotation {ann!r}; use ct.Mut[...], ct.Ref[...], "
+        raise _declaration_error(f"{what}: unsupported annotation {ann!r}; use ct.Mut[...], ct.Ref[...], "
                         "ct.MappedMut[...], a scalar type (ct.f32, int, float) or ct.Constant[int]") from None

@@ -82,7 +82,15 @@ def py_literal(value: Any, d: dt.DType) -> str:
         return "_NAN"
     if math.isinf(v):
         return "_INF" if v > 0 else "_NINF"
+    if v == 0 and math.copysign(1.0, v) < 0:
+        # Triton turns every scalar constant equal to 0 into +0.0 (semantic.scalar_constant), so
+        # -0.0 is made at run time: 0.0 * -1.0 is -0.0 in IEEE arithmetic (and in MLIR's folding)
+        return NEGATIVE_ZERO
     return repr(v)
+
+
+# A float32 -0.0 as a 0-d tensor (see py_literal); casts to other float types keep the sign.
+NEGATIVE_ZERO = "(tl.full((), 0.0, tl.float32) * -1.0)"
 
 
 # ------------------------------------------------------------------------------ specialisation facts
@@ -141,6 +149,26 @@ class ArrayInfo:
 
 # ------------------------------------------------------------------------------ the module
 
+_MEMORY_OPS = frozenset({"load", "store", "gather", "scatter", "atomic_rmw", "atomic_cas"})
+_PLAIN_WRITES = frozenset({"store", "scatter"})
+
+
+def ordered_arrays(fn: Function) -> set[int]:
+    """The array parameters whose accesses need a block-wide barrier before each: those the kernel
+    writes with plain stores and accesses more than once (a store then a load of the same element
+    may fall to different threads of the block). Arrays written only by atomics, or accessed once,
+    need none."""
+    count: dict[int, int] = {}
+    written: set[int] = set()
+    for op in walk(fn.body):
+        if op.name in _MEMORY_OPS and op.operands:
+            a = op.operands[0].id
+            count[a] = count.get(a, 0) + 1
+            if op.name in _PLAIN_WRITES:
+                written.add(a)
+    return {a for a in written if count[a] > 1}
+
+
 class Module:
     """One generated source file: helper functions plus the kernel."""
 
@@ -159,6 +187,7 @@ class Module:
         self.iv_start: dict[int, Value] = {}  # for-loop iv id -> start operand
         self.lower_bounds: dict[int, int | None] = {}
         self._users: dict[int, list[Op]] | None = None
+        self.ordered = ordered_arrays(fn)
 
     def users(self, v: Value) -> list[Op]:
         """The ops (in any region) that take ``v`` as an operand."""
@@ -384,6 +413,10 @@ class Gen:
         if op.name in ("if", "for", "while"):
             getattr(self, "_" + op.name)(op)
             return
+        if op.name in _MEMORY_OPS and op.operands and op.operands[0].id in self.m.ordered:
+            # a block is one logical thread: its accesses to an array it writes happen in program
+            # order, though different threads of the block may own the lanes of each access
+            self.line("tl.debug_barrier()")
         if op.name == "constant":
             self.m.consts[op.result.id] = (op.attrs["value"], op.attrs["dtype"], tuple(op.attrs["shape"]))
             return

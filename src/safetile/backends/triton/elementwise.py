@@ -209,7 +209,9 @@ def sqrt(g: Gen, op):
 def negative(g: Gen, op):
     d = op.result.type.dtype
     x = g.val(op.operands[0])
-    return g.down(f"(-{g.up(x, d)})", d) if _narrow_float(d) else f"(-{x})"
+    if d.is_float:  # Triton's unary minus is 0 - x, which gives +0.0 for +0.0; x * -1.0 flips the sign
+        return g.down(f"({g.up(x, d)} * -1.0)", d) if _narrow_float(d) else f"({x} * -1.0)"
+    return f"(-{x})"
 
 
 @lowers("abs")

@@ -61,8 +61,8 @@ def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
             tensors.append(i)
             keys.append(f"k{i}")
             flat.append(f"p{i}, *s{i}, *t{i}")
-        elif k == "int":
-            guards.append(f"type({a}) is int")
+        elif k == "int":  # beyond int64 the checked path refuses it
+            guards.append(f"type({a}) is int and -9223372036854775808 <= {a} < 9223372036854775808")
             keys.append(f"-2147483648 <= {a} < 2147483648")
             flat.append(a)
         elif k in ("float", "bool"):
@@ -129,6 +129,8 @@ class FastPath:
             elif t is int:
                 if is_const:
                     key.append((t, a))
+                elif not -(2**63) <= a < 2**63:
+                    return None  # the checked path refuses it
                 else:
                     key.append(-2147483648 <= a < 2147483648)
                     flat.append(a)

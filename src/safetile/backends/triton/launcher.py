@@ -13,11 +13,13 @@ cached; dynamic sizes never recompile.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from typing import Any
 
 from ... import dtypes as dt
-from ...errors import LaunchTypeError
+from ...errors import ArgumentError, LaunchTypeError, TileCompilerExecutionError, TileError
 from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
@@ -185,6 +187,14 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     return opts
 
 
+def _triton_version() -> str | None:
+    try:
+        import triton
+        return str(triton.__version__)
+    except ImportError:  # pragma: no cover - the backend needs Triton
+        return None
+
+
 def _shared_limit() -> int:
     """Shared memory one block may use on the current device (0: unknown)."""
     try:
@@ -323,16 +333,43 @@ class Specialization:
             if v is None:
                 if self.ir_text is None:
                     self.ir_text = format_function(self.fn)
-                k = cache.digest(self.ir_text, facts)
-                v = None if interp else self._warm(k, facts, device)
-                if v is None:
-                    jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
-                    v = Variant(jitfn, gen, facts, self.fn, interp, k)
+                v = self._build(facts, interp, device)
                 self.by_facts[(facts, interp)] = v
             if len(self.variants) > 4096:  # many distinct shapes: forget the summaries, keep variants
                 self.variants.clear()
             self.variants[key] = v
             return v
+
+    def _build(self, facts: Facts, interp: bool, device: int) -> Variant:
+        """The compiled variant for ``facts``. A binary that needs more shared memory than a block
+        has even with one pipeline stage (tensor-descriptor loads stage whole tiles there: two
+        32x1024 float32 tiles of NVIDIA's LayerNorm-backward sample) is built again with plain
+        pointer loads and no software pipelining: hints never make a correct kernel fail."""
+        k = cache.digest(self.ir_text, facts)
+        v = None if interp else self._warm(k, facts, device)
+        if v is not None:
+            return v
+        jitfn, gen = cache.load(k, lambda: generate(self.fn, facts), interp)
+        try:
+            return Variant(jitfn, gen, facts, self.fn, interp, k)
+        except TileError:
+            raise
+        except Exception as e:
+            plain = dataclasses.replace(facts, tma=False, loop_stages=0)
+            if type(e).__name__ == "OutOfResources" and plain != facts:
+                return self._build(plain, interp, device)
+            raise self._compile_error(e) from e
+
+    def _compile_error(self, e: Exception) -> TileCompilerExecutionError:
+        """Triton's (or ptxas's) failure on a kernel, as a safetile error naming the kernel."""
+        text = str(e).strip().splitlines()
+        first = text[0] if text else type(e).__name__
+        if type(e).__name__ == "OutOfResources":
+            msg = (f"kernel {self.fn.name!r} does not fit this GPU: {first}; its tiles are too large for "
+                   "one block here (smaller tile sizes, or fewer tiles live at once, make it fit)")
+        else:
+            msg = f"the Triton compiler failed on kernel {self.fn.name!r}: {type(e).__name__}: {first}"
+        return TileCompilerExecutionError(msg, compiler_version=_triton_version())
 
     def _warm(self, k: str, facts: Facts, device: int) -> Variant | None:
         """A variant an earlier process compiled, loaded without importing Triton (see direct.py)."""
@@ -423,13 +460,13 @@ class Specialization:
     def flat_grid(grid3) -> tuple:
         gx, gy, gz = grid3
         if gx * gy * gz > 2**31 - 1:
-            raise ValueError(f"grid {grid3} has more than 2**31 - 1 blocks")
+            raise ArgumentError(f"grid {grid3} has more than 2**31 - 1 blocks")
         return (gx, gy)
 
     def call_interpreted(self, grid3, args) -> None:
         if not interpreting():
-            raise TypeError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
-                            "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
+            raise ArgumentError(f"kernel {self.kernel.__name__!r}: the Triton backend runs on CUDA arrays; "
+                                "host arrays need TRITON_INTERPRET=1 (Triton's interpreter) or the CPU backend")
         flat: list = []
         parts = []
         for i, kind, d in self.slots:

@@ -23,9 +23,10 @@ from typing import Any
 
 import safetile as ct
 
+from ...errors import ArgumentError
 from .checkpoint import CheckpointReader, Weights, build_weights
 from .config import SHAPES, CheckpointError, Qwen3Config, shape_config
-from .engine import Qwen3, Stats
+from .engine import GenerationBusyError, Qwen3, Stats
 from .parallel import Layout, layout, rank_device, resolve
 from .sampling import Sampling
 from .tuning import Tuning
@@ -33,6 +34,7 @@ from .tuning import Tuning
 __all__ = [
     "SHAPES",
     "CheckpointError",
+    "GenerationBusyError",
     "Layout",
     "Qwen3",
     "Qwen3Config",
@@ -49,13 +51,13 @@ __all__ = [
 def _device_and_dtype(device: str, dtype: Any, checkpoint_dtype: str) -> tuple[str, ct.DType]:
     device = "cuda:0" if device == "cuda" else device
     if device != "cpu" and not device.startswith("cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda' ('cuda:N'), got {device!r}")
+        raise ArgumentError(f"device must be 'cpu' or 'cuda' ('cuda:N'), got {device!r}")
     if dtype is None:  # the CPU backend computes in float32 anyway: keep it exact there
         d = ct.float32 if device == "cpu" else ct.dtypes.as_dtype(checkpoint_dtype)
     else:
         d = ct.dtypes.as_dtype(dtype)
     if d.name not in ("bfloat16", "float16", "float32"):
-        raise ValueError(f"dtype must be bfloat16, float16 or float32, got {d.name}")
+        raise ArgumentError(f"dtype must be bfloat16, float16 or float32, got {d.name}")
     return device, d
 
 

@@ -16,6 +16,7 @@ hold no collective.
 """
 from __future__ import annotations
 
+import operator
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -26,6 +27,7 @@ import numpy as np
 
 import safetile as ct
 
+from ...errors import ArgumentError
 from . import kernels_attention as ka
 from . import kernels_gemm as kg
 from . import kernels_gemv as kv
@@ -33,8 +35,12 @@ from .chain import Chain, In, Out, Own
 from .checkpoint import Weights
 from .config import CheckpointError, Qwen3Config
 from .parallel import Layout, layout
-from .sampling import Sampling, choose
+from .sampling import Sampling, is_int, choose
 from .tuning import Tuning, clip, default, pow2_at_least
+
+
+class GenerationBusyError(RuntimeError):
+    """The model is already generating (one generation at a time); nothing was changed."""
 
 
 @dataclass
@@ -293,14 +299,22 @@ class Qwen3:
                 pool.pop(name, None)
 
     def _check_ids(self, ids: Sequence[int], new: int) -> np.ndarray:
-        a = np.asarray(list(ids), dtype=np.int64)
-        if a.ndim != 1 or a.size == 0:
-            raise ValueError("the prompt must be a non-empty sequence of token ids")
-        bad = (a < 0) | (a >= self.config.vocab_size)
-        if bad.any():
-            raise ValueError(f"token id {int(a[bad][0])} is outside the vocabulary [0, {self.config.vocab_size})")
+        try:
+            items = list(ids)
+        except TypeError:
+            raise ArgumentError(f"the prompt must be a sequence of token ids, got {type(ids).__name__}") from None
+        if not items:
+            raise ArgumentError("the prompt must be a non-empty sequence of token ids")
+        for i, t in enumerate(items):
+            if not is_int(t):
+                raise ArgumentError(f"prompt[{i}] = {t!r} is not a token id (an integer)")
+            t = items[i] = operator.index(t)
+            if not 0 <= t < self.config.vocab_size:
+                raise ArgumentError(f"token id {t} (prompt[{i}]) is outside the vocabulary "
+                                    f"[0, {self.config.vocab_size})")
+        a = np.asarray(items, dtype=np.int64)
         if a.size + new > self.capacity:
-            raise ValueError(f"{a.size} prompt tokens + {new} new tokens exceed the cache capacity of "
+            raise ArgumentError(f"{a.size} prompt tokens + {new} new tokens exceed the cache capacity of "
                              f"{self.capacity} positions (load with a larger max_seq_len)")
         return a
 
@@ -341,15 +355,22 @@ class Qwen3:
     def stream(self, ids: Sequence[int], max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,
                top_p: float = 1.0, seed: int | None = None, stop: Sequence[int] = ()) -> Iterator[int]:
         """Like ``generate``, yielding each token as soon as it is known."""
-        if int(max_new_tokens) != max_new_tokens or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-        s = Sampling(float(temperature), int(top_k), float(top_p), seed)
+        if not (is_int(max_new_tokens) and max_new_tokens >= 0):
+            raise ArgumentError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+        s = Sampling(temperature, top_k, top_p, seed)
         a = self._check_ids(ids, int(max_new_tokens))
-        return self._run(a, int(max_new_tokens), s, frozenset(int(t) for t in stop))
+        try:
+            stops = list(stop)
+        except TypeError:
+            raise ArgumentError(f"stop must be a sequence of token ids, got {type(stop).__name__}") from None
+        bad = [t for t in stops if not is_int(t)]
+        if bad:
+            raise ArgumentError(f"stop: {bad[0]!r} is not a token id (an integer)")
+        return self._run(a, int(max_new_tokens), s, frozenset(operator.index(t) for t in stops))
 
     def _exclusive(self):
         if not self._lock.acquire(blocking=False):
-            raise RuntimeError("this model is already generating (one generation at a time; finish or close the "
+            raise GenerationBusyError("this model is already generating (one generation at a time; finish or close the "
                                "other stream first)")
         return _Release(self._lock)
 

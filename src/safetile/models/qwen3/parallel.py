@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...errors import ArgumentError
 from ...runtime import env
 from .config import CheckpointError, Qwen3Config
 
@@ -138,5 +139,5 @@ def check_backend(device: str, group: Any) -> None:
     backend = str(dist.get_backend(group))
     need = "gloo" if device == "cpu" else "nccl"
     if need not in backend:
-        raise ValueError(f"tensor parallelism on {device} needs a {need} process group; this group's backend is "
-                         f"{backend} (init_process_group(backend={need!r}))")
+        raise ArgumentError(f"tensor parallelism on {device} needs a {need} process group; this group's backend is "
+                            f"{backend} (init_process_group(backend={need!r}))")

@@ -7,9 +7,27 @@ logits), so the host sorts a few thousand candidates instead of the whole vocabu
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...errors import ArgumentError
+
+
+def is_int(v) -> bool:
+    """An integer (Python, NumPy, or anything with ``__index__`` such as a 0-d torch tensor), not a bool."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def is_real(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -20,12 +38,15 @@ class Sampling:
     seed: int | None = None
 
     def __post_init__(self):
-        if not (self.temperature >= 0.0 and np.isfinite(self.temperature)):
-            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
-        if int(self.top_k) != self.top_k or self.top_k < 0:
-            raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        t, k, p, seed = self.temperature, self.top_k, self.top_p, self.seed
+        if not (is_real(t) and t >= 0.0 and np.isfinite(t)):
+            raise ArgumentError(f"temperature must be a finite number >= 0, got {t!r}")
+        if not (is_int(k) and k >= 0):
+            raise ArgumentError(f"top_k must be an integer >= 0, got {k!r}")
+        if not (is_real(p) and 0.0 < p <= 1.0):
+            raise ArgumentError(f"top_p must be in (0, 1], got {p!r}")
+        if seed is not None and not (is_int(seed) and 0 <= seed < 2**64):
+            raise ArgumentError(f"seed must be None or an integer in [0, 2**64), got {seed!r}")
 
     @property
     def greedy(self) -> bool:

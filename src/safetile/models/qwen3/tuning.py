@@ -26,15 +26,15 @@ class Tuning:
     gemv_stages: int = 3
     gemv_tma: bool = False
     gemv_unroll: bool = True  # K loop written out (K static): every weight tile in flight at once
-    gemv_min_blocks: int = 264  # halve BN (down to 1) until a projection has this many blocks
-    head_bn: int = 32
+    gemv_min_blocks: int = 1056  # halve BN (down to 1) until a projection has this many blocks (8 per SM)
+    head_bn: int = 8
     # decode attention: keys per tile, splits per key/value head (at most; the key tiles are dealt
     # over them at run time), query rows (>= 16 feeds the matrix units)
-    attn_bn: int = 64
-    attn_splits: int = 32
+    attn_bn: int = 128
+    attn_splits: int = 8
     attn_qm: int = 16
     attn_warps: int = 4
-    merge_elems: int = 8192  # partials one merge block loads (splits x group x columns)
+    merge_elems: int = 1024  # partials one merge block loads (splits x group x columns): many small blocks
     # prefill
     gemm_bm: int = 128
     gemm_bn: int = 128
@@ -53,7 +53,7 @@ class Tuning:
     topk_bv: int = 2048
     # decode steps per graph replay (greedy): tokens reach the host in groups of this many,
     # and the host waits for the device once per group
-    decode_chunk: int = 8
+    decode_chunk: int = 16
 
     def with_(self, **changes) -> Tuning:
         return replace(self, **changes)
@@ -63,6 +63,7 @@ GPU = Tuning()
 # The CPU backend runs every block of a grid at once with NumPy: a few large blocks beat many
 # small ones, and there are no matrix units to pad for.
 CPU = Tuning(gemv_bn=64, gemv_bk=256, gemv_min_blocks=1, decode_chunk=1, head_bn=256, attn_bn=64, attn_splits=4,
+             merge_elems=8192,
              attn_qm=1,
              gemm_bm=64, gemm_bn=64, gemm_bk=64, fa_bm=64, fa_bn=64, fill_bt=64, embed_bh=1024,
              topk_k=64, topk_bv=1024)
