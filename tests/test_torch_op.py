@@ -284,3 +284,21 @@ def test_output_shape_callables_failing_at_call_time_are_safetile_errors(shape, 
     with pytest.raises(exc, match=words):
         k(x)
     assert torch.equal(x, torch.arange(256, dtype=torch.float32))
+
+
+def test_impure_output_shape_is_refused_against_what_torch_traced():
+    """Round-2 attack 219: a shape callable giving torch's tracer one size and the call another."""
+    calls = [0]
+
+    def impure(x):
+        calls[0] += 1
+        return (x.shape[0] + 64 * (calls[0] % 2),)
+
+    @torch_op(unique("impure"), outputs={"z": Out(impure)}, generics={"B": 64})
+    @ct.entry
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z))
+    f = torch.compile(lambda x: k(x) * 2.0, fullgraph=True, backend="aot_eager")
+    with pytest.raises(ct.LaunchTypeError, match="output 'z' has shape .* when torch traced the op"):
+        for _ in range(2):
+            f(torch.ones(256))
