@@ -149,9 +149,9 @@ def test_interrupt_while_leaving_a_borrow_still_ends_the_borrow(gate):
     with pytest.raises(KeyboardInterrupt):
         with ct.borrow_mut(t) as b:
             op = add(b.partition(1024), x, 1.0)
+            threading.Timer(0.5, gate.open.set).start()  # after the interrupt has arrived
             th = threading.Thread(target=op.sync, daemon=True)
             th.start()
-            threading.Timer(0.4, gate.open.set).start()  # after the interrupt has arrived
     assert gate.open.is_set(), "the borrow's exit stopped waiting for its running launch"
     th.join(10)
     np.testing.assert_array_equal(t.to_numpy(), np.full(4096, 3.0, np.float32))  # the borrow has ended

@@ -271,9 +271,9 @@ class Graph(Handle, Unique):
         try:
             stream = self.stream
             entry = InFlight(self._label, stream)
-            REGISTRY.claim(entry, self, self._writes, self._reads)
             completed = False
             try:
+                REGISTRY.claim(entry, self, self._writes, self._reads)
                 if self._cuda_graph is not None:
                     try:
                         with stream.context():
@@ -287,8 +287,9 @@ class Graph(Handle, Unique):
                             fn(stream)
                 completed = True
             finally:
-                # on the GPU, an interrupted wait leaves the entry until the stream is seen idle
-                if completed or not entry.on_gpu:
+                # on the GPU, work submitted but not waited for (an interrupted wait) leaves the entry
+                # until the stream is seen idle
+                if completed or not entry.on_gpu or not entry.enqueued:
                     REGISTRY.remove(entry)
             self.replays += 1
         finally:
