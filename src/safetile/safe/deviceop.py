@@ -98,8 +98,13 @@ class ExecContext:
         the terminal waited for it (``completed``), or on the CPU, where nothing outlives the
         terminal's own thread. (After a failure on the GPU the entry stays until its stream is seen
         idle: host reads of that memory wait.)"""
-        if self.entry is not None and (completed or not self.stream.is_cuda):
-            REGISTRY.remove(self.entry)
+        e = self.entry
+        if e is None:
+            return
+        if not e.enqueued:  # interrupted between a claim and its submission: nothing of it was submitted,
+            e.set_enqueued()  # and what was submitted before is covered by the stream's event
+        if completed or not self.stream.is_cuda:
+            REGISTRY.remove(e)
 
     def end(self) -> None:
         """What the terminal gave back is free for everyone (its result has been handed over)."""
