@@ -183,3 +183,32 @@ def test_a_stream_worker_never_waits_for_a_replay_queued_behind_it():
     assert not t1.is_alive() and not t2.is_alive(), "deadlock between a stream worker and a queued replay"
     g.close()
     np.testing.assert_array_equal(other.to_numpy(), np.full(4096, 6.0, np.float32))
+
+
+def test_await_abandoned_with_its_closed_loop_gives_the_values_back_when_the_work_ends(gate):
+    """Round-2 attack 215 c: the coroutine awaiting a launch is never resumed (its loop is closed
+    while the launch runs); the values come back when the launch ends, not at some later gc."""
+    import asyncio
+    import gc
+    p, x, _ = setup()
+    x = x.shared()
+    gc.disable()  # no collection may close the abandoned coroutine for us
+    try:
+        async def start():
+            task = asyncio.ensure_future(_await(add(p, x, 1.0)))  # never awaited: abandoned
+            await asyncio.sleep(0)
+            return task
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(start())
+        assert gate.started.wait(10)
+        loop.close()  # while the launch runs on a stream worker
+        gate.open.set()
+        for s in ct.default_pool("cpu").streams:
+            s.synchronize()
+        np.testing.assert_array_equal(p.to_numpy(), np.full(4096, 3.0, np.float32))
+    finally:
+        gc.enable()
+
+
+async def _await(op):
+    return await op

@@ -287,7 +287,10 @@ class DeviceOp(Handle):
         stream = self._pick_stream()
         ctx = ExecContext(stream, label=LazyText(_await_of, self), pinned=False)
         if not stream.is_cuda:
+            loop = asyncio.get_running_loop()
             fut = stream.submit(lambda: self._job(ctx))
+            # a loop closed before the work ends never resumes this coroutine: the values are free then
+            fut.add_done_callback(lambda _: loop.is_closed() and ctx.end())
             try:
                 value = await asyncio.wrap_future(fut)
             except BaseException:
