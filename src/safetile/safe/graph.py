@@ -262,9 +262,9 @@ class Graph(Handle, Unique):
                 for v in owned:
                     if v._moved is label:
                         v._moved = None
-        finally:
-            self._lock.release()
             notify_all()
+        finally:
+            self._lock.release()  # last: close() and update() may go on from here
 
     def _replay(self, owned: tuple, label: LazyText) -> None:
         """Claim the memory, run the recorded work, wait for it; then ``_end`` (on the thread that ran it)."""
