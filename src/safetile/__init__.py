@@ -22,7 +22,7 @@ from .ops.elementwise import (abs, add, astype, atan2, bitcast, bitwise_and, bit
                               exp2, floor, floordiv, greater, greater_equal, isnan, less, less_equal, log,
                               log2, maximum, minimum, mod, mul, negative, not_equal, pow, rsqrt, sin, sinh,
                               sqrt, sub, tan, tanh, truediv, where)
-from .ops.factories import arange, astile, full, ones, zeros
+from .ops.factories import astile  # arange, full, ones, zeros: the safe style's (below) forward to ops.factories
 from .ops.grid import (bid, cdiv, grid_dependency_control_launch_dependents, grid_dependency_control_wait,
                        num_blocks)
 from .ops.matmul import matmul, mma, mma_scaled

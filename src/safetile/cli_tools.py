@@ -137,8 +137,8 @@ def cmd_cache(args) -> int:
                 print(f"  {name:28s} {len(files):6d} files {human(_size(files)):>10s}")
             everything = [f for files in entries.values() for f in files]
             print(f"  {'total':28s} {len(everything):6d} files {human(_size(everything)):>10s}")
-        files, size = _tree_size(triton) if triton.is_dir() else (0, 0)
-        print(f"Triton's binary cache: {triton} (TRITON_CACHE_DIR): {files} files, {human(size)}; "
+        count, size = _tree_size(triton) if triton.is_dir() else (0, 0)
+        print(f"Triton's binary cache: {triton} (TRITON_CACHE_DIR): {count} files, {human(size)}; "
               "`safetile cache clear --triton` clears it too")
         return 0
     removed, freed = 0, 0
@@ -159,14 +159,14 @@ def cmd_cache(args) -> int:
     else:
         print("safetile cache: disabled, nothing to clear")
     if args.triton and triton.is_dir():
-        files, size = _tree_size(triton)
+        count, size = _tree_size(triton)
         for entry in triton.iterdir():
             if entry.is_dir() and not entry.is_symlink():
                 import shutil
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-        print(f"removed {files} files ({human(size)}) from Triton's cache {triton}")
+        print(f"removed {count} files ({human(size)}) from Triton's cache {triton}")
     return 0
 
 

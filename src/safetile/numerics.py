@@ -46,13 +46,16 @@ def exact_op(op: str, a: np.ndarray, b: np.ndarray | None = None) -> tuple[np.nd
     a = np.asarray(a, np.float64)
     with np.errstate(all="ignore"):
         if op == "add" or op == "sub":
+            assert b is not None, f"{op} takes two operands"
             bb = b if op == "add" else -b
             hi = a + bb
             v = hi - a
             err = (a - (hi - v)) + (bb - v)
         elif op == "mul":
+            assert b is not None, "mul takes two operands"
             hi, err = _two_product(a, b)
         elif op == "truediv":
+            assert b is not None, "truediv takes two operands"
             hi = a / b
             p, perr = _two_product(hi, b)
             err = ((a - p) - perr) * np.sign(b)  # sign of a - hi*b, as a sign of a/b - hi

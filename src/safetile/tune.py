@@ -61,6 +61,12 @@ class Trial:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def time(self) -> float:
+        """The median time of a configuration that ran (``ok``)."""
+        assert self.time_ms is not None, "a failed trial has no time"
+        return self.time_ms
+
 
 @dataclass(frozen=True, kw_only=True)
 class Measurement(Generic[T]):
@@ -99,7 +105,7 @@ class TuningResult(Generic[T]):
     @property
     def failures(self) -> list[tuple[Any, type, str]]:
         """``(config, exception class, message)`` for each failed configuration."""
-        return [(t.config, t.error_type or Exception, t.error) for t in self.trials if not t.ok]
+        return [(t.config, t.error_type or Exception, t.error) for t in self.trials if t.error is not None]
 
     def summary(self, *, top_k: int = 10) -> str:
         """The fastest ``top_k`` configurations with their times, then the failures."""
@@ -117,7 +123,7 @@ class TuningResult(Generic[T]):
 
 
 def _measurement(t: Trial) -> Measurement:
-    mean = t.mean_ms if t.mean_ms is not None else t.time_ms
+    mean = t.mean_ms if t.mean_ms is not None else t.time
     return Measurement(config=t.config, mean_us=mean * 1e3, num_samples=t.samples,
                        error_margin_us=(t.margin_ms or 0.0) * 1e3)
 
@@ -407,7 +413,7 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
         if not ok:
             lines = "\n".join(f"  {c}: {t.error}" for c, t in zip(canon, trials))
             raise TuningError(f"all {len(space)} configurations of {kernel.__name__!r} failed:\n{lines}")
-        best = min(ok, key=lambda i: trials[i].time_ms)
+        best = min(ok, key=lambda i: trials[i].time)
         cached = False
         if cache:
             _store(root, digest, {"format": _FORMAT, "key": digest, "kernel": kernel_id[0],
@@ -415,7 +421,7 @@ def exhaustive_search(search_space: Iterable[Any], stream: Any, grid_fn: Callabl
                                   "trials": [{"config": c, "time_ms": t.time_ms, "error": t.error,
                                               "mean_ms": t.mean_ms, "margin_ms": t.margin_ms, "samples": t.samples}
                                              for c, t in zip(canon, trials)]})
-    return TuningResult(space[best], trials[best].time_ms, _with_hints(kernels[best], hints[best]), hints[best],
+    return TuningResult(space[best], trials[best].time, _with_hints(kernels[best], hints[best]), hints[best],
                         tuple(trials), cached, digest, device)
 
 
@@ -466,7 +472,7 @@ def _run_all(space: list, hints: list[dict], base: list[Kernel], stream: Any, gr
             k = kernels.setdefault((id(kernel), _canonical(h)), _with_hints(kernel, h))
             trials.append(_trial(cfg, k, stream, grid_fn, args_fn, cuda, timing))
             if trials[-1].ok:
-                best = trials[-1].time_ms if best is None else min(best, trials[-1].time_ms)
+                best = trials[-1].time if best is None else min(best, trials[-1].time)
             bar.step(best)
     finally:
         bar.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+from collections.abc import Callable
 
 from .. import dtypes as dt
 from . import ast as A
@@ -79,7 +80,7 @@ class FnInfo:
     """A ``DEF FN`` function: canonical name, parameters (canonical names), body, result type."""
     name: str
     params: list[str]
-    expr: A.Expr
+    expr: A.Expr | None  # None: the body does not parse (stmt.broken says why)
     type: BasicType
     stmt: A.DefFn
 
@@ -219,7 +220,7 @@ class Analysis:
         for s in stmts:
             for e in stmt_exprs(s):
                 expr(e)
-            if isinstance(s, A.For) or isinstance(s, A.Next) and s.var is not None:
+            if isinstance(s, (A.For, A.Next)) and s.var is not None:  # a For always names its variable
                 s.var = name(s.var)
             elif isinstance(s, A.Input):
                 for it in s.items:
@@ -468,7 +469,7 @@ class Analysis:
         if isinstance(e, A.Call) and e.name in ("INT", "FIX", "ABS", "CINT") and len(e.args) == 1:
             v = self.host_eval(e.args[0], scalars, allow_vars, line, depth + 1)
             try:
-                return {"INT": math.floor, "FIX": math.trunc, "ABS": abs, "CINT": _round_half_away}[e.name](v)
+                return _SIZE_FUNCTIONS[e.name](v)
             except (OverflowError, ValueError) as ex:
                 raise self.fail(f"cannot evaluate the size: {ex}", e.pos, line) from None
         raise self.fail("sizes may use numbers, INPUT scalars, + - * / \\ MOD ^, INT, FIX, CINT and ABS", e.pos, line)
@@ -517,6 +518,7 @@ class Analysis:
             elif isinstance(s, A.OnGoto):
                 targets += s.targets
             elif isinstance(s, A.Restore) and s.target is not None:
+                assert s.target_pos is not None  # the parser sets both
                 targets.append((s.target, s.target_pos))
             elif isinstance(s, A.Return) and not self.uses_gosub:
                 self.defer(s, "RETURN without GOSUB", "the program has no GOSUB", s.pos)
@@ -569,6 +571,11 @@ def _data_number(text: str):
 
 def _round_half_away(v) -> int:
     return int(math.floor(abs(v) + 0.5)) * (1 if v >= 0 else -1)
+
+
+# the functions a DIM size may use (evaluated on the host)
+_SIZE_FUNCTIONS: dict[str, Callable[[Any], Any]] = {"INT": math.floor, "FIX": math.trunc, "ABS": abs,
+                                                   "CINT": _round_half_away}
 
 
 def _size_op(op: str, a, b):

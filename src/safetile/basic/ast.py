@@ -46,6 +46,10 @@ class Index(Expr):
     args: list[Expr]
 
 
+# what an assignment, READ, INPUT or SWAP stores to: a variable or an array element
+Target = Var | Index
+
+
 @dataclass
 class Call(Expr):
     """A built-in function call; ``name`` upper case."""
@@ -83,7 +87,7 @@ class Stmt:
 
 @dataclass
 class Let(Stmt):
-    target: Expr  # Var | Index
+    target: Target
     expr: Expr
 
 
@@ -242,7 +246,7 @@ class Data(Stmt):
 
 @dataclass
 class Read(Stmt):
-    targets: list[Expr]  # Var | Index
+    targets: list[Target]
 
 
 @dataclass
@@ -284,8 +288,8 @@ class DefType(Stmt):
 
 @dataclass
 class Swap(Stmt):
-    a: Expr  # Var | Index
-    b: Expr
+    a: Target
+    b: Target
 
 
 @dataclass

@@ -16,6 +16,7 @@ single, 64 for a double) and the value is ``mantissa * 2 ** (exponent - bias - 8
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,7 +73,7 @@ def unpack(x: float, p: Precision) -> Unpacked:
     return (exp, ((1 << 52) | frac) << 11, neg)
 
 
-def pack(den: Unpacked, p: Precision) -> float:
+def pack(den: Unpacked, p: Precision) -> np.floating[Any]:
     """Round an unpacked value to the precision (halves to even on the guard byte) and return
     it as a float32 / float64; raises ``MbfOverflow`` beyond the MBF range."""
     exp, man, neg = den

@@ -128,6 +128,7 @@ def tokenize_line(src: Source, index: int, errors: list[BasicError]) -> SourceLi
             i += 1
             continue
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         j = m.end()
         if kind == "ws":
             pass

@@ -37,6 +37,10 @@ class _LineParser:
         toks = self.toks
         return toks[j] if j < len(toks) else None
 
+    def token(self) -> Token:
+        """The next token, where the caller has seen that there is one."""
+        return self.toks[self.i]
+
     def at_end(self) -> bool:
         return self.i >= len(self.toks)
 
@@ -121,7 +125,7 @@ class _LineParser:
                              f"{self.describe(t)}")
 
     def statement(self, in_if: bool) -> list[A.Stmt]:
-        t = self.peek()
+        t = self.token()
         if t.kind == "rem":
             self.advance()
             return [A.Rem(self.pos(t), self.number, str(t.value))]
@@ -150,7 +154,7 @@ class _LineParser:
         value = self.expr()
         return A.Let(self.last_pos(first), self.number, target, value)
 
-    def target(self) -> A.Expr:
+    def target(self) -> A.Target:
         t = self.peek()
         if t is None or t.kind != "name":
             raise self.error(f"expected a variable, found {self.describe(t)}")
@@ -177,7 +181,7 @@ class _LineParser:
         if self.is_kw("USING"):
             raise self.error("PRINT USING is not supported")
         while not self.stmt_end(in_if):
-            tok = self.peek()
+            tok = self.token()
             if tok.kind == "op" and tok.value in (";", ","):
                 self.advance()
                 items.append(A.PrintSep(self.pos(tok), tok.value))
@@ -205,7 +209,8 @@ class _LineParser:
 
     def st_INPUT(self, t, in_if):
         prompt = None
-        if self.peek() is not None and self.peek().kind == "str":
+        first = self.peek()
+        if first is not None and first.kind == "str":
             prompt = self.advance().value
             if self.is_op(";") or self.is_op(","):
                 self.advance()
@@ -293,6 +298,7 @@ class _LineParser:
 
     def st_IF(self, t, in_if):
         cond = self.expr()
+        then: list[A.Stmt]
         if self.is_kw("GOTO"):
             g = self.advance()
             target, pos = self._line_number("GOTO")
@@ -317,7 +323,7 @@ class _LineParser:
             raise self.error("ELSEIF belongs to a block IF, not a single-line IF", t)
         cond = self.expr()
         self.expect_kw("THEN")
-        if not (self.at_end() or self.peek().kind == "rem"):
+        if not (self.at_end() or self.token().kind == "rem"):
             raise self.error("ELSEIF ... THEN must end its line (block IF)")
         return A.ElseIf(self.last_pos(t), self.number, cond)
 
@@ -358,7 +364,7 @@ class _LineParser:
     def st_NEXT(self, t, in_if):
         if self.stmt_end(in_if):
             return A.Next(self.pos(t), self.number, None)
-        out = []
+        out: list[A.Next] = []
         while True:
             v = self.peek()
             if v is None or v.kind != "name":
@@ -479,7 +485,7 @@ class _LineParser:
         try:
             body, broken = self.expr(), None
         except BasicError as e:  # GW-BASIC reads the body only when the function is called
-            while not self.at_end() and not self.is_op(":") and self.peek().kind != "rem":
+            while not self.at_end() and not self.is_op(":") and self.token().kind != "rem":
                 self.advance()
             body, broken = None, e
         return A.DefFn(self.last_pos(t), self.number, name, params, body, broken)
@@ -647,6 +653,7 @@ def parse(src: Source, errors: list[BasicError] | None = None, lines: list[Sourc
     for sl in lines:
         if sl.number is not None:
             tok = sl.number_token
+            assert tok is not None  # the lexer keeps a line number's token
             if sl.number in seen:
                 errors.append(src.error(f"line number {sl.number} is used twice (first on source line "
                                         f"{seen[sl.number] + 1})", tok.line, tok.col, tok.end, sl.number))

@@ -56,7 +56,7 @@ class BasicKernel(Kernel):
     """A ``Kernel`` whose IR comes from a BASIC program (launchable with ``ct.launch``)."""
 
     def __init__(self, program: BasicProgram):
-        names = []
+        names: list[str] = []
         seen: set[str] = set()
         for p in program.function.params:
             n = p.name if p.name.isidentifier() and not keyword.iskeyword(p.name) else f"p_{len(names)}"
@@ -187,6 +187,7 @@ class BasicProgram:
             return 1
         arr = self.analysis.outputs[0]
         shape = self.array_shape(arr.name, scalars)
+        assert arr.tile is not None  # the analyzer refuses an OUTPUT array without TILE
         n = 1
         for size, t in zip(shape, arr.tile):
             n *= -(-size // t)

@@ -179,10 +179,10 @@ class TreeBuilder:
                 node.next = s
                 stack.pop()
             elif isinstance(s, A.While):
-                node = WhileNode(s, [], index=self.for_count)
+                while_node = WhileNode(s, [], index=self.for_count)
                 self.for_count += 1
-                cur().append(node)
-                stack.append((node, node.body))
+                cur().append(while_node)
+                stack.append((while_node, while_node.body))
             elif isinstance(s, A.Wend):
                 if not stack or not isinstance(stack[-1][0], WhileNode):
                     if not any(isinstance(n, WhileNode) for n, _ in stack):
@@ -195,9 +195,9 @@ class TreeBuilder:
                 stack[-1][0].wend = s
                 stack.pop()
             elif isinstance(s, A.If) and s.block:
-                node = IfNode(s, [(s.cond, [], s)], None, single=False)
-                cur().append(node)
-                stack.append((node, node.arms[0][1]))
+                if_node = IfNode(s, [(s.cond, [], s)], None, single=False)
+                cur().append(if_node)
+                stack.append((if_node, if_node.arms[0][1]))
             elif isinstance(s, (A.ElseIf, A.Else, A.EndIf)):
                 what = {A.ElseIf: "ELSEIF", A.Else: "ELSE", A.EndIf: "ENDIF"}[type(s)]
                 if not stack or not isinstance(stack[-1][0], IfNode):
@@ -208,18 +208,18 @@ class TreeBuilder:
                         self.error(f"{what} while the {_open_name(open_)} opened in line {_open_line(open_)} "
                                    "is still open", s.pos, s.line)
                     continue
-                node = stack[-1][0]
+                if_node = stack[-1][0]
                 if isinstance(s, A.EndIf):
-                    node.end = s
+                    if_node.end = s
                     stack.pop()
-                elif node.orelse is not None:
-                    self.error(f"{what} after ELSE in the IF of line {node.stmt.line}", s.pos, s.line)
+                elif if_node.orelse is not None:
+                    self.error(f"{what} after ELSE in the IF of line {if_node.stmt.line}", s.pos, s.line)
                 elif isinstance(s, A.ElseIf):
-                    node.arms.append((s.cond, [], s))
-                    stack[-1] = (node, node.arms[-1][1])
+                    if_node.arms.append((s.cond, [], s))
+                    stack[-1] = (if_node, if_node.arms[-1][1])
                 else:
-                    node.orelse = []
-                    stack[-1] = (node, node.orelse)
+                    if_node.orelse = []
+                    stack[-1] = (if_node, if_node.orelse)
             elif isinstance(s, A.If):
                 then = self._build(s.then or [], top=False)
                 orelse = self._build(s.orelse, top=False) if s.orelse is not None else None

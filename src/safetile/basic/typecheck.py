@@ -97,7 +97,10 @@ class TypeChecker:
                 t = STRING if d is STRING else scalar(d)
             if n in an.tile_vars:
                 shape, td, _ = an.tile_vars[n]
-                t = TileType(td or t.dtype, shape)
+                if td is None:
+                    assert isinstance(t, TileType)  # the analyzer refuses string tile variables
+                    td = t.dtype
+                t = TileType(td, shape)
             an.var_types[n] = t
         lets = [s for s in stmts if isinstance(s, A.Let) and isinstance(s.target, A.Var)]
         for _ in range(len(lets) + 2):  # a variable assigned a tile holds tiles of that shape
@@ -110,7 +113,7 @@ class TypeChecker:
                 cur = an.var_types[s.target.name]
                 if t is BAD:
                     continue
-                if t is not STRING and cur is not STRING and t.shape != () and cur.shape == ():
+                if t is not STRING and isinstance(cur, TileType) and t.shape != () and cur.shape == ():
                     an.var_types[s.target.name] = TileType(cur.dtype, t.shape)
                     changed = True
             if not changed:
@@ -392,14 +395,14 @@ class TypeChecker:
                 elif isinstance(it, A.Expr):
                     self.expr(it, line)
 
-    def assignable(self, vt, t, target: A.Expr, value: A.Expr, line) -> None:
+    def assignable(self, vt, t, target: A.Target, value: A.Expr, line) -> None:
         if (vt is STRING) != (t is STRING):
             raise Mismatch(f"{self.an.show(target.name)} is {shape_text(vt)}, the value {shape_text(t)}", value.pos)
         if t is not STRING and t.shape not in ((), vt.shape):
             raise self.an.fail(f"{self.an.show(target.name)} holds {shape_text(vt)} but is assigned {shape_text(t)}",
                                value.pos, line)
 
-    def read_target(self, tgt: A.Expr, line) -> None:
+    def read_target(self, tgt: A.Target, line) -> None:
         an = self.an
         if isinstance(tgt, A.Var):
             t = an.var_types[tgt.name]

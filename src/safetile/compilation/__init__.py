@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from collections.abc import Sequence
 
 from ..dtypes import DType, int32
@@ -85,7 +85,7 @@ class KernelSignature:
     extra: dict = field(default_factory=dict)
 
 
-def _unsupported(what: str):
+def _unsupported(what: str) -> NoReturn:
     raise TileUnsupportedFeatureError(f"{what} is not available in safetile: kernels compile when they are "
                                       "launched (to Triton for the GPU), with no TileIR bytecode or ahead-of-time "
                                       "export step")

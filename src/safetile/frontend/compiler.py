@@ -171,7 +171,9 @@ class FunctionCompiler(ControlFlow, Expressions):
                              f"got {len(value)})", target)
         for t, v in zip(elts[:i], value[:i]):
             self.assign(t, v)
-        self.assign(elts[i].value, tuple(value[i:len(value) - n_after]))
+        starred = elts[i]
+        assert isinstance(starred, ast.Starred)  # stars holds the starred elements' positions
+        self.assign(starred.value, tuple(value[i:len(value) - n_after]))
         for t, v in zip(elts[i + 1:], value[len(value) - n_after:]):
             self.assign(t, v)
 
@@ -293,6 +295,7 @@ class FunctionCompiler(ControlFlow, Expressions):
     def stmt_AugAssign(self, s: ast.AugAssign) -> None:
         if not isinstance(s.target, ast.Name):
             self.assign(s.target, None)  # raises the immutability error
+        assert isinstance(s.target, ast.Name)  # assign raised for the others
         current = self.lookup(s.target.id, s.target)
         value = self._binop(BINOPS.get(type(s.op)), current, self.expr(s.value), s)
         self.assign(s.target, value)

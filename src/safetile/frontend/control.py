@@ -33,6 +33,8 @@ STATIC_ITER_LIMIT = 1000  # items of one ct.static_iter (as in cuTile Python)
 class ControlFlow(MixinBase):
     """``if``/``for``/``while`` statements of ``FunctionCompiler`` (a mixin)."""
 
+    env: dict[str, Any]  # the variables in scope (FunctionCompiler sets them)
+
     # ------------------------------------------------------------------ if
 
     def stmt_If(self, s: ast.If) -> None:
@@ -136,6 +138,7 @@ class ControlFlow(MixinBase):
         if ta is None and tb is None:
             return TileType(dt.promote(dt.scalar_dtype(a), dt.scalar_dtype(b)), ())
         if ta is None:
+            assert tb is not None  # both None is the case above
             return TileType(dt.promote_with_scalar(tb.dtype, a), tb.shape)
         if tb is None:
             return TileType(dt.promote_with_scalar(ta.dtype, b), ta.shape)
@@ -223,7 +226,7 @@ class ControlFlow(MixinBase):
         except TypeError:
             raise self.error(TileStaticEvalError, f"ct.static_iter needs an iterable, got {what(value)}",
                              node) from None
-        items = []
+        items: list[Any] = []
         for i in range(STATIC_ITER_LIMIT + 1):
             try:
                 item = next(it)
@@ -381,6 +384,7 @@ class ControlFlow(MixinBase):
                          for x, t in zip(flatten(init[n]), leaf_types[n]) if t is not None]
         result_types = tuple(t for n in leaf_types for t in leaf_types[n] if t is not None)
         if kind == "for":
+            assert bounds is not None  # a for loop's start, stop and step
             op = self.builder.emit("for", [b.value for b in bounds] + init_operands,
                                    {"result_types": result_types}, regions=[body_block])
         else:
@@ -478,7 +482,7 @@ class ControlFlow(MixinBase):
         if not carriable(out) or not same_structure(init, out):
             raise self.error(TileTypeError, f"{label} changes from {what(init)} to {what(out)} in the "
                              "loop body; it must keep its type from one iteration to the next", where)
-        new = []
+        new: list[TileType | None] = []
         for x0, x, t, is_weak in zip(flatten(init), flatten(out), types_, weak):
             if t is None:  # still the constant it started as
                 if is_const(x) and same_static(x, x0):

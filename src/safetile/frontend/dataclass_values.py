@@ -58,7 +58,7 @@ def is_dataclass_type(x: Any) -> bool:
 def dataclass_problem(cls: type) -> str | None:
     """Why tile code cannot use dataclass ``cls`` (cuTile's rules: frozen, a dataclass itself,
     no custom ``__new__``, no ``default_factory`` or ``init=False`` fields), or None."""
-    if not cls.__dataclass_params__.frozen:
+    if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]  # set by @dataclass, untyped
         return "Only frozen dataclasses are supported"
     if "__dataclass_params__" not in cls.__dict__:
         return "Non-dataclass subclasses of a dataclass are not supported"

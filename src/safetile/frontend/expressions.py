@@ -19,11 +19,13 @@ from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_E
                      same_static, static_facts, user_boundary, what)
 from .captures import ABSENT, closure_scope
 from .dataclass_values import BoundMethod, DataclassValue, dataclass_problem, is_dataclass_type
-from .source import parse_function
+from .source import FunctionNode, parse_function
 
 
 class Expressions(MixinBase):
     """Expression evaluation and calls of ``FunctionCompiler`` (a mixin)."""
+
+    env: dict[str, Any]  # the variables in scope (FunctionCompiler sets them)
 
     # ------------------------------------------------------------------ expressions
 
@@ -309,6 +311,7 @@ class Expressions(MixinBase):
             if isinstance(v, ast.Constant):
                 parts.append(str(v.value))
                 continue
+            assert isinstance(v, ast.FormattedValue)  # an f-string holds only these and constants
             value = self.expr(v.value)
             spec = ""
             if v.format_spec is not None:
@@ -474,6 +477,7 @@ class Expressions(MixinBase):
     def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST | None, return_env: bool = False) -> Any:
         """Inline a tile function (module-level def, nested def or lambda) at this call
         (with ``return_env``: the result and the function's final variables)."""
+        fnode: FunctionNode
         if isinstance(fn, LocalFunction):
             owner = fn.owner
             parsed, fnode, globals_ = owner.parsed, fn.node, owner.globals
@@ -516,7 +520,7 @@ class Expressions(MixinBase):
         have exactly one ``yield``, a statement of its own at the top level of its body."""
         fn = cm.fn
         parsed = parse_function(fn)
-        body = parsed.node.body
+        body = [] if isinstance(parsed.node, ast.Lambda) else parsed.node.body  # a lambda: no yield statement
         found = [n for n in ast.walk(parsed.node) if isinstance(n, (ast.Yield, ast.YieldFrom))]
         tops = [i for i, st in enumerate(body) if isinstance(st, ast.Expr) and isinstance(st.value, ast.Yield)]
         if not found:
@@ -539,7 +543,9 @@ class Expressions(MixinBase):
             if sub.env.get(RET) is not False and RET in sub.env:
                 raise sub.error(TileUnsupportedFeatureError, "a context manager cannot return before its yield",
                                 body[k])
-            y = body[k].value.value
+            stmt = body[k]
+            assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield)  # found as such above
+            y = stmt.value.value
             value = sub.expr(y) if y is not None else None
         except TileError as e:
             e.add_frame(self.loc(node))
@@ -591,9 +597,9 @@ class Expressions(MixinBase):
                 raise self.error(TileTypeError, f"{name}() got an unexpected keyword argument {k!r}", node)
         for p, d in zip(positional[len(positional) - len(fn.defaults):], fn.defaults):
             bound.setdefault(p, d)
-        for p, d in zip(a.kwonlyargs, fn.kw_defaults):
-            if p.arg not in bound and d is not MISSING:
-                bound[p.arg] = d
+        for kw, d in zip(a.kwonlyargs, fn.kw_defaults):
+            if kw.arg not in bound and d is not MISSING:
+                bound[kw.arg] = d
         missing = [p for p in positional + [k.arg for k in a.kwonlyargs] if p not in bound]
         if missing:
             raise self.error(TileTypeError, f"{name}() missing argument(s): {', '.join(map(repr, missing))}", node)

@@ -98,6 +98,8 @@ def validate_hints(hints: dict[str, Any]) -> dict[str, Any]:
 class TileFunction:
     """``@ct.function``: a helper compiled as tile code (inlined at every call)."""
 
+    fn: Callable  # the decorated Python function
+
     def __init__(self, fn: Callable):
         if isinstance(fn, TileFunction):
             fn = fn.fn
@@ -194,6 +196,8 @@ class TileKernel:
     specialisation read while compiling (``captured``) is checked before compiled code is
     reused, and a change drops every cached specialisation (``forget_compiled``).
     """
+
+    fn: Callable  # the decorated Python function
 
     def __init__(self, fn: Callable, hints: dict[str, Any] | None = None):
         if isinstance(fn, (TileKernel, TileFunction)):

@@ -18,6 +18,7 @@ import linecache
 import os
 import sys
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -38,7 +39,7 @@ class ParsedFunction:
 
     def loc(self, node: ast.AST) -> SourceLoc:
         """The source location of ``node`` (a multi-line node is underlined to its first line's end)."""
-        line = getattr(node, "lineno", None) or getattr(self.node, "lineno", 1)
+        line: int = getattr(node, "lineno", 0) or getattr(self.node, "lineno", 1)
         col = getattr(node, "col_offset", 0)
         end_line = getattr(node, "end_lineno", None)
         end_col = getattr(node, "end_col_offset", None)
@@ -76,6 +77,7 @@ class SourceIndex:
         lines = _file_lines(fn, filename)
         if lines is None:
             raise no_source_error(fn)
+        assert filename is not None  # no file, no lines
         node = _find_node(self._functions_at(filename, lines, code.co_firstlineno), name, code)
         if node is None:
             raise TileSyntaxError(f"cannot find the definition of {name!r} in {filename}")
@@ -113,7 +115,7 @@ def _nodes_starting_at(module: ast.Module, line: int) -> list[FunctionNode]:
                 start = _first_line(child)
                 if start == line:
                     nodes.append(child)
-            if start <= line <= (child.end_lineno or start):
+            if start <= line <= (getattr(child, "end_lineno", None) or start):
                 stack.append(child)
     return nodes
 
@@ -148,7 +150,7 @@ def declaration_loc(fn: Callable, param: str | None = None) -> SourceLoc | None:
 def caller_loc() -> SourceLoc | None:
     """The line of the user's code that called into safetile (e.g. evaluating an annotation while
     Python runs a ``def``); the first frame outside the package."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame = frame.f_back
@@ -240,10 +242,11 @@ def _find_node(nodes: list[FunctionNode], name: str, code) -> FunctionNode | Non
     return candidates[0] if candidates else None
 
 
-def _lambda_by_position(candidates: list[ast.Lambda], code) -> list[ast.Lambda]:
+def _lambda_by_position(candidates: list[FunctionNode], code) -> list[FunctionNode]:
     """Several lambdas start on one line: pick the one whose body holds the code's instructions."""
     spots = [(line, col) for line, _, col, _ in code.co_positions() if line is not None and col is not None]
     for node in candidates:
+        assert isinstance(node, ast.Lambda)  # only lambdas are named <lambda>
         body = node.body
         start, end = (body.lineno, body.col_offset), (body.end_lineno, body.end_col_offset)
         if any(start <= spot <= end for spot in spots):

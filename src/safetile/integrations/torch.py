@@ -209,17 +209,17 @@ class _TorchOp:
     def _dtype(self, what: str, out: Out, decl: Any) -> Callable[[dict], Any]:
         d = out.dtype
         if isinstance(d, str) and d in self.tensor_inputs:
-            return lambda v, s=d: v[s].dtype
+            return _dtype_of(d)
         if d is None:
             declared = decl.dtype if isinstance(decl, TensorParam) else None
             if isinstance(declared, dt.DType):
                 d = declared
             elif isinstance(out.shape, str):
-                return lambda v, s=out.shape: v[s].dtype
+                return _dtype_of(out.shape)
             else:
                 raise ArgumentError(f"{what}: the element type is not known: give Out(..., dtype=...)")
         if isinstance(d, torch.dtype):
-            return lambda v, t=d: t
+            return _always(d)
         try:
             t = torch_dtype(dt.as_dtype(d))
         except TypeError:
@@ -294,13 +294,23 @@ class _TorchOp:
             try:
                 _launch_entry(self.kernel, tuple(launch_args))
             finally:
-                for p in parts:  # the partitions end with the call; torch owns the outputs
-                    p.unpartition()
+                for part in parts:  # the partitions end with the call; torch owns the outputs
+                    part.unpartition()
         else:
             values.update((o.name, t) for o, t in zip(self.outputs, outs))
             grid = self.grid(values) if callable(self.grid) else self.grid
             launch(None, grid, self.kernel, tuple(values[n] for n in self.names))
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _dtype_of(name: str) -> Callable[[dict], Any]:
+    """The dtype of the call's tensor ``name`` (an output's dtype taken from an input)."""
+    return lambda v: v[name].dtype
+
+
+def _always(value: Any) -> Callable[[dict], Any]:
+    """A function of the call's values that gives ``value`` whatever they are (a fixed dtype)."""
+    return lambda v: value
 
 
 def _launch_entry(kernel: EntryKernel, args: tuple) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any
+from typing import Any, Protocol
 from collections.abc import Iterator
 
 from ..errors import ArgumentError, SourceLoc, TileError, TileTypeError
@@ -23,11 +23,17 @@ from .core import Block, Op, Value
 from .types import IRType
 
 
+class Inliner(Protocol):
+    """What an op needs of the front end to compile a tile function it was handed (a combiner)."""
+
+    def call_value(self, fn: Any, args: list) -> Any: ...
+
+
 class Builder:
     def __init__(self) -> None:
         self.blocks: list[Block] = []
         self.loc: SourceLoc | None = None
-        self.compiler = None  # the front-end compiler in charge (for inlining combiners)
+        self.compiler: Inliner | None = None  # the front-end compiler in charge (for inlining combiners)
         self.deadline: float | None = None  # when this compilation must have ended (ct.compiler_timeout)
         # run-time scalar parameters of the kernel (value id -> name): an error about a value
         # that had to be a compile-time constant names the parameter it comes from

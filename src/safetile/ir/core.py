@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SourceLoc
-from .types import IRType
+from .types import IRType, TileType
 
 _ids = itertools.count()
 
@@ -29,6 +29,14 @@ class Value:
 
     def __repr__(self) -> str:
         return f"%{self.hint or 'v'}{self.id}: {self.type}"
+
+
+def tile_type(v: Value) -> TileType:
+    """The type of ``v``, which the IR's rules make a tile (an op result or operand other than
+    an array parameter)."""
+    t = v.type
+    assert isinstance(t, TileType), v
+    return t
 
 
 class Block:
@@ -77,6 +85,12 @@ class Param:
     kind: str  # 'array' | 'scalar' | 'constant'
     value: Value | None = None  # block argument for runtime params
     constant: Any = None
+
+    @property
+    def arg(self) -> Value:
+        """The block argument of a run-time parameter (a compile-time constant has none)."""
+        assert self.value is not None, f"parameter {self.name!r} is a compile-time constant"
+        return self.value
 
 
 @dataclass

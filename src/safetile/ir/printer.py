@@ -52,7 +52,7 @@ def format_function(fn: Function) -> str:
         if prm.kind == "constant":
             params.append(f"{prm.name}={prm.constant!r}")
         else:
-            params.append(f"{p.name(prm.value)}: {prm.value.type}")
+            params.append(f"{p.name(prm.arg)}: {prm.arg.type}")
     hints = f" hints={fn.hints}" if fn.hints else ""
     head = f"kernel @{fn.name}({', '.join(params)}){hints}"
     body = [line for op in fn.body.ops for line in p.op(op, 1)]

@@ -8,7 +8,7 @@ from .core import Block, Function, Op
 
 
 def verify(fn: Function) -> None:
-    defined: set[int] = {p.value.id for p in fn.runtime_params}
+    defined: set[int] = {p.arg.id for p in fn.runtime_params}
     _block(fn.body, defined)
 
 

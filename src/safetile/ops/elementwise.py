@@ -451,20 +451,25 @@ def divmod(x, y, /):
     return floordiv(x, y), mod(x, y)
 
 
-def _unary_fn(name: str, rounding: bool, ftz: bool):
+def _unary_fn(name: str, rounding: bool, ftz: bool) -> Callable[..., Any]:
     doc = UNARY[name][0]
+    fn: Callable[..., Any]
     if rounding and ftz:
-        def fn(x, /, *, rounding_mode=None, flush_to_zero=False):
+        def rounded_ftz(x, /, *, rounding_mode=None, flush_to_zero=False):
             return unary(name, x, rounding_mode, flush_to_zero)
+        fn = rounded_ftz
     elif rounding:
-        def fn(x, /, *, rounding_mode=None):
+        def rounded(x, /, *, rounding_mode=None):
             return unary(name, x, rounding_mode)
+        fn = rounded
     elif ftz:
-        def fn(x, /, *, flush_to_zero=False):
+        def ftz_only(x, /, *, flush_to_zero=False):
             return unary(name, x, None, flush_to_zero)
+        fn = ftz_only
     else:
-        def fn(x, /):
+        def plain(x, /):
             return unary(name, x)
+        fn = plain
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
@@ -596,13 +601,17 @@ def _attach_operators() -> None:
     for name, fn in {"__eq__": equal, "__ne__": not_equal, "__lt__": less, "__le__": less_equal,
                      "__gt__": greater, "__ge__": greater_equal}.items():
         setattr(Tile, name, lambda self, other, fn=fn: fn(self, other))
-    Tile.__hash__ = object.__hash__
-    Tile.__neg__ = lambda self: negative(self)
-    Tile.__pos__ = lambda self: self
-    Tile.__abs__ = lambda self: abs(self)
-    Tile.__invert__ = lambda self: bitwise_not(self)
-    Tile.__matmul__ = lambda self, other: __import__("safetile.ops.matmul", fromlist=["matmul"]).matmul(self, other)
-    Tile.__rmatmul__ = lambda self, other: __import__("safetile.ops.matmul", fromlist=["matmul"]).matmul(other, self)
+    unary_table: dict[str, Callable[..., Any]] = {
+        "__hash__": object.__hash__,
+        "__neg__": lambda self: negative(self),
+        "__pos__": lambda self: self,
+        "__abs__": lambda self: abs(self),
+        "__invert__": lambda self: bitwise_not(self),
+        "__matmul__": lambda self, other: __import__("safetile.ops.matmul", fromlist=["matmul"]).matmul(self, other),
+        "__rmatmul__": lambda self, other: __import__("safetile.ops.matmul", fromlist=["matmul"]).matmul(other, self),
+    }
+    for name, method in unary_table.items():
+        setattr(Tile, name, method)
 
 
 _attach_operators()

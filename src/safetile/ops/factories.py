@@ -22,8 +22,9 @@ def full(shape, fill_value, dtype) -> Tile:
     shp = static_shape(shape)
     d = static_dtype(dtype)
     if is_const(fill_value):
-        t = as_tile(fill_value, d)
-        return Tile(emit("constant", [], {"value": t.value.owner.attrs["value"], "dtype": d,
+        constant = as_tile(fill_value, d).value.owner
+        assert constant is not None  # as_tile makes a constant a "constant" op's result
+        return Tile(emit("constant", [], {"value": constant.attrs["value"], "dtype": d,
                                           "shape": shp}).result)
     if isinstance(fill_value, Tile):
         if fill_value.shape != ():

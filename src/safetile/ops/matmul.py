@@ -34,7 +34,7 @@ MMA_TABLE = {
 MMA_ACC = {**MMA_TABLE, "int16": ("int32",), "int32": ("int32",), "int64": ("int64",)}
 
 # block-scaled mma: operand dtype -> {scale dtype: scaling block sizes} (accumulator float32)
-MMA_SCALED = {
+MMA_SCALED: dict[str, dict[str, tuple[int, ...]]] = {
     "float8_e4m3fn": {"float8_e8m0fnu": (32,)},
     "float8_e5m2": {"float8_e8m0fnu": (32,)},
     "float4_e2m1fn": {"float8_e8m0fnu": (16, 32), "float8_e4m3fn": (16,), "float8_e5m3fnu": (16, 32)},

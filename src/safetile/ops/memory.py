@@ -270,6 +270,7 @@ def _into_base(index: Tile, offset: Tile | None, size: Tile | None) -> Tile:
     no access through a slice reaches memory outside it."""
     if offset is None:
         return index
+    assert size is not None  # slice_array sets an axis's offset and size together
     return where((index >= 0) & (index < size), add(index, offset), -1)
 
 
@@ -280,21 +281,24 @@ def array_dim(array: Array, axis: int) -> Tile | int:
     at compile time (``ct.ArrayAnnotation(static_shape_dims=...)``, a slice with constant
     bounds), else a run-time int32 scalar (int64 for ``ct.IndexedWithInt64`` arrays)."""
     if isinstance(array, ArraySlice):
-        if array.static_sizes[axis] is not None:
-            return array.static_sizes[axis]
-        if array.sizes[axis] is not None:
-            return _index_cast(array, array.sizes[axis])
+        known, size = array.static_sizes[axis], array.sizes[axis]
+        if known is not None:
+            return known
+        if size is not None:
+            return _index_cast(array, size)
     static = array.type.static_shape
-    if static is not None and static[axis] is not None:
-        return int(static[axis])
+    known = None if static is None else static[axis]
+    if known is not None:
+        return int(known)
     return _index_cast(array, Tile(emit("array_dim", [array.value], {"axis": axis}).result))
 
 
 def array_stride(array: Array, axis: int) -> Tile | int:
     """The element stride of ``axis`` (a Python int where known at compile time)."""
     static = array.type.static_strides
-    if static is not None and static[axis] is not None:
-        return int(static[axis])
+    known = None if static is None else static[axis]
+    if known is not None:
+        return int(known)
     return _index_cast(array, Tile(emit("array_stride", [array.value], {"axis": axis}).result))
 
 
@@ -331,7 +335,7 @@ def slice_array(array: Array, axis, start, stop) -> ArraySlice:
         base, offsets, sizes = array, [None] * array.ndim, [None] * array.ndim
     offsets[ax] = lo if offsets[ax] is None else add(offsets[ax], lo)
     sizes[ax] = hi - lo
-    static = list(array.static_sizes) if isinstance(array, ArraySlice) else [None] * array.ndim
+    static: list[int | None] = list(array.static_sizes) if isinstance(array, ArraySlice) else [None] * array.ndim
     # constant bounds give a compile-time size, as in cuTile Python (accesses stay clamped)
     static[ax] = max(int(stop) - int(start), 0) if is_const(start) and is_const(stop) and int(start) >= 0 \
         else None

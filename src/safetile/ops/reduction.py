@@ -181,8 +181,10 @@ def _combine_region(func, elem_types: list[TileType], what: str) -> Block:
     elems = [Value(TileType(t.dtype, ()), hint="b") for t in elem_types]
     block.args = accs + elems
     n = len(elem_types)
+    compiler = builder.compiler
+    assert compiler is not None  # combiners are met only while the front end compiles a kernel
     with builder.inside(block):
-        out = builder.compiler.call_value(func, [Tile(v) for v in accs + elems])
+        out = compiler.call_value(func, [Tile(v) for v in accs + elems])
         if n == 1:
             outs = [out]
         else:

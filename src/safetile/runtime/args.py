@@ -95,7 +95,7 @@ def scalar_spec(x: Any) -> dt.DType:
 
 def arg_specs(kernel: TileKernel, args: tuple) -> tuple:
     """The specialisation key of a launch: one spec per kernel parameter (full checks)."""
-    specs = []
+    specs: list[ArgSpec] = []
     for p, ann, kind, a in zip(kernel.params, kernel.annotations, kernel.kinds, args):
         if kind.kind == "constant":
             _check_constant(p, ann, a)
@@ -154,7 +154,7 @@ def _array_spec(name: str, a: Any, d: dt.DType, readonly: bool, ann: ArrayAnnota
         return ArraySpec(d, ndim, readonly)
 
     def dims(listed, values, what):
-        out = [None] * ndim
+        out: list[int | None] = [None] * ndim
         for i in listed:
             if not -ndim <= i < ndim:
                 raise LaunchTypeError(f"argument {name!r}: {what} dimension {i} is out of range "

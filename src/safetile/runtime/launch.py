@@ -34,7 +34,7 @@ def normalize_grid(grid: Any) -> tuple[int, int, int]:
             x, y, z = grid
             if type(x) is int and type(y) is int and type(z) is int and 0 < x <= MAX_GRID_DIM \
                     and 0 < y <= MAX_GRID_DIM and 0 < z <= MAX_GRID_DIM:
-                return grid  # type: ignore[return-value]
+                return grid
         elif n == 1:
             x = grid[0]
             if type(x) is int and 0 < x <= MAX_GRID_DIM:
@@ -115,7 +115,7 @@ class Prepared:
     def __call__(self, stream: Any, grid3: tuple, args: tuple):
         """Run the launch; returns the GPU backend's compiled variant when one ran on CUDA (and
         the one-pass path may learn it: never for flattened aggregate arguments)."""
-        kernel = self.kernel
+        kernel: Kernel | FlatKernel = self.kernel
         if self.flat is not None:
             args, kernel = flat_runtime_args(self.specs, args), self.flat
         if self.on_gpu or backend_override() == "triton":  # forced: Triton interpreter tests
@@ -204,7 +204,7 @@ def prepare(kernel: Kernel, args: tuple) -> Prepared:
     return Prepared(kernel, fn, specs, on_gpu)
 
 
-def run_cpu(fn, grid3, kernel: Kernel, args: tuple, race_detector=None) -> None:
+def run_cpu(fn, grid3, kernel: Kernel | FlatKernel, args: tuple, race_detector=None) -> None:
     slots = fn.__dict__.get("_cpu_slots")
     if slots is None:  # which argument feeds which parameter: once per Function (kept with it)
         runtime = iter(fn.runtime_params)

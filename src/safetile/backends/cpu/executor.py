@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 from collections.abc import Callable
 
 import numpy as np
 
 from ...errors import GridError, TileInternalError, TileRuntimeError
 from ...ir.catalogue import OPS
-from ...ir.core import Block, Function, Op, Value, walk
+from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import TileType
 from ...ops.debug import Printer
 from .context import BlockSet
@@ -120,7 +120,7 @@ def _bind(op: Op) -> Lowering:
     fn = LOWERINGS.get(op.name)
     if fn is None:
         raise TileInternalError(f"the CPU backend has no lowering for {op.name!r}", op.loc)
-    return fn(op) if op.name in BOUND else fn  # type: ignore[call-arg, return-value]
+    return cast(Binder, fn)(op) if op.name in BOUND else cast(Lowering, fn)
 
 
 def plan_of(fn: Function) -> Plan:
@@ -232,7 +232,7 @@ class Run:
                     ins = [values[i] for i in operands]
                 except KeyError:  # defined outside this region: fetched through the parent
                     ins = [env.get(v) for v in op.operands]
-                out = lower(self, op, ins)
+                out = lower(self, op, ins)  # type: ignore[misc]  # set whenever control is None; no assert in this loop
                 if type(out) is not list:
                     if out is not None and results:
                         values[results[0]] = out
@@ -299,12 +299,12 @@ def _run_if(run: Run, op: Op, env: Env) -> list[Any]:
         sub = Env(bs.subset(idx), env, idx)
         parts.append((idx, run.run_block(region, sub, [])))
     return [bs.merge([(parts[0][0], parts[0][1][k]), (parts[1][0], parts[1][1][k])],
-                     r.type.shape, r.type.dtype.np_dtype)
+                     tile_type(r).shape, r.type.dtype.np_dtype)
             for k, r in enumerate(op.results)]
 
 
 def _carry_merge(bs: BlockSet, idx: np.ndarray, old: list[Any], new: list[Any], results: list[Value]) -> list[Any]:
-    return [bs.merge([(idx, n)], r.type.shape, r.type.dtype.np_dtype, base=o)
+    return [bs.merge([(idx, n)], tile_type(r).shape, r.type.dtype.np_dtype, base=o)
             for o, n, r in zip(old, new, results)]
 
 
@@ -334,7 +334,7 @@ def _run_for(run: Run, op: Op, env: Env) -> list[Any]:
         else:
             idx = np.flatnonzero(active)
             sub = Env(bs.subset(idx), env, idx)
-            sub_carried = [bs.to_subset(c, idx, len(r.type.shape)) for c, r in zip(carried, op.results)]
+            sub_carried = [bs.to_subset(c, idx, r.type.ndim) for c, r in zip(carried, op.results)]
             new = run.run_block(body, sub, [iv[idx], *sub_carried])
             carried = _carry_merge(bs, idx, carried, new, op.results)
     return carried
@@ -360,14 +360,14 @@ def _run_while(run: Run, op: Op, env: Env) -> list[Any]:
             alive = np.flatnonzero(flat)
         else:
             sub = Env(bs.subset(alive), env, alive)
-            sub_carried = [bs.to_subset(x, alive, len(r.type.shape)) for x, r in zip(carried, op.results)]
+            sub_carried = [bs.to_subset(x, alive, r.type.ndim) for x, r in zip(carried, op.results)]
             c = run.run_block(cond_b, sub, sub_carried)[0]
             keep = np.broadcast_to(c, (len(alive),))
             alive = alive[keep]
         if len(alive) == 0:
             return carried
         sub = Env(bs.subset(alive), env, alive)
-        sub_carried = [bs.to_subset(x, alive, len(r.type.shape)) for x, r in zip(carried, op.results)]
+        sub_carried = [bs.to_subset(x, alive, r.type.ndim) for x, r in zip(carried, op.results)]
         new = run.run_block(body_b, sub, sub_carried)
         carried = _carry_merge(bs, alive, carried, new, op.results)
 

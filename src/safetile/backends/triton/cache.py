@@ -45,6 +45,7 @@ _tmpdir: str | None = None
 
 def _exec_file(path: Path, name: str, namespace: dict | None, interp: bool):
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file always has its loader
     module = importlib.util.module_from_spec(spec)
     if namespace:
         module.__dict__.update(namespace)
@@ -204,7 +205,7 @@ def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple
         if gen is None:
             gen = make()
             text = _encode(key, gen)
-            if root is not None:
+            if path is not None:  # set with root
                 try:
                     _write_atomic(path, text)
                 except OSError:
@@ -332,7 +333,8 @@ def memoize_triton_key() -> None:
 
             def triton_key() -> str:
                 return value
-            triton_key.cache_clear = getattr(original, "cache_clear", lambda: None)  # lru_cache's interface
+            # lru_cache's interface, which Triton calls on its key function
+            triton_key.cache_clear = getattr(original, "cache_clear", lambda: None)  # type: ignore[attr-defined]
             tcache.triton_key = triton_key
         except Exception:  # noqa: BLE001 - only saves time
             pass

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...errors import TileInternalError, TileUnsupportedFeatureError
-from ...ir.core import Block, Function, Op, Value, walk
+from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 
 CODEGEN_VERSION = "3"
@@ -124,8 +124,8 @@ class Facts:
 
 
 def default_facts(fn: Function) -> Facts:
-    arrays = tuple(ArrayFacts(16, (False,) * p.value.type.ndim, (1,) * p.value.type.ndim,
-                              (1,) * p.value.type.ndim, False)
+    arrays = tuple(ArrayFacts(16, (False,) * p.arg.type.ndim, (1,) * p.arg.type.ndim,
+                              (1,) * p.arg.type.ndim, False)
                    for p in fn.runtime_params if p.kind == "array")
     return Facts(arrays)
 
@@ -247,7 +247,7 @@ class Gen:
 
     # -------------------------------------------------------------- values
     def ty(self, v: Value) -> TileType:
-        return v.type
+        return tile_type(v)
 
     def const(self, v: Value) -> Any:
         """The Python value of a scalar constant, else None."""
@@ -342,28 +342,31 @@ class Gen:
         if name == "arange":
             return int(op.attrs["start"]) if op.attrs["step"] >= 0 and isinstance(op.attrs["start"], int) else None
         los = [self.lower(o, depth + 1) for o in op.operands]
+        known = [x for x in los if x is not None]
+        all_known = len(known) == len(los)
         if name in ("broadcast", "reshape", "broadcast_to", "permute"):
             return los[0]
         if name == "astype":
             src, dst = op.operands[0].type.dtype, op.result.type.dtype
             return los[0] if src.is_int and dst.is_int and dst.bits >= src.bits and dst.kind == src.kind else None
         if name == "add":
-            return None if None in los else los[0] + los[1]
+            return known[0] + known[1] if all_known else None
         if name == "sub":
             c = self.const(op.operands[1])
             return None if los[0] is None or c is None else los[0] - int(c)
         if name == "mul":
-            return None if None in los or min(los) < 0 else los[0] * los[1]
+            return known[0] * known[1] if all_known and min(known) >= 0 else None
         if name == "floordiv":
-            return 0 if None not in los and los[0] >= 0 and los[1] >= 1 else None
+            return 0 if all_known and known[0] >= 0 and known[1] >= 1 else None
         if name == "mod":
             return 0 if los[1] is not None and los[1] >= 0 else None
         if name == "maximum":
-            known = [x for x in los if x is not None]
             return max(known) if known else None
-        if name == "minimum" or name == "where":
-            vals = los[1:] if name == "where" else los
-            return None if None in vals else min(vals)
+        if name == "minimum":
+            return min(known) if all_known else None
+        if name == "where":
+            vals = [x for x in los[1:] if x is not None]
+            return min(vals) if len(vals) == len(los) - 1 else None
         return None
 
     # -------------------------------------------------------------- dtype helpers
@@ -449,7 +452,7 @@ class Gen:
         if c is None:
             return False
         value, d, _ = c
-        rt = op.result.type
+        rt = tile_type(op.result)
         if op.name == "astype":
             with np.errstate(all="ignore"):
                 value = dt.convert(np.asarray(value, dtype=d.np_dtype), rt.dtype).item()
@@ -647,8 +650,10 @@ def generate(fn: Function, facts: Facts) -> Generated:
         safe = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in p.name)
         if p.kind == "array":
             af = next(array_facts)
-            info = ArrayInfo(f"{safe}", p.value.type, af)
-            m.arrays[p.value.id] = info
+            atype = p.arg.type
+            assert isinstance(atype, ArrayType)  # the front end types array parameters so
+            info = ArrayInfo(f"{safe}", atype, af)
+            m.arrays[p.arg.id] = info
             ity = "i64" if af.idx64 else "i32"
             add(info.ptr, "*" + SIG[info.dtype.name], af.ptr_align)
             for i, n in enumerate(info.size_params):
@@ -657,8 +662,8 @@ def generate(fn: Function, facts: Facts) -> Generated:
                 add(s, ity, 1 if af.unit[i] else af.stride_div[i])
         else:
             name = f"{safe}_v"
-            g.names[p.value.id] = name
-            add(name, SIG[p.value.type.dtype.name])
+            g.names[p.arg.id] = name
+            add(name, SIG[p.arg.type.dtype.name])
     if facts.big_grid:
         add("_st_gx", "i32")
         add("_st_gy", "i32")

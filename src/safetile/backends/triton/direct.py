@@ -44,6 +44,8 @@ def _libtriton() -> str:
     """'size:mtime' of Triton's native library, found without importing the package."""
     try:
         spec = importlib.util.find_spec("triton")
+        if spec is None or spec.origin is None:
+            return ""
         folder = Path(spec.origin).parent / "_C"
         lib = next(p for p in sorted(folder.iterdir()) if p.name.startswith("libtriton"))
         st = lib.stat()
@@ -186,6 +188,7 @@ def _load_function(cubin: bytes, name: str, shared: int, device: int) -> int:
             _check(cu.cuFuncGetAttribute(ctypes.byref(static), _CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn))
             _check(cu.cuFuncSetAttribute(fn, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          optin.value - static.value))
+    assert fn.value is not None  # cuModuleGetFunction succeeded
     return fn.value
 
 
@@ -196,6 +199,7 @@ def _launcher_module(path: str):
     single-phase extension modules); the last part keeps the init function's name."""
     unique = f"_safetile_launcher_{hashlib.sha256(path.encode()).hexdigest()[:16]}.{_LAUNCHER}"
     spec = importlib.util.spec_from_file_location(unique, path)
+    assert spec is not None and spec.loader is not None  # an extension module's file has its loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if os.path.realpath(getattr(module, "__file__", "")) != os.path.realpath(path):

@@ -34,7 +34,9 @@ def _directed(g: Gen, op) -> str:
     float64 operations; 16-bit floats compute in float64 with the same mode and round down to
     their format in that mode (directed rounding composes across nested formats)."""
     d = op.result.type.dtype
-    suffix, flag = _DIRECTED[_mode(op)]
+    mode = _mode(op)
+    assert mode is not None  # called for directed rounding modes only
+    suffix, flag = _DIRECTED[mode]
     fn = f"_ld.{_LIBDEVICE[op.name]}_{suffix}"
     xs = _inputs(g, op)
     if d.name in ("float32", "float64"):
@@ -283,7 +285,7 @@ def astype_from_f32(g: Gen, x: str, src: dt.DType, dst: dt.DType, mode: str | No
         return g.cast(x, src, dst)
     flag = _DIRECTED[mode][1] if mode in _DIRECTED else None
     if src is dt.float64:  # to float32 first, in the same mode (composes), or to nearest
-        if flag is not None and flag < 3:
+        if mode is not None and flag is not None and flag < 3:
             x = g.tmp(f"_ld.double2float_{_DIRECTED[mode][0]}({x})")
         elif flag == 3:
             x = g.tmp(f"_st_round_dir({x}, {x}.to(tl.float32), tl.uint32, 0x80000000, 3)")

@@ -153,8 +153,9 @@ class FastPath:
             self.table.clear()
         self.table[p[0]] = (v.call, v.prefix, L._current_device())
         kinds = tuple(_kind(a, c) for a, c in zip(args, self.consts))
-        if kinds != self.kinds and None not in kinds:
-            self.fast, self.kinds = _specialised(kinds, self.table), kinds
+        known = tuple(k for k in kinds if k is not None)
+        if known != self.kinds and len(known) == len(kinds):
+            self.fast, self.kinds = _specialised(known, self.table), known
 
     def __call__(self, stream, grid, args) -> bool:
         fast = self.fast

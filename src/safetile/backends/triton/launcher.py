@@ -64,12 +64,13 @@ def array_parts(a: Any) -> tuple[int, tuple, tuple, Any]:
         shape = tuple(cai["shape"])
         import numpy as np
         itemsize = np.dtype(cai["typestr"]).itemsize
+        strides: tuple[int, ...]
         if cai.get("strides") is None:
-            strides, acc = [], 1
+            steps, acc = [], 1
             for n in reversed(shape):
-                strides.append(acc)
+                steps.append(acc)
                 acc *= n
-            strides = tuple(reversed(strides))
+            strides = tuple(reversed(steps))
         else:
             strides = tuple(s // itemsize for s in cai["strides"])
         return int(cai["data"][0]), shape, strides, a
@@ -312,7 +313,7 @@ class Specialization:
             if is_const:
                 continue
             p = next(rt)
-            self.slots.append((i, p.kind, p.value.type.dtype))
+            self.slots.append((i, p.kind, p.arg.type.dtype))
         self.ir_text: str | None = None
 
     # -------------------------------------------------------------- facts
@@ -345,6 +346,7 @@ class Specialization:
         has even with one pipeline stage (tensor-descriptor loads stage whole tiles there: two
         32x1024 float32 tiles of NVIDIA's LayerNorm-backward sample) is built again with plain
         pointer loads and no software pipelining: hints never make a correct kernel fail."""
+        assert self.ir_text is not None  # variant() formats the IR before the first build
         k = cache.digest(self.ir_text, facts)
         v = None if interp else self._warm(k, facts, device)
         if v is not None:
@@ -435,10 +437,10 @@ class Specialization:
             device = _get_device()
         key.append(device)  # compiled variants and streams are per device
         key.append(big)
-        key = tuple(key)
-        v = self.variants.get(key)
+        launch_key = tuple(key)
+        v = self.variants.get(launch_key)
         if v is None:
-            v = self.variant(key, self.parts(args), big, _capability(device), False, device)
+            v = self.variant(launch_key, self.parts(args), big, _capability(device), False, device)
         if big:
             flat += self.flat_grid(grid3)
             grid3 = (gx * gy * gz, 1, 1)

@@ -8,19 +8,26 @@ libdevice stand-in).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import triton
 import triton.language as tl
 
 from ...runtime import env
 
 _INTERPRETED = env.triton_interpret()
+# Triton's libdevice, or under the interpreter its NumPy stand-in interp.libdevice_shim (whose
+# directed-rounding functions are attached with setattr, so no static type covers both)
+_ld: Any
 if _INTERPRETED:
-    from .interp import libdevice_shim as _ld  # noqa: F401 - used by generated sources
+    from . import interp as _interp
+    _ld = _interp.libdevice_shim  # used by generated sources
 else:
     # programmatic dependent launch (sm_90+): see Facts.pdl in codegen.py
     from triton.language.extra.cuda import gdc_launch_dependents as _st_gdc_launch  # noqa: F401
     from triton.language.extra.cuda import gdc_wait as _st_gdc_wait  # noqa: F401
-    from triton.language.extra.cuda import libdevice as _ld  # noqa: F401
+    from triton.language.extra.cuda import libdevice as _libdevice
+    _ld = _libdevice
 
 _NAN = tl.constexpr(float("nan"))
 _INF = tl.constexpr(float("inf"))

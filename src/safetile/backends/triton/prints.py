@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TileRuntimeError, TileUnsupportedFeatureError
-from ...ir.core import Function, Op, walk
+from ...ir.core import Function, Op, tile_type, walk
 from ...runtime import env
 
 FAIL_SLOTS = 32
@@ -70,7 +70,7 @@ def record_fields(op: Op) -> tuple[list[tuple[int, np.dtype, tuple[int, ...]]], 
     pos = 8
     for v in op.operands:
         d = storage_dtype(v.type.dtype)
-        shape = tuple(v.type.shape)
+        shape = tuple(tile_type(v).shape)
         fields.append((pos, d, shape))
         pos += -(-int(np.prod(shape, dtype=np.int64)) * d.itemsize // 8) * 8
     return fields, pos

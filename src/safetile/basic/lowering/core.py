@@ -211,9 +211,9 @@ class Lowerer(ValuesMixin, FunctionsMixin, StringsMixin, PrintMixin, StatementsM
             self.types[name] = t
             if name in an.scalar_inputs:
                 if name in self.input_strings:
-                    chars, length = self.input_strings[name]
-                    self.env[name] = StrVal(mem.load(chars, index=(0,), shape=(STRING_CAPACITY,),
-                                                     padding_mode=mem.PaddingMode.ZERO), length)
+                    chars_array, length_tile = self.input_strings[name]
+                    self.env[name] = StrVal(mem.load(chars_array, index=(0,), shape=(STRING_CAPACITY,),
+                                                     padding_mode=mem.PaddingMode.ZERO), length_tile)
                 continue
             self.env[name] = self.zero(t)
         self.init_hidden()

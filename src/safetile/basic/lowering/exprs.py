@@ -335,8 +335,8 @@ class ExprMixin(MixinBase):
         tb = (is_tile(b) and b.dtype.is_bool) or isinstance(b, (bool, np.bool_))
         if ta and tb:  # comparisons joined by AND/OR: stay booleans
             if not is_tile(a) and not is_tile(b):
-                x, y = bool(a), bool(b)
-                return {"AND": x and y, "OR": x or y, "XOR": x != y, "EQV": x == y, "IMP": (not x) or y}[op]
+                p, q = bool(a), bool(b)
+                return {"AND": p and q, "OR": p or q, "XOR": p != q, "EQV": p == q, "IMP": (not p) or q}[op]
             x = a if is_tile(a) else as_tile(bool(a), BOOL)
             y = b if is_tile(b) else as_tile(bool(b), BOOL)
         else:

@@ -44,6 +44,8 @@ def _hint(name: str) -> str:
 
 
 class FlowMixin(MixinBase):
+    env: dict[str, Any]  # the BASIC variables' current values (Lowerer sets them)
+    line: int | None  # the BASIC line being lowered
     # ------------------------------------------------------------------ if and loops
 
     def emit_if(self, cond, then_fn: Callable, else_fn: Callable) -> None:
@@ -61,7 +63,8 @@ class FlowMixin(MixinBase):
             blocks.append(block)
         names = [n for n in dict.fromkeys([*envs[0], *envs[1]])
                  if not same(envs[0].get(n), before.get(n)) or not same(envs[1].get(n), before.get(n))]
-        merged, yields, rtypes, keep = {}, ([], []), [], []
+        yields: tuple[list[Tile], list[Tile]] = ([], [])
+        merged, rtypes, keep = {}, [], []
         for n in names:
             a, b = envs[0].get(n), envs[1].get(n)
             if a is None or b is None:
@@ -110,6 +113,7 @@ class FlowMixin(MixinBase):
         init = [y.value for n in carried for y in self.split(entry[n], self.types[n])]
         rtypes = tuple(t for n in carried for t in self.carried_types(self.types[n]))
         if kind == "for":
+            assert bounds is not None  # a FOR loop's start, stop and step
             op = self.builder.emit("for", [b.value for b in bounds] + init, {"result_types": rtypes},
                                    regions=[body_block])
         else:
@@ -152,6 +156,7 @@ class FlowMixin(MixinBase):
         self._bind(carried, [Tile(a) for a in (args[1:] if kind == "for" else args)])
         with self.builder.inside(body_block):
             if kind == "for":
+                assert iv is not None  # made above for a FOR loop
                 body_fn(Tile(iv))
             else:
                 body_fn()

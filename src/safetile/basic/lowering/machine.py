@@ -239,9 +239,9 @@ class MachineMixin(MixinBase):
             if b.reachable and (b.dynamic or b.preds != 1):
                 b.state = -1
         # Inlined blocks nest inside the branches that reach them; bound that nesting.
-        stack = [(b, 0) for b in self.cfg if b.state is not None]
-        while stack:
-            b, depth = stack.pop()
+        nesting = [(b, 0) for b in self.cfg if b.state is not None]
+        while nesting:
+            b, depth = nesting.pop()
             inc = 0 if b.term[0] == "goto" else 1
             for lab in self.successors(b):
                 s = self.labels[lab]
@@ -249,9 +249,9 @@ class MachineMixin(MixinBase):
                     continue
                 if depth + inc > MAX_INLINE_DEPTH:
                     s.state = -1
-                    stack.append((s, 0))
+                    nesting.append((s, 0))
                 else:
-                    stack.append((s, depth + inc))
+                    nesting.append((s, depth + inc))
         self.states = [b for b in self.cfg if b.state is not None]
         for k, b in enumerate(self.states):
             b.state = k

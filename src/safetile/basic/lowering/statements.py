@@ -164,7 +164,7 @@ class StatementsMixin(MixinBase):
             return StrVal.constant(b"") if string else np.float32(0)
         return StrVal.constant(value) if string else value
 
-    def target_type(self, tgt: A.Expr):
+    def target_type(self, tgt: A.Target):
         if isinstance(tgt, A.Var):
             return self.types[tgt.name]
         arr = self.an.arrays[tgt.name]

@@ -126,8 +126,8 @@ class StringsMixin(MixinBase):
     def compare(self, op: str, a: StrVal, b: StrVal):
         """``a op b`` for strings: byte by byte; a string that is a prefix of the other is less."""
         if a.data is not None and b.data is not None:
-            x, y = a.data, b.data
-            return {"=": x == y, "<>": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
+            p, q = a.data, b.data
+            return {"=": p == q, "<>": p != q, "<": p < q, ">": p > q, "<=": p <= q, ">=": p >= q}[op]
         ac, al = self.string_tiles(a)
         bc, bl = self.string_tiles(b)
         lanes = self.lanes()

@@ -54,14 +54,16 @@ class Chain:
         pool, out = self.pool, self._out
 
         def step(_):
-            real = []
+            real: list[Any] = []  # the kernel's arguments: pool tensors, their partitions, anything else
             for a in args:
                 if isinstance(a, (Out, In, Own)):
                     t = pool.pop(a.name)
                     out[a.name] = t
                     if isinstance(a, Out):
-                        t = out[a.name] = t.partition_prefix(a.shape) if a.prefix else t.partition(a.shape)
-                    real.append(t)
+                        part = out[a.name] = t.partition_prefix(a.shape) if a.prefix else t.partition(a.shape)
+                        real.append(part)
+                    else:
+                        real.append(t)
                 else:
                     real.append(a)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 import safetile as ct
 
@@ -81,7 +82,8 @@ def _read_raw(path: str, name: str) -> np.ndarray:
         begin, end = info["data_offsets"]
         f.seek(8 + n + begin)
         raw = f.read(end - begin)
-    dtype = {"BF16": ct.bfloat16.np_dtype, "F16": np.float16, "F32": np.float32}.get(info["dtype"])
+    dtypes: dict[str, npt.DTypeLike] = {"BF16": ct.bfloat16.np_dtype, "F16": np.float16, "F32": np.float32}
+    dtype = dtypes.get(info["dtype"])
     if dtype is None:
         raise CheckpointError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
     return np.frombuffer(raw, dtype=dtype).reshape(info["shape"])

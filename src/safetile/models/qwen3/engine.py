@@ -152,7 +152,7 @@ class Qwen3:
 
     def _k(self, kernel: ct.EntryKernel, warps: int | None = None, stages: int | None = None, **generics):
         """``kernel`` with launch hints (GPU only) and generics, made once per engine."""
-        hints = {}
+        hints: dict[str, Any] = {}
         if self.device != "cpu":
             hints = {k: v for k, v in (("num_warps", warps), ("num_stages", stages)) if v}
         key = (kernel, tuple(sorted(hints.items())))
