@@ -153,8 +153,8 @@ class ExprMixin(MixinBase):
                 return mbf_mul(x, y, p) if op == "*" else mbf_add(x, y, p, subtract=op == "-")
             except MbfOverflow:  # keep the sign of the exact result
                 fx, fy = float(x), float(y)
-                r = fx * fy if op == "*" else fx + (-fy if op == "-" else fy)
-                return self.clamp_const(const(math.copysign(np.inf, r), d))
+                exact = fx * fy if op == "*" else fx + (-fy if op == "-" else fy)
+                return self.clamp_const(const(math.copysign(np.inf, exact), d))
         if d is SNG:  # GW-BASIC's rounding
             r = single_op(self, op, as_tile(x, SNG) if not is_tile(x) else x, as_tile(y, SNG) if not is_tile(y) else y)
             return self.overflow_check(r) if op == "*" else r
