@@ -18,7 +18,8 @@ from .errors import AliasError, BorrowError, TensorError
 from .memory import REGISTRY
 from .ownership import Owned
 
-if TYPE_CHECKING:  # partition.py imports this module
+if TYPE_CHECKING:  # partition.py and facts.py import this module
+    from .facts import ArgFacts
     from .partition import Partition, Shared
 
 
@@ -73,6 +74,7 @@ class Tensor(Owned):
     """
 
     __slots__ = ("_data", "_device", "_torch", "_dtype", "_borrow", "_facts")
+    _data: Any  # a NumPy array (CPU memory) or a torch tensor (CUDA memory; torch is typed Any here)
 
     _kind = "tensor"
 
@@ -100,7 +102,7 @@ class Tensor(Owned):
             raise DTypeError(f"a safetile Tensor cannot hold {self._data.dtype} elements (it holds booleans, "
                              "integers and floating-point numbers)") from None
         self._borrow = None  # the partition mutably borrowing this tensor, if any
-        self._facts = None  # what launch checks read of it (facts.tensor_facts), made on first use
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
     # ------------------------------------------------------------------ state
 
