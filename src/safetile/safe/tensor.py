@@ -16,7 +16,7 @@ from .. import dtypes as dt
 from ..errors import DTypeError
 from .errors import AliasError, BorrowError, TensorError
 from .memory import REGISTRY
-from .ownership import Owned
+from .ownership import LazyText, Owned
 
 if TYPE_CHECKING:  # partition.py and facts.py import this module
     from .facts import ArgFacts
@@ -110,7 +110,7 @@ class Tensor(Owned):
         dims = "x".join(str(n) for n in self._data.shape)
         return f"[{self._dtype.name} {dims}]"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         super()._check(action)
         if self._borrow is not None:
             raise BorrowError(f"{self.label} cannot be {action}: it is mutably borrowed by "
