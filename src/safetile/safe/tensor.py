@@ -101,7 +101,7 @@ class Tensor(Owned):
         except DTypeError:
             raise DTypeError(f"a safetile Tensor cannot hold {self._data.dtype} elements (it holds booleans, "
                              "integers and floating-point numbers)") from None
-        self._borrow = None  # the partition mutably borrowing this tensor, if any
+        self._borrow: Partition | None = None  # the partition mutably borrowing this tensor, if any
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
     # ------------------------------------------------------------------ state
