@@ -297,3 +297,48 @@ def test_bad_views_are_tensor_errors(view):
                                   lambda: ct.rand(4, dtype=ct.i32)])
 def test_bad_factory_arguments_are_tensor_errors(make):
     refused([], make, ct.TensorError)
+
+
+class _LyingInterface(np.ndarray):
+    """An ndarray subclass reporting another data address (round-2 attack 209)."""
+
+    @property
+    def __array_interface__(self):
+        d = dict(np.ndarray.__array_interface__.__get__(self))
+        d["data"] = (0x7F0000000000, False)
+        return d
+
+    @property
+    def shape(self):  # a lying shape too
+        return (1,)
+
+
+def test_ndarray_subclass_cannot_lie_about_its_memory():
+    nb = np.zeros(4096, np.float32)
+    p = ct.from_dlpack(nb).partition(1024)
+    liar = nb[1024:].view(_LyingInterface)
+    refused([p, nb], lambda: copy(p, liar), ct.AliasError)
+    t = ct.from_dlpack(nb[:1024].view(_LyingInterface))  # wrapped: the tensor keeps a plain view
+    assert t.shape == (1024,) and t.data_ptr == nb.__array_interface__["data"][0]
+
+
+def test_graph_replay_refuses_raw_arguments_changed_since_the_capture():
+    """Round-2 attack 214: a raw Ref re-pointed (torch set_) onto the memory the graph writes, or
+    reshaped in place (NumPy), must not be replayed with the capture's stale checks."""
+    import torch
+    t = ct.zeros(8192).sync()
+    whole = torch.from_dlpack(t[:])
+    z = t[0:4096].partition(1024)
+    xt = torch.full((4096,), 3.0)
+    g = copy(z, xt).graph()
+    g.launch()
+    xt.set_(whole[1024:5120])  # now overlaps what z covers
+    refused([whole], g.launch, ct.GraphCaptureError, "'x'.*changed since the capture")
+    g.close()
+    a = np.full(4096, 5.0, np.float32)
+    g2 = copy(ct.zeros(4096).sync().partition(1024), a).graph()
+    a.shape = (64, 64)
+    refused([a], g2.launch, ct.GraphCaptureError, "'x'")
+    a.shape = (4096,)
+    z2, _ = g2.launch()  # unchanged again: replays
+    assert np.all(z2.unpartition().to_numpy() == 5.0)

@@ -187,6 +187,29 @@ def test_view_taken_before_shared_cannot_be_written():
     assert np.array_equal(t2.to_numpy()[16:32], rnd(64, seed=1).to_numpy()[16:32] + 1)
 
 
+@ct.kernel
+def fill_blocks(a, v: float):
+    ct.store(a, (ct.bid(0),), ct.full((16,), 1.0, ct.float32) * v)
+
+
+def test_frozen_memory_is_not_exported_writable_nor_written_by_unchecked_launches():
+    """Round-2 attacks 207/208: a view taken before .shared() handed to NumPy/torch by DLPack, or to
+    an unchecked ct.launch (which takes it by DLPack), would be a writable alias of the Shared."""
+    import torch
+    t = rnd(64, seed=2)
+    v = t[:]
+    s = t.shared()
+    refused([v, s], lambda: np.from_dlpack(v), ct.AliasError, "read-only shared memory")
+    refused([v, s], lambda: torch.from_dlpack(v), ct.AliasError, "read-only shared memory")
+    refused([v, s], lambda: ct.launch(None, (4, 1, 1), fill_blocks, (v, 3.0)), ct.AliasError, "copy")
+    c = np.from_dlpack(v, copy=True)  # a copy is fine, and writing it writes nothing of the Shared
+    c[:] = 7
+    assert np.array_equal(s.to_numpy(), rnd(64, seed=2).to_numpy())
+    t2 = s.try_unwrap()  # the Shared ends: the view is an ordinary writable alias again
+    ct.launch(None, (4, 1, 1), fill_blocks, (v, 3.0))
+    assert np.all(t2.to_numpy() == 3.0)
+
+
 def test_second_wrapper_of_the_same_memory_cannot_be_written_while_shared():
     a = np.zeros(64, np.float32)
     t1, t2 = ct.from_dlpack(a), ct.from_dlpack(a)
@@ -337,3 +360,18 @@ def test_refused_deferred_launch_gives_everything_back():
     assert not z2.is_moved
     z, x = op.sync()
     assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy()[:32])
+
+
+def test_host_handles_have_no_instance_dict_and_refuse_class_swaps():
+    """Round-2 attack 216: host values keep their state in slots (no ``__dict__`` to edit), and
+    their class cannot be swapped for another handle class (the layouts differ)."""
+    t = ct.zeros(64).sync()
+    s = ct.ones(64).sync().shared()
+    p = t.partition(16)
+    for v in (t, s, p, p.map(2)):
+        assert not hasattr(v, "__dict__")
+    with pytest.raises(TypeError, match="layout"):
+        s.__class__ = ct.Tensor
+    with pytest.raises(TypeError, match="layout"):
+        t.__class__ = ct.Shared
+    assert isinstance(s, ct.Shared) and np.all(s.to_numpy() == 1.0)

@@ -372,6 +372,22 @@ def test_runtime_errors(src, message, printed, capsys):
         message + "\n"
 
 
+@pytest.mark.parametrize("src,printed", [
+    # outputs are PC-BASIC's (GW-BASIC's): a double overflows to the largest MBF double, and a
+    # double too large for the single it is stored in is a soft Overflow
+    ("10 DIM D(10)\n20 PRINT 2D3 / D(9)", "Division by zero\n 1.701411834604692D+38 \n"),
+    ("10 PRINT 2D3 / 0 - 1", "Division by zero\n 1.701411834604692D+38 \n"),
+    ("10 X# = -2D3 / J% : PRINT X#; X# * 2", "Division by zero\n-1.701411834604692D+38 Overflow\n"
+     "-1.701411834604692D+38 \n"),
+    ("10 Z = 1D30 * 1D30 : PRINT Z", "Overflow\nOverflow\n 1.701412E+38 \n"),
+    ("10 Y# = 1D30: FOR I = 1 TO 2: Y# = Y# * 1D5: NEXT: Z = Y#: PRINT Y#; Z",
+     "Overflow\nOverflow\n 1.701411834604692D+38  1.701412E+38 \n"),
+])
+def test_double_overflow_is_gw_basics(src, printed, capsys):
+    compile_program(src).run()
+    assert capsys.readouterr().out == printed
+
+
 def test_input_errors():
     prog = compile_program((EXAMPLES / "vector_add.bas").read_text())
     with pytest.raises(BasicInputError, match="missing input N"):

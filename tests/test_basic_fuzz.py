@@ -110,3 +110,33 @@ def _runs_cleanly(prog, src: str) -> int:
         except Exception as e:
             raise AssertionError(f"{type(e).__name__}: {e} running\n{src}") from e
     return 1
+
+
+if __name__ == "__main__":  # pragma: no cover - a tool: python tests/test_basic_fuzz.py [N] [SEED]
+    import signal
+    import sys
+
+    def _too_long(*_):
+        raise TimeoutError
+
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    rng = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    tally = {"compiled": 0, "refused": 0, "ran": 0, "internal": 0, "raw": 0, "over 60 s": 0}
+    signal.signal(signal.SIGALRM, _too_long)
+    for i in range(count):
+        src = mutate(rng, rng.choice(PROGRAMS))
+        signal.alarm(60)
+        try:
+            prog = compile_program(src, f"fuzz{i}.bas")
+            tally["compiled"] += 1
+            if not prog.analysis.inputs and "GOTO" not in src and "WHILE" not in src:
+                tally["ran"] += _runs_cleanly(prog, src)
+        except BasicError as e:
+            tally["internal" if e.internal else "refused"] += 1
+        except Exception as e:  # noqa: BLE001 - counted and shown: an internal failure or a long run
+            long_run = isinstance(e, TimeoutError) or isinstance(e.__cause__, TimeoutError)
+            tally["over 60 s" if long_run else "raw"] += 1
+            print(f"{'over 60 s' if long_run else type(e).__name__ + ': ' + str(e)}\n{src}")
+        finally:
+            signal.alarm(0)
+    print(tally)

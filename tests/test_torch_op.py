@@ -250,6 +250,22 @@ def test_ops_run_on_the_triton_backend(monkeypatch):
     torch.testing.assert_close(g, rand(40, 24, seed=52) @ rand(24, 20, seed=53), rtol=1e-4, atol=1e-4)
 
 
+def test_unchecked_kernel_writing_an_input_is_refused_before_it_runs():
+    """Round-2 attack 212: the op's schema says inputs are not mutated (torch.compile reuses their
+    buffers on that promise), so an unchecked kernel storing into an input is refused, located."""
+    @torch_op(unique("evil"), outputs={"z": Out("x")}, grid=lambda x: (x.shape[0] // 16,))
+    @ct.kernel
+    def evil(z, x):
+        t = ct.load(x, (ct.bid(0),), (16,))
+        ct.store(x, (ct.bid(0),), t * 0.0 + 99.0)
+        ct.store(z, (ct.bid(0),), t + 1.0)
+    x = torch.ones(64)
+    with pytest.raises(ct.TileTypeError, match=r"writes one of its inputs \(x\)") as info:
+        evil(x)
+    assert "ct.store(x" in str(info.value)  # located at the store
+    assert torch.equal(x, torch.ones(64))
+
+
 @pytest.mark.parametrize("shape, exc, words", [
     (lambda x: (-5,), ct.LaunchTypeError,
      r"output 'z': the shape callable must return a tuple of sizes >= 0, got \(-5,\)"),
@@ -268,3 +284,21 @@ def test_output_shape_callables_failing_at_call_time_are_safetile_errors(shape, 
     with pytest.raises(exc, match=words):
         k(x)
     assert torch.equal(x, torch.arange(256, dtype=torch.float32))
+
+
+def test_impure_output_shape_is_refused_against_what_torch_traced():
+    """Round-2 attack 219: a shape callable giving torch's tracer one size and the call another."""
+    calls = [0]
+
+    def impure(x):
+        calls[0] += 1
+        return (x.shape[0] + 64 * (calls[0] % 2),)
+
+    @torch_op(unique("impure"), outputs={"z": Out(impure)}, generics={"B": 64})
+    @ct.entry
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z))
+    f = torch.compile(lambda x: k(x) * 2.0, fullgraph=True, backend="aot_eager")
+    with pytest.raises(ct.LaunchTypeError, match="output 'z' has shape .* when torch traced the op"):
+        for _ in range(2):
+            f(torch.ones(256))

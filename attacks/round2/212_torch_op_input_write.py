@@ -24,7 +24,13 @@ def body():
         ct.store(z, (ct.bid(0),), t + 1.0)
 
     x = torch.ones(64)
-    evil(x)
+    try:
+        evil(x)
+    except Exception as e:  # noqa: BLE001 - a safetile refusal before anything runs is the fix
+        if not is_safetile_error(e):
+            problems.append(f"a: non-safetile error {type(e).__module__}.{type(e).__name__}")
+        elif x[0].item() != 1.0:
+            problems.append("a: refused, but after writing its input")
     if x[0].item() == 99.0:
         def f(x):
             y = x * 1.0

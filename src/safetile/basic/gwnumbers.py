@@ -42,6 +42,7 @@ class Precision:
 SINGLE = Precision(7, 152, 1 << 31, "E")
 DOUBLE = Precision(16, 184, 1 << 63, "D")
 SINGLE_MAX = float(np.float32(1.7014117e38))  # the largest MBF single, (2**24 - 1) * 2**103
+DOUBLE_MAX = (2.0 ** 53 - 1) * 2.0 ** 74  # the largest MBF double that is an IEEE float64 (MBF: 56-bit mantissa)
 INT_MIN, INT_MAX = -32768, 32767
 
 Unpacked = tuple[int, int, bool]
@@ -376,7 +377,7 @@ def val(text: str):
         return from_decimal(mantissa, exp10, p)
     except MbfOverflow:
         return np.float32(SINGLE_MAX if mantissa > 0 else -SINGLE_MAX) if p is SINGLE else \
-            np.float64(SINGLE_MAX if mantissa > 0 else -SINGLE_MAX)
+            np.float64(DOUBLE_MAX if mantissa > 0 else -DOUBLE_MAX)
 
 
 def _radix(t: str):

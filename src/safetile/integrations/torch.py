@@ -28,6 +28,7 @@ registry (as for ``ct.from_dlpack``, don't hand the same memory to safe launches
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import operator
@@ -38,7 +39,9 @@ from collections.abc import Callable
 import torch
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, LaunchTypeError
+from ..errors import ArgumentError, LaunchTypeError, TileTypeError
+from ..frontend.kernel import ArraySpec
+from ..runtime.args import arg_specs
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
 from ..safe.entry import EntryKernel
@@ -161,6 +164,8 @@ class _TorchOp:
         self.grid = _named_call(grid, known + list(outputs), f"{where}: grid") if callable(grid) else grid
         ins = ", ".join(f"{t} {n}" for n, t in self.inputs)
         rets = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join("Tensor" for _ in self.outputs) + ")"
+        self._traced: dict = {}  # input shapes -> output shapes the fake kernel gave torch
+        self._unwritten: set = set()  # unchecked kernels: specialisations seen not to write an input
         self.op = torch.library.custom_op(name, self._run, mutates_args=(), schema=f"({ins}) -> {rets}")
         self.op.register_fake(self._fake)
 
@@ -270,16 +275,55 @@ class _TorchOp:
                                       f"allocated on {device}: {str(e).splitlines()[0]}") from None
         return outs
 
+    def _check_inputs_unwritten(self, args: tuple) -> None:
+        """The op's schema says its inputs are not mutated (torch.compile relies on it), so an
+        unchecked kernel must not store into them: once per specialisation, the kernel is compiled
+        with its tensor inputs read-only, and a store, scatter or atomic to one is refused at the
+        kernel line (a located error) before anything runs."""
+        specs = arg_specs(self.kernel, args)
+        if specs in self._unwritten:
+            return
+        ro = tuple(dataclasses.replace(sp, readonly=True) if n in self.tensor_inputs and isinstance(sp, ArraySpec)
+                   else sp for n, sp in zip(self.names, specs))
+        try:
+            self.kernel.specialize(ro)
+        except TileTypeError as e:
+            if "read-only" not in str(e):
+                raise  # any other compile error: the launch reports it as usual
+            raise TileTypeError(f"torch_op {self.name!r}: the unchecked kernel writes one of its inputs "
+                                f"({', '.join(self.tensor_inputs)}), but the op's schema declares inputs unmutated "
+                                f"(torch.compile relies on it): store into an output (outputs=) instead\n{e}") from None
+        self._unwritten.add(specs)
+
     def _fake(self, *args):
         """torch's fake (meta) kernel: the outputs' shapes, element types and device. Element
         types and ranks of an entry kernel's inputs are checked here too, so ``torch.compile``
         reports them while tracing (the launch checks everything again)."""
         outs = self._allocate(self._checked_values(args))
+        key = _shape_key(args)
+        if key is not None and all(type(d) is int for o in outs for d in o.shape):
+            if len(self._traced) >= 256:
+                self._traced.clear()
+            self._traced[key] = tuple(tuple(o.shape) for o in outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _check_traced(self, args: tuple, outs: list) -> None:
+        """An output shape must be what the fake kernel gave torch for inputs of these shapes (a shape
+        callable that is not a pure function of them would leave torch's compiled code with wrong sizes)."""
+        want = self._traced.get(_shape_key(args))
+        if want is None:
+            return
+        for o, t, w in zip(self.outputs, outs, want):
+            if tuple(t.shape) != w:
+                raise LaunchTypeError(f"torch_op {self.name!r}: output {o.name!r} has shape {tuple(t.shape)} now but "
+                                      f"{w} when torch traced the op with inputs of the same shapes: its shape "
+                                      "callable must be a pure function of the inputs' shapes and the constants")
 
     def _run(self, *args):
         values = self._checked_values(args)
         outs = self._allocate(values)
+        if self._traced:
+            self._check_traced(args, outs)
         by_name = {o.name: (o, t) for o, t in zip(self.outputs, outs)}
         if self.entry:
             launch_args, parts = [], []
@@ -299,8 +343,26 @@ class _TorchOp:
         else:
             values.update((o.name, t) for o, t in zip(self.outputs, outs))
             grid = self.grid(values) if callable(self.grid) else self.grid
-            launch(None, grid, self.kernel, tuple(values[n] for n in self.names))
+            args = tuple(values[n] for n in self.names)
+            self._check_inputs_unwritten(args)
+            launch(None, grid, self.kernel, args)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _shape_key(args: tuple) -> Any:
+    """The inputs' shapes, element types and scalar values (None when a size is symbolic)."""
+    key = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            shape = tuple(a.shape)
+            if not all(type(d) is int for d in shape):
+                return None
+            key.append((shape, a.dtype))
+        elif type(a) in (int, float, bool):
+            key.append(a)
+        else:
+            return None
+    return tuple(key)
 
 
 def _dtype_of(name: str) -> Callable[[dict], Any]:

@@ -65,6 +65,14 @@ class Claims:
             for live in self._live.values():
                 live.pop(token, None)
 
+    def frozen_by(self, ext: Extent) -> Any:
+        """The label of a live frozen claim overlapping ``ext``, or None."""
+        with self._lock:
+            for ext_b, label_b in list(self._live[FROZEN].values()):
+                if any(overlaps(ext, b) for b in ext_b):
+                    return label_b
+        return None
+
     def holders(self, kind: str) -> int:
         """How many claims of ``kind`` are live (for tests)."""
         with self._lock:

@@ -98,8 +98,13 @@ class ExecContext:
         the terminal waited for it (``completed``), or on the CPU, where nothing outlives the
         terminal's own thread. (After a failure on the GPU the entry stays until its stream is seen
         idle: host reads of that memory wait.)"""
-        if self.entry is not None and (completed or not self.stream.is_cuda):
-            REGISTRY.remove(self.entry)
+        e = self.entry
+        if e is None:
+            return
+        if not e.enqueued:  # interrupted between a claim and its submission: nothing of it was submitted,
+            e.set_enqueued()  # and what was submitted before is covered by the stream's event
+        if completed or not self.stream.is_cuda:
+            REGISTRY.remove(e)
 
     def end(self) -> None:
         """What the terminal gave back is free for everyone (its result has been handed over)."""
@@ -243,14 +248,36 @@ class DeviceOp(Handle):
 
     def _drive(self, stream: Stream, pinned: bool) -> Any:
         ctx = ExecContext(stream, label="a running sync_on()" if pinned else "a running sync()", pinned=pinned)
+        if not stream.runs_inline():  # behind other work on a CPU stream: its worker runs it
+            fut = stream.submit(lambda: self._job(ctx))
+            try:
+                value = fut.result()
+            except BaseException:
+                _let_go(stream, fut, ctx)
+                raise
+            ctx.end()
+            return value
         completed = False
         try:
-            value = stream.run(lambda: self._execute_on(ctx))
+            value = self._execute_on(ctx)
             ctx.stream.synchronize()  # the stream it ended on (a chain may move to its GPU's stream)
             completed = True
         finally:
             ctx.finish(completed)
         return value
+
+    def _job(self, ctx: ExecContext) -> Any:
+        """The terminal's work, run on its CPU stream's worker thread: it retires the in-flight entry
+        itself when the work is over, whoever waits for it (the waiter may have been interrupted)."""
+        completed = False
+        try:
+            v = self._execute_on(ctx)
+            if ctx.stream.is_cuda:  # the chain moved to its GPU's stream: wait here, not in the waiter
+                ctx.stream.synchronize()
+            completed = True
+            return v
+        finally:
+            ctx.retire(completed)
 
     def __await__(self):
         return self._await().__await__()
@@ -260,23 +287,18 @@ class DeviceOp(Handle):
         stream = self._pick_stream()
         ctx = ExecContext(stream, label=LazyText(_await_of, self), pinned=False)
         if not stream.is_cuda:
-            def job():  # on the stream's worker thread
-                completed = False
-                try:
-                    v = self._execute_on(ctx)
-                    if ctx.stream.is_cuda:  # the chain moved to its GPU's stream: wait here, not in the loop
-                        ctx.stream.synchronize()
-                    completed = True
-                    return v
-                finally:
-                    ctx.retire(completed)
-            fut = stream.submit(job)
+            loop = asyncio.get_running_loop()
+            fut = stream.submit(lambda: self._job(ctx))
+
+            def end_if_closed(_: Any) -> None:
+                # a loop closed before the work ends never resumes this coroutine: the values are free then
+                if loop.is_closed():
+                    ctx.end()
+            fut.add_done_callback(end_if_closed)
             try:
                 value = await asyncio.wrap_future(fut)
             except BaseException:
-                # not resumed with the value (cancelled, or the work failed): the values are free
-                # once the work has ended, not before
-                fut.add_done_callback(lambda _: ctx.end())
+                _let_go(stream, fut, ctx)
                 raise
             # resumed: the values the work gave back belong to this coroutine from now on (until
             # here no other coroutine could take them, even after the work ended)
@@ -302,6 +324,15 @@ class DeviceOp(Handle):
         return Graph.capture(self, stream)
 
     graph_on = graph
+
+
+def _let_go(stream: Stream, fut: Any, ctx: ExecContext) -> None:
+    """The waiter of a terminal's job on a stream worker stops waiting (KeyboardInterrupt, a cancelled
+    task, a failure of the work): a job that has not started never runs (the op keeps its arguments:
+    ``op.cancel()`` or another terminal); one that has started finishes, retiring its in-flight entry
+    itself, and the values it gave back are free once it has ended, not before."""
+    stream.withdraw(fut)
+    fut.add_done_callback(lambda _: ctx.end())
 
 
 def _seq(v, what):
@@ -343,12 +374,12 @@ def empty() -> DeviceOp:
     return Value(None)
 
 
-def _spine(op: DeviceOp) -> tuple[DeviceOp, list[DeviceOp]]:
+def _spine(op: DeviceOp) -> tuple[DeviceOp, list[Then | Map]]:
     """The innermost non-chain op under a left-deep chain of then/map, and the chain (outer first).
 
     Chains of thousands of ``then`` calls are walked iteratively, never recursively.
     """
-    chain = []
+    chain: list[Then | Map] = []
     while isinstance(op, (Then, Map)):
         chain.append(op)
         op = op.op
@@ -368,7 +399,7 @@ class _Chained(DeviceOp):
     def _run(self, ctx):
         # iterative: the steps still to apply are one stack, and an op returned by a then closure
         # (the asynchronous-loop idiom) pushes its own steps on top of it instead of recursing
-        steps: list[DeviceOp] = []
+        steps: list[Then | Map] = []
         op: DeviceOp = self
         while True:
             base, chain = _spine(op)
@@ -477,8 +508,8 @@ class Memo(DeviceOp):
         self.arity = op.arity
         self._lock = threading.RLock()
         self._done = False
-        self._value = None
-        self._event = None  # CUDA event after the producing stream's work
+        self._value: Any = None
+        self._event: Any = None  # a torch.cuda.Event after the producing stream's work (torch is typed Any)
         self._error: BaseException | None = None
 
     def _children(self):

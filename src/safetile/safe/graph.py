@@ -22,7 +22,7 @@ from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
-from .memory import REGISTRY, Extent, InFlight
+from .memory import REGISTRY, Extent, InFlight, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
 from .streams import Stream, default_pool, execution
@@ -39,9 +39,17 @@ class Recorder:
         self.reads: dict[Extent, None] = {}
         self.device: str | None = None
         self.values: dict[int, Any] = {}  # id -> every host value a recorded step uses
+        self.guards: list[tuple[str, str, Any, Any]] = []  # (step, argument, raw array, its facts)
 
     def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
-               device: str, values=()) -> None:
+               device: str, values=(), raw=()) -> None:
+        """Record one step; ``raw`` names its raw NumPy/torch arguments ``(name, array)``: a replay
+        is refused if any of them changed (pointer, shape, strides, dtype) since the capture."""
+        from .facts import facts_of
+        for name, a in raw:
+            f = facts_of(a)
+            if f is not None and not isinstance(a, (Owned, Shared)):
+                self.guards.append((label, name, a, f))
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
@@ -135,6 +143,7 @@ class Graph(Handle, Unique):
         self._writes = list(recorder.writes)
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
         self._label = f"graph replay ({len(self._steps)} ops)"
+        self._guards = recorder.guards
         self.value = value
         self.stream = stream
         self._cuda_graph = None
@@ -194,13 +203,36 @@ class Graph(Handle, Unique):
         The replay takes the values it was captured with for its duration, as a launch does
         (refused, naming where one is, if any is not usable), and claims its memory in the
         in-flight registry (CPU and GPU alike): conflicting launches, replays and host reads
-        wait for it."""
+        wait for it. On a CPU stream with work queued, the stream's worker runs the replay and
+        claims the memory when it starts (never while queued: a claim is made by the thread that
+        runs the work, so no worker waits for work queued behind it). Interrupted while waiting
+        (KeyboardInterrupt): a replay that has not started never runs; one that has goes on,
+        stays registered, and gives the values back (and the graph free) when it ends."""
         _check_terminal("Graph.launch()")
-        with self._lock:  # replays of one graph run one at a time (each takes the same values)
-            return self._replay()
+        self._lock.acquire()  # replays of one graph run one at a time; released when the replay ends
+        try:
+            owned, label = self._take()
+        except BaseException:
+            self._lock.release()
+            raise
+        stream = self.stream
+        if stream.is_cuda or stream.runs_inline():
+            self._replay(owned, label)
+            return self.value
+        fut = stream.submit(lambda: self._replay(owned, label))
+        try:
+            fut.result()
+        except BaseException:
+            if stream.withdraw(fut):  # not started: it never will
+                self._end(owned, label)
+            raise
+        return self.value
 
-    def _replay(self) -> Any:
+    def _take(self) -> tuple[tuple, LazyText]:
+        """Take the values the graph was captured with (refused if closed or any is not usable)."""
         label = LazyText(_replay_label, self)
+        if self._guards:
+            self._check_raw()
         with OWNERSHIP:
             if self._closed:
                 raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
@@ -209,31 +241,59 @@ class Graph(Handle, Unique):
                 v._check(LazyText(_used_by, self))
             for v in owned:
                 v._moved = label
+        return owned, label
+
+    def _check_raw(self) -> None:
+        """Raw NumPy/torch arguments are foreign objects: their owner can re-point or reshape them in
+        place (``set_``, ``a.shape = ...``). The capture's checks (aliasing, shapes, strides) hold
+        for the facts they read then, so a replay with any of them changed is refused."""
+        from .facts import facts_of
+        for step, name, a, f in self._guards:
+            if facts_of(a) is not f:
+                raise GraphCaptureError(f"{self.label}: argument {name!r} of {step} is a raw {type(a).__name__} whose "
+                                        "data pointer, shape, strides or dtype changed since the capture; a replay "
+                                        "runs the captured work unchecked: capture again (g.update(op)), or pass a "
+                                        "safetile tensor (ct.from_dlpack)")
+
+    def _end(self, owned: tuple, label: LazyText) -> None:
+        """The replay is over: give its values back and let the next replay (or close) in."""
         try:
-            stream = self.stream
-            entry = InFlight(self._label, stream)
-            REGISTRY.claim(entry, self, self._writes, self._reads)
-            try:
-                if self._cuda_graph is not None:
-                    with stream.context():
-                        self._cuda_graph.replay()
-                    entry.set_enqueued()
-                    stream.synchronize()
-                else:
-                    def replay():
-                        with execution():
-                            for _, fn in self._steps:
-                                fn(stream)
-                    stream.run(replay)
-            finally:
-                REGISTRY.remove(entry)
-        finally:
             with OWNERSHIP:
                 for v in owned:
                     if v._moved is label:
                         v._moved = None
-        self.replays += 1
-        return self.value
+            notify_all()
+        finally:
+            self._lock.release()  # last: close() and update() may go on from here
+
+    def _replay(self, owned: tuple, label: LazyText) -> None:
+        """Claim the memory, run the recorded work, wait for it; then ``_end`` (on the thread that ran it)."""
+        try:
+            stream = self.stream
+            entry = InFlight(self._label, stream)
+            completed = False
+            try:
+                REGISTRY.claim(entry, self, self._writes, self._reads)
+                if self._cuda_graph is not None:
+                    try:
+                        with stream.context():
+                            self._cuda_graph.replay()
+                    finally:
+                        entry.set_enqueued()
+                    stream.synchronize()
+                else:
+                    with execution():
+                        for _, fn in self._steps:
+                            fn(stream)
+                completed = True
+            finally:
+                # on the GPU, work submitted but not waited for (an interrupted wait) leaves the entry
+                # until the stream is seen idle
+                if completed or not entry.on_gpu or not entry.enqueued:
+                    REGISTRY.remove(entry)
+            self.replays += 1
+        finally:
+            self._end(owned, label)
 
     def close(self) -> None:
         """Release the graph: it can no longer be replayed, its memory may become Shared, and the

@@ -63,9 +63,20 @@ class Extent:
 _device_names: dict[Any, str] = {}  # torch.device -> str(device)
 
 
+def plain(a: Any) -> Any:
+    """``a``, or for an ndarray subclass a plain ndarray view of the same memory (made by the base
+    class's own method): a subclass may override ``__array_interface__``, ``shape``, ``strides``...
+    to report memory it does not use, so facts and backends read only plain arrays."""
+    if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+        return np.ndarray.view(a, np.ndarray)
+    return a
+
+
 def extent_of(data: Any) -> Extent:
     """The extent of a NumPy array or torch tensor."""
+    device: str | None  # a torch device's name is looked up in a cache first (None: not there yet)
     if isinstance(data, np.ndarray):
+        data = plain(data)
         ptr = data.__array_interface__["data"][0]
         shape, strides, itemsize, device = data.shape, data.strides, data.itemsize, "cpu"
     else:  # torch
@@ -151,6 +162,22 @@ def wait_until(test) -> None:
             _FLAGS.wait_for(test)
         finally:
             _WAITERS[0] -= 1
+
+
+def wait_uninterrupted(wait) -> BaseException | None:
+    """Run the blocking ``wait()`` to its end even if an asynchronous exception (KeyboardInterrupt,
+    SystemExit) arrives meanwhile; return the first such interrupt for the caller to raise once it
+    has finished what must not be left half done. For waits on work that is already running."""
+    pending: BaseException | None = None
+    while True:
+        try:
+            wait()
+            return pending
+        except Exception:
+            raise
+        except BaseException as e:  # noqa: BLE001 - deferred, raised by the caller afterwards
+            if pending is None:
+                pending = e
 
 
 class InFlight:

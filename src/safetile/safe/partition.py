@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
 from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import OwnershipError, PartitionError, TensorError
+from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
 from .tensor import Tensor
+
+if TYPE_CHECKING:  # facts.py imports this module
+    from .facts import ArgFacts
 
 MAX_MUT_RANK = 3
 
@@ -45,6 +49,8 @@ class Partition(Owned):
     Pass it for a ``ct.Mut[...]`` parameter; the launch grid is inferred from ``grid()``.
     """
 
+    __slots__ = ("_tensor", "_pshape", "_prefix", "_borrowed", "_released", "_facts", "_claim", "_mapped")
+
     _kind = "partition"
 
     def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> Partition:
@@ -67,9 +73,9 @@ class Partition(Owned):
         self._prefix = prefix
         self._borrowed = borrowed
         self._released = False
-        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim = None  # its writable claim on the memory (claims.py)
-        self._mapped = None  # the mapped partition it was moved into, if any
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._claim: int | None = None  # its writable claim on the memory (claims.py)
+        self._mapped: MappedPartition | None = None  # the mapped partition it was moved into, if any
 
     @classmethod
     def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
@@ -117,7 +123,7 @@ class Partition(Owned):
         return f"[{self._tensor._dtype.name} {'x'.join(map(str, self._tensor._data.shape))} / " \
                f"{'x'.join(map(str, self._pshape))}]"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         if self._released:
             raise OwnershipError(f"{self.label} cannot be {action}: it was released (its borrow ended)")
         super()._check(action)
@@ -245,6 +251,8 @@ class MappedPartition(Owned):
     ``bid, bid + n, bid + 2n, ...`` through ``iter_indices()`` — disjoint across blocks.
     """
 
+    __slots__ = ("_partition", "_n", "_facts")
+
     _kind = "mapped partition"
 
     def __new__(cls, partition: Partition, num_tile_blocks: int) -> MappedPartition:
@@ -260,9 +268,9 @@ class MappedPartition(Owned):
         Owned.__init__(self, partition._name)
         self._partition = partition
         self._n = num_tile_blocks
-        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         if self._partition._released:
             raise OwnershipError(f"{self.label} cannot be {action}: its partition was released (its borrow ended)")
         super()._check(action)
@@ -322,6 +330,8 @@ class Shared(Unique):
     (it moves ``t``); a copy of a handle (``clone()``, ``copy.copy``) is the handle itself.
     """
 
+    __slots__ = ("_tensor", "_holders", "_unwrapped", "_facts", "_claim", "__weakref__")
+
     def __new__(cls, tensor: Tensor) -> Shared:
         if isinstance(tensor, Shared):
             return tensor.clone()
@@ -336,8 +346,8 @@ class Shared(Unique):
         self._tensor = tensor
         self._holders = 0  # launches built but not finished that read this handle (under OWNERSHIP)
         self._unwrapped: str | None = None
-        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim = None  # its frozen claim on the memory (claims.py)
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._claim: int | None = None  # its frozen claim on the memory (claims.py)
 
     @classmethod
     def _take(cls, tensor: Tensor) -> Shared:
@@ -365,7 +375,7 @@ class Shared(Unique):
     def label(self) -> str:
         return f"shared {self._tensor.label}"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         if self._unwrapped is not None:
             raise OwnershipError(f"{self.label} cannot be {action}: it was unwrapped at {self._unwrapped}")
 
@@ -506,10 +516,12 @@ class MutBorrow(Unique):
     def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         """End the borrow, always (an exception leaving the block too): a launch built in the
         block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
-        block ended normally); one running elsewhere is waited for."""
+        block ended normally); one running elsewhere is waited for, to its end even when a
+        KeyboardInterrupt arrives meanwhile (raised once the borrow has ended)."""
         import warnings
         from .errors import LaunchDroppedWarning
         cancelled = []
+        interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
         for p in self._parts:
             if p._released:
                 continue
@@ -519,10 +531,10 @@ class MutBorrow(Unique):
                 if holder.cancel_unrun():
                     cancelled.append(holder.label)
                 else:
-                    holder._wait_finished()
+                    interrupt = wait_uninterrupted(holder._wait_finished) or interrupt
             ctx = top._lent
             if ctx is not None:
-                ctx.wait_ended()
+                interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
                 p._released = True
                 if p._mapped is not None:
@@ -533,6 +545,8 @@ class MutBorrow(Unique):
             warnings.warn(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
                           "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning,
                           stacklevel=2)
+        if interrupt is not None:
+            raise interrupt
         return False
 
 

@@ -78,11 +78,24 @@ class Stream:
                     self._queued -= 1
         return self._exec().submit(job)
 
+    def withdraw(self, fut: Future) -> bool:
+        """Take a job queued by ``submit`` off the queue if it has not started (True: it never runs)."""
+        if not fut.cancel():
+            return False
+        with self._lock:
+            self._queued -= 1  # its own decrement (in the job) never runs
+        return True
+
     def run(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` in stream order and wait for it (inline when nothing is queued)."""
-        if self._queued == 0 or threading.current_thread().name.startswith(f"safetile-stream{self.id}_"):
+        if self.runs_inline():
             return fn()
         return self.submit(fn).result()
+
+    def runs_inline(self) -> bool:
+        """Whether work driven on this stream runs on the calling thread: nothing is queued on this
+        CPU stream, or the caller is its worker (GPU streams: always; the GPU orders the work)."""
+        return self._queued == 0 or threading.current_thread().name.startswith(f"safetile-stream{self.id}_")
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has finished."""

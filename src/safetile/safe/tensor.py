@@ -14,11 +14,12 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError
-from .errors import BorrowError, TensorError
+from .errors import AliasError, BorrowError, TensorError
 from .memory import REGISTRY
-from .ownership import Owned
+from .ownership import LazyText, Owned
 
-if TYPE_CHECKING:  # partition.py imports this module
+if TYPE_CHECKING:  # partition.py and facts.py import this module
+    from .facts import ArgFacts
     from .partition import Partition, Shared
 
 
@@ -72,6 +73,9 @@ class Tensor(Owned):
     (``ct.from_numpy``) or from foreign memory (``ct.from_dlpack``, zero-copy).
     """
 
+    __slots__ = ("_data", "_device", "_torch", "_dtype", "_borrow", "_facts")
+    _data: Any  # a NumPy array (CPU memory) or a torch tensor (CUDA memory; torch is typed Any here)
+
     _kind = "tensor"
 
     def __init__(self, data: Any, name: str | None = None):
@@ -79,7 +83,7 @@ class Tensor(Owned):
         # the tensor keeps a private view of the memory: whoever handed the array in cannot reset
         # its shape or strides under the tensor (its facts, launch.prepare, rely on that)
         if isinstance(data, np.ndarray):
-            self._data = data.view()
+            self._data = np.ndarray.view(data, np.ndarray)  # plain, whatever subclass came in (memory.plain)
             self._device = "cpu"
         elif _is_torch(data):
             if data.device.type == "cuda":
@@ -97,8 +101,8 @@ class Tensor(Owned):
         except DTypeError:
             raise DTypeError(f"a safetile Tensor cannot hold {self._data.dtype} elements (it holds booleans, "
                              "integers and floating-point numbers)") from None
-        self._borrow = None  # the partition mutably borrowing this tensor, if any
-        self._facts = None  # what launch checks read of it (facts.tensor_facts), made on first use
+        self._borrow: Partition | None = None  # the partition mutably borrowing this tensor, if any
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
     # ------------------------------------------------------------------ state
 
@@ -106,7 +110,7 @@ class Tensor(Owned):
         dims = "x".join(str(n) for n in self._data.shape)
         return f"[{self._dtype.name} {dims}]"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         super()._check(action)
         if self._borrow is not None:
             raise BorrowError(f"{self.label} cannot be {action}: it is mutably borrowed by "
@@ -211,8 +215,22 @@ class Tensor(Owned):
     # ------------------------------------------------------------------ DLPack
 
     def __dlpack__(self, *args, **kwargs):
+        """Export the memory (zero-copy) to a DLPack consumer, which may write it: refused while the
+        memory is frozen by a live ``Shared`` (this tensor a view taken before ``.shared()``), because
+        DLPack cannot make every consumer honour read-only (torch ignores the flag); ``copy=True``
+        exports a copy. Waits for unfinished launches writing the memory."""
         self._check("exported")
-        REGISTRY.wait_for_host(self._extent(), True)
+        ext = self._extent()
+        if kwargs.get("copy") is True:
+            return self._host_copy().__dlpack__(*args, **kwargs)
+        from .claims import CLAIMS
+        holder = CLAIMS.frozen_by(ext)
+        if holder is not None:
+            raise AliasError(f"{self.label} cannot be exported (DLPack, also to ct.launch of an unchecked kernel, "
+                             f"which may write it): its memory overlaps {holder}, read-only shared memory that "
+                             "nothing may write while the Shared lives; take a copy (t.to_numpy(), "
+                             "np.from_dlpack(t, copy=True))")
+        REGISTRY.wait_for_host(ext, True)
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):

@@ -21,6 +21,7 @@ from ...ops.values import Tile, as_tile
 from .. import ast as A
 from ..gwnumbers import (
     DOUBLE,
+    DOUBLE_MAX,
     LN2,
     SINGLE,
     SINGLE_MAX,
@@ -57,6 +58,11 @@ def operands(e: A.Expr) -> list[A.Expr]:
         return [e.left, e.right]
     return []
 
+
+
+def float_max(d) -> float:
+    """The largest number of GW-BASIC's type ``d`` (what an overflow or a division by zero gives)."""
+    return DOUBLE_MAX if d is DBL else SINGLE_MAX
 
 class ExprMixin(MixinBase):
     def ev(self, e: A.Expr):
@@ -145,8 +151,10 @@ class ExprMixin(MixinBase):
             p = SINGLE if d is SNG else DOUBLE
             try:
                 return mbf_mul(x, y, p) if op == "*" else mbf_add(x, y, p, subtract=op == "-")
-            except MbfOverflow:
-                return self.clamp_const(const(np.inf, d))
+            except MbfOverflow:  # keep the sign of the exact result
+                fx, fy = float(x), float(y)
+                exact = fx * fy if op == "*" else fx + (-fy if op == "-" else fy)
+                return self.clamp_const(const(math.copysign(np.inf, exact), d))
         if d is SNG:  # GW-BASIC's rounding
             r = single_op(self, op, as_tile(x, SNG) if not is_tile(x) else x, as_tile(y, SNG) if not is_tile(y) else y)
             return self.overflow_check(r) if op == "*" else r
@@ -166,16 +174,17 @@ class ExprMixin(MixinBase):
 
     def clamp_const(self, r):
         """A folded float beyond the MBF range: *Overflow*, then the largest number."""
-        if dtype_of(r).is_float and not abs(float(r)) <= SINGLE_MAX:
+        d = dtype_of(r)
+        if d.is_float and not abs(float(r)) <= float_max(d):
             self.soft_error(True, "Overflow")
-            return const(-SINGLE_MAX if float(r) < 0 else SINGLE_MAX, dtype_of(r))
+            return const(-float_max(d) if float(r) < 0 else float_max(d), d)
         return r
 
     def divide(self, x, y, d):
         if not is_tile(x) and not is_tile(y):
             if float(y) == 0:
                 self.soft_error(True, "Division by zero")
-                return const(-SINGLE_MAX if math.copysign(1.0, float(x)) < 0 else SINGLE_MAX, d)
+                return const(-float_max(d) if math.copysign(1.0, float(x)) < 0 else float_max(d), d)
             try:
                 return mbf_div(x, y, SINGLE if d is SNG else DOUBLE)
             except MbfOverflow:
@@ -186,7 +195,10 @@ class ExprMixin(MixinBase):
         zero = ew.equal(y, const(0, d))
         self.soft_error(zero, "Division by zero")
         q = self.overflow_check(ew.truediv(x, ew.where(zero, const(1, d), y)))
-        big = ew.where(self.sign_bit(x), tconst(-SINGLE_MAX, d), tconst(SINGLE_MAX, d))
+        if not is_tile(x):  # a constant dividend (e.g. 2D3 / Y): its sign is known now
+            big = tconst(-float_max(d) if math.copysign(1.0, float(x)) < 0 else float_max(d), d)
+        else:
+            big = ew.where(self.sign_bit(x), tconst(-float_max(d), d), tconst(float_max(d), d))
         return ew.where(zero, big, q)
 
     @staticmethod
@@ -198,9 +210,9 @@ class ExprMixin(MixinBase):
     def overflow_check(self, r: Tile) -> Tile:
         """A float result beyond the MBF range: *Overflow*, then the largest number."""
         d = r.dtype
-        bad = ew.bitwise_not(ew.less_equal(ew.abs(r), const(SINGLE_MAX, d)))
+        bad = ew.bitwise_not(ew.less_equal(ew.abs(r), const(float_max(d), d)))
         self.soft_error(bad, "Overflow")
-        big = ew.where(ew.less(r, const(0, d)), tconst(-SINGLE_MAX, d), tconst(SINGLE_MAX, d))
+        big = ew.where(ew.less(r, const(0, d)), tconst(-float_max(d), d), tconst(float_max(d), d))
         return ew.where(bad, big, r)
 
     def checked_float(self, v, e: A.Expr):

@@ -18,6 +18,7 @@ from ...ops import elementwise as ew
 from ...ops import factories as fac
 from ...ops import shape as shp
 from ...ops.values import Tile, as_tile
+from ..gwnumbers import SINGLE_MAX
 from ..vtypes import BOOL, DBL, INT, LONG, SNG, STRING, STRING_CAPACITY
 from ...frontend.common import MixinBase
 
@@ -161,11 +162,26 @@ class ValuesMixin(MixinBase):
         v = self.numeric(v)
         if t.dtype.is_int:
             v = self.round_int(v, t.dtype, check=t.dtype is INT)
+        elif t.dtype is SNG and dtype_of(v) is DBL and not t.shape:
+            v = self.double_to_single(v)
         elif dtype_of(v) is not t.dtype:
             v = self.convert(v, t.dtype)
         if is_tile(v) and v.shape != t.shape:
             v = shp.broadcast_to(v, t.shape)
         return v
+
+    def double_to_single(self, v):
+        """A double stored in a single: beyond the single range it is *Overflow* (a soft
+        error) and the largest single, as in GW-BASIC."""
+        if not is_tile(v):
+            if abs(float(v)) > SINGLE_MAX:
+                self.soft_error(True, "Overflow")
+                return const(math.copysign(SINGLE_MAX, float(v)), SNG)
+            return const(v, SNG)
+        bad = ew.greater(ew.abs(v), SINGLE_MAX)
+        self.soft_error(bad, "Overflow")
+        big = ew.where(ew.less(v, 0.0), np.float32(-SINGLE_MAX), np.float32(SINGLE_MAX))
+        return ew.where(bad, big, ew.astype(v, SNG))
 
     def materialize(self, v, t) -> Tile:
         v = self.to_type(v, t)
