@@ -271,3 +271,17 @@ def test_mutable_partitions_of_the_highest_rank_are_accepted():
     from safetile.safe.partition import MAX_MUT_RANK
     p = poisoned((4,) * MAX_MUT_RANK).partition((2,) * MAX_MUT_RANK)
     assert p.grid() == (2,) * MAX_MUT_RANK
+
+
+def test_a_borrow_scope_ends_every_partition_after_one_released_early():
+    t = ct.zeros(64).sync()
+    with pytest.warns(ct.LaunchDroppedWarning, match="had not run; it was cancelled"):
+        with ct.borrow_mut(t) as b:
+            b.partition(16).release()  # the first part ends early
+            p = b.partition(32)
+            op = add(p, rnd(64, seed=12))  # built on the second part, never run
+    with pytest.raises(ct.DeviceOpError, match="cancelled"):
+        op.sync()
+    with pytest.raises(ct.OwnershipError, match="released"):
+        p.grid()
+    assert np.array_equal(t.to_numpy(), np.zeros(64, np.float32))  # usable again, never written
