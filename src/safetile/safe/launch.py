@@ -191,7 +191,7 @@ class _OpRef(weakref.ref):
 
 # ------------------------------------------------------------------------------ running
 
-def run_plan(plan: Plan, runtime: tuple, stream=None, race_detector=None) -> None:
+def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
     """Run a checked launch on its backend (no ownership bookkeeping)."""
     c = plan.compiled
     if plan.backend == "cpu":
@@ -199,7 +199,7 @@ def run_plan(plan: Plan, runtime: tuple, stream=None, race_detector=None) -> Non
             raise LaunchTypeError("the CPU backend runs on host memory; these arguments live on "
                                   f"{plan.device}")
         from ..runtime.launch import run_cpu
-        run_cpu(c.fn, plan.grid3, c.shim, runtime, race_detector)
+        run_cpu(c.fn, plan.grid3, c.shim, runtime)
         return
     bound = plan.bound
     if bound and stream is not None and stream.device_index == bound.device:
