@@ -26,9 +26,10 @@ from .ops.factories import astile  # arange, full, ones, zeros: the safe style's
 from .ops.grid import (bid, cdiv, grid_dependency_control_launch_dependents, grid_dependency_control_wait,
                        num_blocks)
 from .ops.matmul import matmul, mma, mma_scaled
+# num_tiles: the safe style's (below), which also takes device-side partitions, forwards to ops.memory's
 from .ops.memory import (MemoryOrder, MemoryScope, PaddingMode, TiledView, atomic_add, atomic_and,
                          atomic_cas, atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, gather,
-                         load, num_tiles, scatter, store)
+                         load, scatter, store)
 from .ops.memory import Slice, load_advanced_indexing, store_advanced_indexing
 from .ops.meta import assume_divisible_by, ensure_constant, static_assert, static_eval, static_iter
 from .ops.reduction import argmax, argmin, cumprod, cumsum, max, min, prod, reduce, scan, sum

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from .. import dtypes as dt
 from ..runtime.env import backend_override
@@ -51,6 +51,14 @@ class TypeCheck:
     compiled: Compiled | None = None  # after the first launch that passed the preconditions
 
 
+class BoundLaunch(Protocol):
+    """A launch with its arguments resolved once (the Triton backend's ``Bound``)."""
+
+    device: int  # the CUDA device index it was resolved for
+
+    def __call__(self, stream: int) -> None: ...
+
+
 @dataclass
 class Plan:
     """A validated launch: what to run, where, and which memory it writes and reads."""
@@ -58,12 +66,15 @@ class Plan:
     checked: TypeCheck
     writes: list[Extent] = field(default_factory=list)
     reads: list[Extent] = field(default_factory=list)
-    bound: Any = None  # the backend's launch with its arguments resolved (GPU, first run; False: none)
+    bound: BoundLaunch | Literal[False] | None = None  # the backend's launch with its arguments resolved
+    # (GPU, made on the first run; False: the backend cannot bind it, e.g. the interpreter)
     precondition_values: dict | None = None  # what callable preconditions are given (run on every launch)
 
     @property
     def compiled(self) -> Compiled:
-        return self.checked.compiled
+        c = self.checked.compiled
+        assert c is not None  # check_memory compiles before it makes a Plan
+        return c
 
     @property
     def grid3(self) -> tuple[int, int, int]:

@@ -165,6 +165,8 @@ class PartitionIndex(tuple):
     original object (not a rebuilt tuple) is accepted by ``store(tile, idx)``.
     """
 
+    _owner: MappedMutTensor  # the mapped parameter whose iter_indices() produced it
+
     def __new__(cls, coords: tuple, owner: MappedMutTensor):
         obj = super().__new__(cls, coords)
         obj._owner = owner
@@ -178,7 +180,7 @@ class PartitionIndex(tuple):
 class _IndexRange:
     """What ``for idx in z.iter_indices():`` iterates: the block's share of the sub-tensors."""
 
-    __tile_surface__ = frozenset()
+    __tile_surface__: frozenset[str] = frozenset()
 
     def __init__(self, owner: MappedMutTensor):
         self.owner = owner

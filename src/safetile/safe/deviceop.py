@@ -289,8 +289,12 @@ class DeviceOp(Handle):
         if not stream.is_cuda:
             loop = asyncio.get_running_loop()
             fut = stream.submit(lambda: self._job(ctx))
-            # a loop closed before the work ends never resumes this coroutine: the values are free then
-            fut.add_done_callback(lambda _: loop.is_closed() and ctx.end())
+
+            def end_if_closed(_: Any) -> None:
+                # a loop closed before the work ends never resumes this coroutine: the values are free then
+                if loop.is_closed():
+                    ctx.end()
+            fut.add_done_callback(end_if_closed)
             try:
                 value = await asyncio.wrap_future(fut)
             except BaseException:
@@ -370,12 +374,12 @@ def empty() -> DeviceOp:
     return Value(None)
 
 
-def _spine(op: DeviceOp) -> tuple[DeviceOp, list[DeviceOp]]:
+def _spine(op: DeviceOp) -> tuple[DeviceOp, list[Then | Map]]:
     """The innermost non-chain op under a left-deep chain of then/map, and the chain (outer first).
 
     Chains of thousands of ``then`` calls are walked iteratively, never recursively.
     """
-    chain = []
+    chain: list[Then | Map] = []
     while isinstance(op, (Then, Map)):
         chain.append(op)
         op = op.op
@@ -395,7 +399,7 @@ class _Chained(DeviceOp):
     def _run(self, ctx):
         # iterative: the steps still to apply are one stack, and an op returned by a then closure
         # (the asynchronous-loop idiom) pushes its own steps on top of it instead of recursing
-        steps: list[DeviceOp] = []
+        steps: list[Then | Map] = []
         op: DeviceOp = self
         while True:
             base, chain = _spine(op)
@@ -504,8 +508,8 @@ class Memo(DeviceOp):
         self.arity = op.arity
         self._lock = threading.RLock()
         self._done = False
-        self._value = None
-        self._event = None  # CUDA event after the producing stream's work
+        self._value: Any = None
+        self._event: Any = None  # a torch.cuda.Event after the producing stream's work (torch is typed Any)
         self._error: BaseException | None = None
 
     def _children(self):

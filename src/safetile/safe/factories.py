@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable
 
 import numpy as np
@@ -172,7 +172,8 @@ def _random(kind: str, shape, seed, dtype, device) -> DeviceOp:
             return a.astype(d.np_dtype)
         import torch
         g = torch.Generator(device=device)
-        g.manual_seed(int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        # a SeedSequence made without entropy draws an int (numpy types .entropy for every way of making one)
+        g.manual_seed(int(seed) if seed is not None else int(cast(int, np.random.SeedSequence().entropy) % 2**63))
         fn = torch.rand if kind == "rand" else torch.randn
         return fn(shp, generator=g, device=device, dtype=torch.float32).to(torch_dtype(d))
     return Alloc(f"{kind}({shp}, seed={seed})", dev, make)

@@ -39,9 +39,21 @@ class ArgFacts:
 
     __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "writeable", "pshape", "prefix", "n",
                  "type_key", "key", "__weakref__")
+    kind: str
+    dtype: dt.DType | None  # None when the element type is not one safetile has (dtype_error says why)
+    dtype_error: str | None
+    shape: tuple[int, ...]
+    extent: Extent
+    device: str
+    writeable: bool
+    pshape: tuple[int, ...] | None  # partitions and mapped partitions only
+    prefix: bool
+    n: int | None  # mapped partitions only: the block count
+    type_key: tuple
+    key: tuple
 
-    def __init__(self, kind: str, data: Any, extent: Extent, pshape: tuple | None = None, prefix: bool = False,
-                 n: int | None = None):
+    def __init__(self, kind: str, data: Any, extent: Extent, pshape: tuple[int, ...] | None = None,
+                 prefix: bool = False, n: int | None = None):
         self.kind = kind
         try:
             self.dtype, self.dtype_error = dt.as_dtype(data.dtype), None
@@ -61,13 +73,16 @@ class ArgFacts:
     @property
     def sub_shape(self) -> tuple[int, ...]:
         """The shape of one sub-tensor (partitions): the partition sizes, then the trailing axes."""
+        assert self.pshape is not None  # read only for partition kinds (checks.py: ct.Mut / ct.MappedMut)
         return self.pshape + self.shape[len(self.pshape):]
 
     def grid(self) -> tuple[int, ...]:
+        assert self.pshape is not None  # read only for partition kinds (checks.py: ct.Mut / ct.MappedMut)
         return tuple(-(-n // s) for n, s in zip(self.shape, self.pshape))
 
     def grid3(self) -> tuple[int, int, int]:
         if self.kind == "mapped":
+            assert self.n is not None  # a mapped partition's facts always carry its block count
             return (self.n, 1, 1)
         g = self.grid()
         return tuple(g + (1,) * (3 - len(g)))  # type: ignore[return-value]
@@ -129,7 +144,8 @@ def facts_of(a: Any) -> ArgFacts | None:
     return None
 
 
-def wrapper_facts(kind: str, tf: ArgFacts, pshape=None, prefix=False, n=None) -> ArgFacts:
+def wrapper_facts(kind: str, tf: ArgFacts, pshape: tuple[int, ...] | None = None, prefix: bool = False,
+                  n: int | None = None) -> ArgFacts:
     """The facts of a partition / mapped partition / shared handle over a tensor with facts ``tf``."""
     f = object.__new__(ArgFacts)
     f.kind, f.dtype, f.dtype_error, f.shape, f.extent, f.device = kind, tf.dtype, tf.dtype_error, tf.shape, \

@@ -16,7 +16,8 @@ from __future__ import annotations
 import itertools
 import weakref
 import warnings
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..frontend.captures import current as captures_current
 from ..runtime.env import backend_override
@@ -30,6 +31,9 @@ from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, form
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
 from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .memory import InFlight
 
 _op_ids = itertools.count(1)
 acquire, release = OWNERSHIP.acquire, OWNERSHIP.release  # the hot paths' lock calls, without `with`
@@ -68,7 +72,7 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
     if len(args) != len(names):
         raise LaunchTypeError(f"kernel {kernel.__name__!r} takes {len(names)} argument(s) ({', '.join(names)}), "
                               f"got {len(args)}")
-    key = []
+    parts: list[Any] = []  # the key's per-argument part
     runtime = []
     for a in args:
         ta = type(a)
@@ -78,22 +82,22 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
             d = t._data
             if f is None or (t._torch and d.data_ptr() != f.extent.ptr):
                 f = facts_of(a)
-            key.append(f)
+            parts.append(f)
             runtime.append(d)
         elif ta is Tensor:
-            key.append(tensor_facts(a))
+            parts.append(tensor_facts(a))
             runtime.append(a._data)
         elif ta in _VALUE_TYPES:
-            key.append((ta, a))  # 1, 1.0 and True are equal as dict keys: the type keeps them apart
+            parts.append((ta, a))  # 1, 1.0 and True are equal as dict keys: the type keeps them apart
             runtime.append(a)
         elif ta is _TorchTensor:  # raw torch tensor (a Ref): its facts are read on every launch
-            key.append((a.data_ptr(), a.dtype, a.shape, a.stride(), a.get_device()))
+            parts.append((a.data_ptr(), a.dtype, a.shape, a.stride(), a.get_device()))
             runtime.append(a)
         else:
-            key.append(_fact_key(a))
+            parts.append(_fact_key(a))
             runtime.append(a._tensor._data if isinstance(a, (Partition, Shared, MappedPartition)) else
                            a._data if isinstance(a, Tensor) else plain(a))
-    key = (kernel.config_key, backend_override(), tuple(key))
+    key = (kernel.config_key, backend_override(), tuple(parts))
     caches = kernel.caches
     read = caches.captured.entries  # Python state the compiled code folded in: unchanged?
     if read and not captures_current(read):
@@ -236,7 +240,7 @@ class LaunchOp(DeviceOp, Unique):
         self._site = caller_location(3)  # past this constructor and EntryKernel.__call__
         self._plan: Plan | None = None
         self._runtime: tuple = ()
-        self._inflight = None
+        self._inflight: InFlight | None = None  # its in-flight entry, once it runs on a stream
         # what moved arguments point back to, weakly (a dropped op is freed), and what their
         # use-after-move errors name
         self._ref = self._into = _OpRef(self)
@@ -478,11 +482,11 @@ class LaunchOp(DeviceOp, Unique):
 
     def _resolve(self, ctx: ExecContext) -> tuple[tuple, Plan]:
         """Run the DeviceOp arguments, take what they produced, check the launch."""
-        resolved = list(self.args)
+        results = list(self.args)
         for i, a in enumerate(self.args):
             if isinstance(a, DeviceOp):
-                resolved[i] = a._run(ctx)
-        resolved = tuple(resolved)
+                results[i] = a._run(ctx)
+        resolved = tuple(results)
         produced = [r for r, a in zip(resolved, self.args) if isinstance(a, DeviceOp)]
         self._take(produced, None)
         try:
@@ -496,7 +500,7 @@ class LaunchOp(DeviceOp, Unique):
         return resolved, self._plan
 
 
-def _check_duplicates(kernel: EntryKernel, values: list) -> None:
+def _check_duplicates(kernel: EntryKernel, values: Sequence[Any]) -> None:
     """The same value passed twice where unsafe (values already moved into this launch)."""
     seen: dict[int, tuple[str, bool]] = {}
     for name, mut, a in zip(kernel.param_names, kernel.mut_flags, values):

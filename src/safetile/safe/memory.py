@@ -74,6 +74,7 @@ def plain(a: Any) -> Any:
 
 def extent_of(data: Any) -> Extent:
     """The extent of a NumPy array or torch tensor."""
+    device: str | None  # a torch device's name is looked up in a cache first (None: not there yet)
     if isinstance(data, np.ndarray):
         data = plain(data)
         ptr = data.__array_interface__["data"][0]

@@ -12,9 +12,15 @@ import os
 import sys
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from .errors import OwnershipError, UseAfterMoveError
 from .streams import current_context
+
+if TYPE_CHECKING:  # deviceop.py imports this module
+    from types import FrameType
+
+    from .deviceop import ExecContext
 
 _ids = itertools.count(1)
 
@@ -38,7 +44,7 @@ _basenames: dict[str, str] = {}
 def caller_location(depth: int = 1) -> tuple[str, int] | None:
     """(file name, line) of the first frame outside safetile (where the user made the call),
     looking from ``depth`` frames up (callers that know their own depth skip frames of the package)."""
-    f = sys._getframe(depth)
+    f: FrameType | None = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
         skip = _internal.get(fn)
@@ -149,9 +155,11 @@ class Owned(Unique):
     def __init__(self, name: str | None = None):
         self._id = next(_ids)
         self._name = name
-        self._moved = None  # what moved it (text, or an object that formats to it), None while usable
-        self._holder = None  # the launch op holding it, if moved into a launch
-        self._lent = None  # the running terminal (ExecContext) it was given back to, until that ends
+        # what moved it (text, or an object that formats to it: a LazyText, a launch's weak
+        # reference), None while usable
+        self._moved: str | LazyText | weakref.ref[Any] | None = None
+        self._holder: weakref.ref[Any] | None = None  # the launch op holding it, if moved into a launch
+        self._lent: ExecContext | None = None  # the running terminal it was given back to, until that ends
 
     @property
     def label(self) -> str:
@@ -160,7 +168,7 @@ class Owned(Unique):
     def _brief(self) -> str:
         return ""
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         """Raise if this value was moved; ``action`` says what the caller tried to do."""
         if self._moved is not None:
             raise UseAfterMoveError(f"{self.label} cannot be {action}: it was moved into {self._moved}")

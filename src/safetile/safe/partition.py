@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .errors import OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
 from .tensor import Tensor
+
+if TYPE_CHECKING:  # facts.py imports this module
+    from .facts import ArgFacts
 
 MAX_MUT_RANK = 3
 
@@ -70,9 +73,9 @@ class Partition(Owned):
         self._prefix = prefix
         self._borrowed = borrowed
         self._released = False
-        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim = None  # its writable claim on the memory (claims.py)
-        self._mapped = None  # the mapped partition it was moved into, if any
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._claim: int | None = None  # its writable claim on the memory (claims.py)
+        self._mapped: MappedPartition | None = None  # the mapped partition it was moved into, if any
 
     @classmethod
     def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
@@ -120,7 +123,7 @@ class Partition(Owned):
         return f"[{self._tensor._dtype.name} {'x'.join(map(str, self._tensor._data.shape))} / " \
                f"{'x'.join(map(str, self._pshape))}]"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         if self._released:
             raise OwnershipError(f"{self.label} cannot be {action}: it was released (its borrow ended)")
         super()._check(action)
@@ -265,9 +268,9 @@ class MappedPartition(Owned):
         Owned.__init__(self, partition._name)
         self._partition = partition
         self._n = num_tile_blocks
-        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         if self._partition._released:
             raise OwnershipError(f"{self.label} cannot be {action}: its partition was released (its borrow ended)")
         super()._check(action)
@@ -343,8 +346,8 @@ class Shared(Unique):
         self._tensor = tensor
         self._holders = 0  # launches built but not finished that read this handle (under OWNERSHIP)
         self._unwrapped: str | None = None
-        self._facts = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim = None  # its frozen claim on the memory (claims.py)
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
+        self._claim: int | None = None  # its frozen claim on the memory (claims.py)
 
     @classmethod
     def _take(cls, tensor: Tensor) -> Shared:
@@ -372,7 +375,7 @@ class Shared(Unique):
     def label(self) -> str:
         return f"shared {self._tensor.label}"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         if self._unwrapped is not None:
             raise OwnershipError(f"{self.label} cannot be {action}: it was unwrapped at {self._unwrapped}")
 

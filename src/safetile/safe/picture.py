@@ -246,8 +246,8 @@ def _draw(ax, lay: Layout, z: int | None) -> None:
         ax.set_yticks([])
     ax.tick_params(labelsize=6)
     if z is not None:
-        a, b = lay.extent(2, z)
-        ax.set_title(f"axis 2 sub-tensors k={z} ({a}:{b})", fontsize=7)
+        lo, hi = lay.extent(2, z)
+        ax.set_title(f"axis 2 sub-tensors k={z} ({lo}:{hi})", fontsize=7)
     ax.set_aspect("equal" if k > 1 and max(rows_n, cols_n) <= 8 * min(rows_n, cols_n) else "auto")
 
 

@@ -54,6 +54,7 @@ _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _bounded("*", op
         ast.Div: operator.truediv}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
         ast.Gt: operator.gt, ast.GtE: operator.ge}
+_FUNCS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
 
 
 def _lambda_text(fn: Callable) -> str:
@@ -84,8 +85,8 @@ class Precondition:
             self.text = getattr(cond, "__name__", "precondition")
             if self.text == "<lambda>":
                 self.text = _lambda_text(cond)
-            self.fn = cond
-            self.tree = None
+            self.fn: Callable[..., Any] | None = cond
+            self.tree: ast.expr | None = None
             try:
                 used = list(inspect.signature(cond).parameters)
             except (TypeError, ValueError):
@@ -105,6 +106,7 @@ class Precondition:
             raise TileDeclarationError(f"kernel {kernel!r}: a precondition is a string or a callable, got {cond!r}")
         unknown = [n for n in dict.fromkeys(used) if names is not None and n not in names]
         if unknown:
+            assert names is not None  # names are checked only when given
             raise TileDeclarationError(f"kernel {kernel!r}: precondition `{self.text}` names {', '.join(unknown)}, "
                                        f"which is neither a parameter nor a generic ({', '.join(sorted(names))})")
 
@@ -134,6 +136,7 @@ class Precondition:
 
     def _detail(self, values) -> str:
         parts = []
+        assert self.tree is not None  # a string precondition (the only kind with a detail) has its tree
         calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)]
         for node in sorted(calls, key=lambda n: n.col_offset):  # in source order
             if isinstance(node.func, ast.Name):
@@ -186,7 +189,7 @@ class Precondition:
                     n *= d
                 return n
             if node.func.id in ("min", "max", "abs") and args:
-                return {"min": min, "max": max, "abs": abs}[node.func.id](*args)
+                return _FUNCS[node.func.id](*args)
             raise ValueError(f"unsupported call {ast.unparse(node)}; use dim(t, axis), rank(t), numel(t)")
         if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim"):
             return getattr(ev(node.value), node.attr)

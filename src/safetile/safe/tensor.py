@@ -16,9 +16,10 @@ from .. import dtypes as dt
 from ..errors import DTypeError
 from .errors import AliasError, BorrowError, TensorError
 from .memory import REGISTRY
-from .ownership import Owned
+from .ownership import LazyText, Owned
 
-if TYPE_CHECKING:  # partition.py imports this module
+if TYPE_CHECKING:  # partition.py and facts.py import this module
+    from .facts import ArgFacts
     from .partition import Partition, Shared
 
 
@@ -73,6 +74,7 @@ class Tensor(Owned):
     """
 
     __slots__ = ("_data", "_device", "_torch", "_dtype", "_borrow", "_facts")
+    _data: Any  # a NumPy array (CPU memory) or a torch tensor (CUDA memory; torch is typed Any here)
 
     _kind = "tensor"
 
@@ -99,8 +101,8 @@ class Tensor(Owned):
         except DTypeError:
             raise DTypeError(f"a safetile Tensor cannot hold {self._data.dtype} elements (it holds booleans, "
                              "integers and floating-point numbers)") from None
-        self._borrow = None  # the partition mutably borrowing this tensor, if any
-        self._facts = None  # what launch checks read of it (facts.tensor_facts), made on first use
+        self._borrow: Partition | None = None  # the partition mutably borrowing this tensor, if any
+        self._facts: ArgFacts | None = None  # what launch checks read of it (facts.tensor_facts), made on first use
 
     # ------------------------------------------------------------------ state
 
@@ -108,7 +110,7 @@ class Tensor(Owned):
         dims = "x".join(str(n) for n in self._data.shape)
         return f"[{self._dtype.name} {dims}]"
 
-    def _check(self, action: str = "used") -> None:
+    def _check(self, action: str | LazyText = "used") -> None:
         super()._check(action)
         if self._borrow is not None:
             raise BorrowError(f"{self.label} cannot be {action}: it is mutably borrowed by "

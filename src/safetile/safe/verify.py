@@ -25,11 +25,11 @@ then touches exactly the sub-tensors no other block touches.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import TileSafetyError
 from ..ir.core import Function, Op, Value, walk
-from ..ir.types import ArrayType
+from ..ir.types import ArrayType, TileType
 
 METADATA = frozenset({"array_dim", "array_stride"})
 TILE_ACCESS = frozenset({"load", "store"})
@@ -48,9 +48,9 @@ def verify_entry(fn: Function, keys: tuple) -> None:
 
     ``keys`` are the launch's ``ParamKey``s, one per parameter in order (``entry.py``)."""
     params: dict[int, _Param] = {}
-    for p, k in zip(fn.params, keys):
-        if p.kind == "array" and p.value is not None:
-            params[p.value.id] = _Param(p.name, k.kind, k.shape, k.grid_rank)
+    for fp, k in zip(fn.params, keys):
+        if fp.kind == "array" and fp.value is not None:
+            params[fp.value.id] = _Param(fp.name, k.kind, k.shape, k.grid_rank)
     loops: dict[int, Op] = {}  # induction variable (block argument) id -> its for op
     for op in walk(fn.body):
         if op.name == "for" and op.regions and op.regions[0].args:
@@ -77,7 +77,7 @@ def verify_entry(fn: Function, keys: tuple) -> None:
             _check_access(op, p, loops)
 
 
-def _refuse(op: Op, why: str):
+def _refuse(op: Op, why: str) -> NoReturn:
     raise TileSafetyError(f"ownership check of the compiled kernel: {why}", op.loc)
 
 
@@ -85,7 +85,12 @@ def _check_access(op: Op, p: _Param, loops: dict[int, Op]) -> None:
     ndim = len(p.shape)
     if op.attrs.get("order") != tuple(range(ndim)):
         _refuse(op, f"{op.name} of {p.name!r} permutes its axes (order={op.attrs.get('order')})")
-    shape = op.attrs["shape"] if op.name == "load" else op.operands[-1].type.shape
+    if op.name == "load":
+        shape = op.attrs["shape"]
+    else:  # a store: its last operand is the stored tile
+        tile_type = op.operands[-1].type
+        assert isinstance(tile_type, TileType)  # ct.store emits the stored Tile there (ops/memory.py)
+        shape = tile_type.shape
     if tuple(shape) != p.shape:
         _refuse(op, f"{op.name} of {p.name!r} has tile shape {tuple(shape)}, not the sub-tensor shape {p.shape}")
     index = op.operands[1:1 + ndim]
@@ -216,6 +221,7 @@ def _positive_count(d: Value, array: Value, axis: int) -> bool:
     dim = add and _owner(add.operands[0], "array_dim")
     if dim is None or dim.operands[0] is not array or dim.attrs.get("axis") != axis:
         return False
+    assert div is not None and sub is not None and add is not None  # dim was found through each of them
     t = _constant(add.operands[1])
     return isinstance(t, int) and t >= 1 and _constant(sub.operands[1]) == 1 and _constant(div.operands[1]) == t
 

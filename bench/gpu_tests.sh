@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Every GPU test (pytest -m gpu) on the device in one call, 8 workers; junit XML and the log
+# in $OUT (or bench/results/gpu-tests), a summary printed last.
+#   PYTHONPATH=src bash bench/gpu_tests.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=src:tests PYTHONUNBUFFERED=1
+R=${OUT:-bench/results/gpu-tests}
+mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/device.txt"
+python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 -rfE tests/ --junitxml="$R/junit.xml" > "$R/pytest_gpu.txt" 2>&1
+grep -E "^(FAILED|ERROR)|passed|failed" "$R/pytest_gpu.txt" | tail -30
