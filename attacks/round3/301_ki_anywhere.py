@@ -55,7 +55,7 @@ def check_free(v, xs, where):
         errs.append(f"{type(e).__name__}: {str(e)[:150]}")
     th = threading.Thread(target=probe, daemon=True)
     th.start()
-    th.join(5)
+    th.join(4)
     if th.is_alive():
         return f"HANG (a view's read/launch waits forever: leaked in-flight entry) after a KeyboardInterrupt {where}"
     if not done:
@@ -75,7 +75,7 @@ def body():
     hits = 0
     keep = []
     fails = {}
-    end = time.time() + 8
+    end = time.time() + 7
     i = 0
     while time.time() < end:
         i += 1
@@ -99,6 +99,7 @@ def body():
             chain = " > ".join(f.tb_frame.f_code.co_name for f in frames[1:-1])
             where = f"in {chain} at {tb.tb_frame.f_code.co_filename.split('/')[-1]}:{tb.tb_lineno} ({tb.tb_frame.f_code.co_name})"
             hits += 1
+            LAST[0] = where
             del frames, tb
         except Exception as e:  # noqa: BLE001
             fails.setdefault(type(e).__name__ + "fresh", f"a FRESH tensor's life cycle (no interrupt in it) failed: "
@@ -125,16 +126,19 @@ def _probe_exc(*a):
     traceback.print_exception(*a[:3]) if a else None
 
 
+LAST = ["?"]
+
+
 def _main_thread_hang():
     import faulthandler
     print("BROKEN: the main thread hangs in a later ordinary call (no interrupt pending) after an earlier "
-          "KeyboardInterrupt left safetile's state locked; stack:")
+          f"KeyboardInterrupt ({LAST[0]}) left safetile's state locked; stack:")
     sys.stdout.flush()
     faulthandler.dump_traceback(all_threads=True)
     os._exit(1)
 
 
-_wd = threading.Timer(19, _main_thread_hang)
+_wd = threading.Timer(16, _main_thread_hang)
 _wd.daemon = True
 _wd.start()
 run_guarded(body, "KeyboardInterrupt anywhere")
