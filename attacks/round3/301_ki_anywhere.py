@@ -1,0 +1,151 @@
+"""Promise (safety.md G4): 'an unrun operation does not keep its arguments forever'; 'Claims
+end when their holder gives the memory back or is collected' (G6); the in-flight registry
+holds 'one entry per running terminal, replay and host access' (G5) — and round 2's fix
+'Interrupted waiters': a KeyboardInterrupt in sync()/sync_on()/g.launch() leaves nothing lent.
+
+A KeyboardInterrupt can arrive at any bytecode, not only while a terminal waits. Fuzz: a
+SIGALRM handler raises KeyboardInterrupt at a random moment during the ordinary life cycle
+(partition -> launch.sync -> unpartition -> shared -> to_numpy -> try_unwrap -> borrow_mut),
+then (when the interrupt landed in safetile's own code) drop everything but a view `v` taken at the start, collect, and check that the memory
+is free again: v.to_numpy() returns (no leaked registry entry), v can be partitioned,
+launched and shared (no leaked claim or lend), and no non-KeyboardInterrupt error escaped."""
+import gc
+import random
+import signal
+import time
+
+from _r3 import *
+
+
+class Boom(KeyboardInterrupt):
+    pass
+
+
+def handler(signum, frame):
+    raise Boom()
+
+
+def life(t, xs):
+    p = t.partition(256)
+    z, x = fill(p, xs).sync()
+    t = z.unpartition()
+    s = t.shared()
+    s.to_numpy()
+    t = s.try_unwrap()
+    with ct.borrow_mut(t) as b:
+        q = b.partition(256)
+        q, x = fill(q, xs).sync()
+    t.to_numpy()
+    return t
+
+
+def check_free(v, xs, where):
+    done = []
+    errs = []
+
+    def probe():
+      try:
+        v.to_numpy()
+        p = v.partition(256)
+        p, _ = fill(p, xs).sync()
+        s = p.unpartition().shared()
+        w = s.try_unwrap()
+        done.append(w)
+      except Exception as e:  # noqa: BLE001
+        errs.append(f"{type(e).__name__}: {str(e)[:150]}")
+    th = threading.Thread(target=probe, daemon=True)
+    th.start()
+    th.join(4)
+    if th.is_alive():
+        return f"HANG (a view's read/launch waits forever: leaked in-flight entry) after a KeyboardInterrupt {where}"
+    if not done:
+        return f"memory stayed claimed ({errs[-1]}) after a KeyboardInterrupt {where}"
+    return None
+
+
+def body():
+    rng = random.Random(1)
+    xs = ct.ones(1024).sync().shared()
+    signal.signal(signal.SIGALRM, handler)
+    # calibrate
+    life(ct.zeros(1024).sync(), xs)
+    durs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        life(ct.zeros(1024).sync(), xs)
+        durs.append(time.perf_counter() - t0)
+    dur = min(durs) * 0.8
+    hits = 0
+    keep = []
+    fails = {}
+    end = time.time() + 7
+    i = 0
+    while time.time() < end:
+        i += 1
+        t = ct.zeros(1024).sync()
+        v = t[:]
+        keep.append(v)   # memory never reused: a leak cannot spill into a later iteration
+        where = "?"
+        in_lib = True
+        try:
+            signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.00002, dur))
+            try:
+                life(t, xs)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except Boom as e:
+            tb = e.__traceback__
+            frames = []
+            while tb:
+                frames.append(tb)
+                tb = tb.tb_next
+            tb = frames[-2] if len(frames) > 1 else frames[-1]
+            in_lib = any("/safetile/" in f.tb_frame.f_code.co_filename for f in frames)
+            chain = " > ".join(f.tb_frame.f_code.co_name for f in frames[1:-1])
+            where = f"in {chain} at {tb.tb_frame.f_code.co_filename.split('/')[-1]}:{tb.tb_lineno} ({tb.tb_frame.f_code.co_name})"
+            hits += 1
+            LAST[0] = where
+            del frames, tb
+        except Exception as e:  # noqa: BLE001
+            fails.setdefault(type(e).__name__ + "fresh", f"a FRESH tensor's life cycle (no interrupt in it) failed: "
+                             f"{type(e).__name__}: {str(e)[:170]} (a claim leaked by an earlier interrupt outlived its "
+                             f"memory and now covers a new allocation)")
+            continue
+        del t
+        try:
+            del e
+        except NameError:
+            pass
+        gc.collect()
+        if not in_lib:
+            continue   # landed in asyncio's or Python's own bookkeeping: not safetile's to clean up
+        r = check_free(v, xs, where)
+        if r:
+            fails.setdefault(r.split(" after")[0][:40] + where, r)
+            if len(fails) >= 1:
+                break
+    if fails:
+        broken(f"{len(fails)} distinct leaks in {hits} interrupts: " + " || ".join(fails.values()))
+    held(f"{hits} interrupts at random points in {i} life cycles, memory always free afterwards")
+
+
+def _probe_exc(*a):
+    traceback.print_exception(*a[:3]) if a else None
+
+
+LAST = ["?"]
+
+
+def _main_thread_hang():
+    import faulthandler
+    print("BROKEN: the main thread hangs in a later ordinary call (no interrupt pending) after an earlier "
+          f"KeyboardInterrupt ({LAST[0]}) left safetile's state locked; stack:")
+    sys.stdout.flush()
+    faulthandler.dump_traceback(all_threads=True)
+    os._exit(1)
+
+
+_wd = threading.Timer(16, _main_thread_hang)
+_wd.daemon = True
+_wd.start()
+run_guarded(body, "KeyboardInterrupt anywhere")
