@@ -375,3 +375,71 @@ def test_host_handles_have_no_instance_dict_and_refuse_class_swaps():
     with pytest.raises(TypeError, match="layout"):
         t.__class__ = ct.Shared
     assert isinstance(s, ct.Shared) and np.all(s.to_numpy() == 1.0)
+
+
+def test_a_claim_made_inside_another_claims_check_is_refused(monkeypatch):
+    """Red team round 3 (304, 305): a signal handler or finalizer running on the launching thread
+    between a claim's check and its registration must not get its own claim in between (the
+    claims lock is re-entrant, so it does not keep the same thread out)."""
+    import safetile.safe.claims as claims_mod
+    elsewhere = ct.zeros(16).sync().shared()  # a live frozen claim: the partition's check looks at it
+    t = ct.zeros(256).sync()
+    v = t[:]
+    real = claims_mod.overlaps
+    made: list = []
+
+    def interrupting(a, b):
+        if not made:  # the "handler": runs inside t.partition's claim check
+            try:
+                made.append(v.shared())
+            except ct.AliasError as e:
+                made.append(e)
+        return real(a, b)
+    monkeypatch.setattr(claims_mod, "overlaps", interrupting)
+    p = t.partition(64)
+    monkeypatch.setattr(claims_mod, "overlaps", real)
+    assert isinstance(made[0], ct.AliasError) and "interrupts another claim" in str(made[0])
+    with pytest.raises(ct.AliasError):
+        v.shared()  # the partition's writable claim is registered: sharing a view is refused
+    t = p.unpartition()
+    assert v.shared().to_numpy().sum() == 0  # the memory can be shared once the partition is gone
+    assert elsewhere.to_numpy().shape == (16,)
+
+
+def test_a_finalizer_partitioning_during_a_partition_does_not_deadlock():
+    """Red team round 3 (304): a collection inside the facts interning table's lookup runs a
+    finalizer that partitions again on the same thread; it must not wait for itself."""
+    import gc
+    import threading
+    import weakref
+
+    class Bait:
+        pass
+
+    def run():
+        for n in range(1, 40):
+            t = ct.zeros(64).sync()
+
+            def again(t=t):
+                try:
+                    t.partition(16)
+                except ct.OwnershipError:
+                    pass
+            gc.collect()
+            gc.disable()
+            b = Bait()
+            b.self = b
+            weakref.finalize(b, again)
+            del b
+            gc.set_threshold(gc.get_count()[0] + n, 1000, 1000)
+            gc.enable()
+            try:
+                t.partition(16)
+            except ct.OwnershipError:
+                pass
+            finally:
+                gc.set_threshold(700, 10, 10)
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(60)
+    assert not th.is_alive(), "a finalizer re-entering partition() deadlocked the thread"

@@ -38,20 +38,31 @@ class Claims:
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
         self._live: dict[str, dict[int, tuple[list[Extent], Any]]] = {FROZEN: {}, WRITABLE: {}}
+        # the thread is between a claim's check and its registration: the lock, re-entrant, does
+        # not keep out a signal handler or finalizer run on this thread in that window
+        self._checking = threading.local()
 
     def claim(self, holder: Any, kind: str, extents: list[Extent], label: Any, what: str) -> int:
         """Register ``holder``'s claim (ended by ``release`` or when ``holder`` is collected);
         raise ``AliasError`` (``what`` is being refused) if it overlaps a claim of the other kind."""
         other = WRITABLE if kind == FROZEN else FROZEN
         with self._lock:
-            for ext_b, label_b in list(self._live[other].values()):  # a snapshot: see __init__
-                for a in extents:
-                    if any(overlaps(a, b) for b in ext_b):
-                        why = ("it is read-only shared memory" if other == FROZEN else "it can still be written")
-                        raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
-                                         "a Shared value has no writable alias anywhere")
-            token = next(self._ids)
-            self._live[kind][token] = (list(extents), label)
+            if getattr(self._checking, "active", False):
+                raise AliasError(f"{what}: refused because it interrupts another claim on this thread (a "
+                                 "signal handler or finalizer running between that claim's check and its "
+                                 "registration); make it outside such handlers")
+            self._checking.active = True
+            try:
+                for ext_b, label_b in list(self._live[other].values()):  # a snapshot: see __init__
+                    for a in extents:
+                        if any(overlaps(a, b) for b in ext_b):
+                            why = ("it is read-only shared memory" if other == FROZEN else "it can still be written")
+                            raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
+                                             "a Shared value has no writable alias anywhere")
+                token = next(self._ids)
+                self._live[kind][token] = (list(extents), label)
+            finally:
+                self._checking.active = False
         weakref.finalize(holder, self._forget, token)
         return token
 

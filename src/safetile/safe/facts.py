@@ -89,7 +89,9 @@ class ArgFacts:
 
 
 _INTERNED: weakref.WeakValueDictionary[tuple, ArgFacts] = weakref.WeakValueDictionary()
-_INTERN_LOCK = threading.Lock()
+# re-entrant: a collection inside the dictionary's lookup may run a finalizer that launches or
+# partitions, which interns facts again on this thread
+_INTERN_LOCK = threading.RLock()
 
 
 def intern(f: ArgFacts) -> ArgFacts:
