@@ -5,7 +5,8 @@ Exit codes of an attack: 0 HELD, 1 BROKEN, 2 HANG (its own watchdog), 3 INCONCLU
 a runner timeout is reported as HANG. Attacks whose docstring mentions "Active backend"
 or "active backend" also run with SAFETILE_BACKEND=triton TRITON_INTERPRET=1.
 
-usage: python attacks/run_all.py [-j N] [-k substring] [--no-triton]
+usage: python attacks/run_all.py [-j N] [-k substring] [--no-triton] [--dir round2]
+(the later rounds' run_all.py call this runner on their own folder)
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STATUS = {0: "HELD", 1: "BROKEN", 2: "HANG", 3: "INCONCLUSIVE"}
 
 
-def attacks(filt):
+def attacks(filt, here):
     out = []
-    for f in sorted(os.listdir(HERE), key=lambda n: (int(n.split("_")[0]) if n.split("_")[0].isdigit() else 10**9, n)):
+    for f in sorted(os.listdir(here), key=lambda n: (int(n.split("_")[0]) if n.split("_")[0].isdigit() else 10**9, n)):
         if re.match(r"^\d+_.*\.py$", f) and (not filt or filt in f):
             out.append(f)
     return out
@@ -35,14 +36,14 @@ def wants_triton(path):
     return "# BACKENDS: cpu triton" in head
 
 
-def run_one(f, backend, timeout):
+def run_one(f, backend, timeout, here):
     env = dict(os.environ)
     env.setdefault("SAFETILE_CACHE_DIR", "off")
     if backend == "triton":
         env.update(SAFETILE_BACKEND="triton", TRITON_INTERPRET="1")
     t0 = time.time()
     try:
-        r = subprocess.run([sys.executable, os.path.join(HERE, f)], cwd=HERE, env=env, capture_output=True,
+        r = subprocess.run([sys.executable, os.path.join(here, f)], cwd=here, env=env, capture_output=True,
                            text=True, timeout=timeout)
         code, out = r.returncode, (r.stdout + r.stderr)
     except subprocess.TimeoutExpired as e:
@@ -57,22 +58,24 @@ def run_one(f, backend, timeout):
     return f, backend, status, time.time() - t0, line
 
 
-def main():
+def main(here: str = HERE):
     ap = argparse.ArgumentParser()
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("-k", default="")
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--width", type=int, default=150)
+    ap.add_argument("--dir", default="", help="a folder of attacks (default: this one)")
     a = ap.parse_args()
+    here = os.path.join(HERE, a.dir) if a.dir else here
     jobs = []
-    for f in attacks(a.k):
+    for f in attacks(a.k, here):
         jobs.append((f, "cpu"))
-        if not a.no_triton and wants_triton(os.path.join(HERE, f)):
+        if not a.no_triton and wants_triton(os.path.join(here, f)):
             jobs.append((f, "triton"))
     results = []
     with cf.ThreadPoolExecutor(a.j) as ex:
-        futs = [ex.submit(run_one, f, b, a.timeout) for f, b in jobs]
+        futs = [ex.submit(run_one, f, b, a.timeout, here) for f, b in jobs]
         for fu in cf.as_completed(futs):
             r = fu.result()
             results.append(r)
