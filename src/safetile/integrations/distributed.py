@@ -220,14 +220,7 @@ class Collective(DeviceOp):
                 with stream.context():  # NCCL orders itself on the current stream
                     call(views)
 
-            if ctx.capturing:
-                ctx.recorder.record(self.label, step, self._writes, self._reads, self._device_name, self.args)
-            else:
-                entry = ctx.begin(self, self, self._writes, self._reads, self._device_name)
-                try:
-                    step(ctx.stream)
-                finally:
-                    entry.set_enqueued()
+            ctx.submit(self, step, self._writes, self._reads, self._device_name, self.args)
         except BaseException:
             self._state = "failed"
             self._release(ctx)

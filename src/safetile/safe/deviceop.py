@@ -62,6 +62,20 @@ class ExecContext:
         REGISTRY.claim(e, key, writes, reads)
         return e
 
+    def submit(self, op: Any, step: Callable[[Stream], None], writes, reads, device: str,
+               values=(), raw=()) -> None:
+        """Run a host-built step (a copy, a collective) on this terminal's stream after claiming its
+        extents, or record it into the graph being captured (``values``/``raw`` as for
+        ``Recorder.record``)."""
+        if self.capturing:
+            self.recorder.record(op.label, step, writes, reads, device, values, raw)
+            return
+        entry = self.begin(op, op, writes, reads, device)
+        try:
+            step(self.stream)
+        finally:
+            entry.set_enqueued()
+
     def switch(self, device: str, what: Any) -> None:
         """Work of ``what`` runs on ``device``, not on this terminal's stream's device. Host work in
         a GPU terminal runs where it is (synchronously); a terminal on a CPU stream it was not given

@@ -373,18 +373,11 @@ class Memcpy(DeviceOp, Unique):
                         torch.from_numpy(np.ascontiguousarray(sdata))
                     ddata.copy_(src, non_blocking=True)
 
-            if ctx.capturing:
-                if dev != "cpu" and isinstance(sdata, np.ndarray):
-                    ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from "
-                                        "a device tensor")
-                ctx.recorder.record(self.label, step, [extent_of(ddata)], [extent_of(sdata)], dev,
-                                    (self.dst, self.src), [("src", self.src)])
-            else:
-                entry = ctx.begin(self, self, [extent_of(ddata)], [extent_of(sdata)], dev)
-                try:
-                    step(ctx.stream)
-                finally:
-                    entry.set_enqueued()
+            if ctx.capturing and dev != "cpu" and isinstance(sdata, np.ndarray):
+                ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from "
+                                    "a device tensor")
+            ctx.submit(self, step, [extent_of(ddata)], [extent_of(sdata)], dev, (self.dst, self.src),
+                       [("src", self.src)])
         except BaseException:
             self._state = "failed"
             self._release(ctx)
