@@ -17,14 +17,6 @@ import time
 from _r3 import *
 
 
-class Boom(KeyboardInterrupt):
-    pass
-
-
-def handler(signum, frame):
-    raise Boom()
-
-
 def life(t, xs):
     p = t.partition(256)
     z, x = fill(p, xs).sync()
@@ -37,30 +29,6 @@ def life(t, xs):
         q, x = fill(q, xs).sync()
     t.to_numpy()
     return t
-
-
-def check_free(v, xs, where):
-    done = []
-    errs = []
-
-    def probe():
-      try:
-        v.to_numpy()
-        p = v.partition(256)
-        p, _ = fill(p, xs).sync()
-        s = p.unpartition().shared()
-        w = s.try_unwrap()
-        done.append(w)
-      except Exception as e:  # noqa: BLE001
-        errs.append(f"{type(e).__name__}: {str(e)[:150]}")
-    th = threading.Thread(target=probe, daemon=True)
-    th.start()
-    th.join(4)
-    if th.is_alive():
-        return f"HANG (a view's read/launch waits forever: leaked in-flight entry) after a KeyboardInterrupt {where}"
-    if not done:
-        return f"memory stayed claimed ({errs[-1]}) after a KeyboardInterrupt {where}"
-    return None
 
 
 def body():
@@ -94,18 +62,9 @@ def body():
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except Boom as e:
-            tb = e.__traceback__
-            frames = []
-            while tb:
-                frames.append(tb)
-                tb = tb.tb_next
-            tb = frames[-2] if len(frames) > 1 else frames[-1]
-            in_lib = any("/safetile/" in f.tb_frame.f_code.co_filename for f in frames)
-            chain = " > ".join(f.tb_frame.f_code.co_name for f in frames[1:-1])
-            where = f"in {chain} at {tb.tb_frame.f_code.co_filename.split('/')[-1]}:{tb.tb_lineno} ({tb.tb_frame.f_code.co_name})"
+            where, in_lib = landing(e)
             hits += 1
             LAST[0] = where
-            del frames, tb
         except Exception as e:  # noqa: BLE001
             fails.setdefault(type(e).__name__ + "fresh", f"a FRESH tensor's life cycle (no interrupt in it) failed: "
                              f"{type(e).__name__}: {str(e)[:170]} (a claim leaked by an earlier interrupt outlived its "
@@ -129,23 +88,5 @@ def body():
     held(f"{hits} interrupts at random points in {i} life cycles, memory always free afterwards")
 
 
-def _probe_exc(*a):
-    traceback.print_exception(*a[:3]) if a else None
-
-
-LAST = ["?"]
-
-
-def _main_thread_hang():
-    import faulthandler
-    print("BROKEN: the main thread hangs in a later ordinary call (no interrupt pending) after an earlier "
-          f"KeyboardInterrupt ({LAST[0]}) left safetile's state locked; stack:")
-    sys.stdout.flush()
-    faulthandler.dump_traceback(all_threads=True)
-    os._exit(1)
-
-
-_wd = threading.Timer(16, _main_thread_hang)
-_wd.daemon = True
-_wd.start()
+watch_main_thread()
 run_guarded(body, "KeyboardInterrupt anywhere")
