@@ -34,9 +34,11 @@ KERNELS = {
     "gemm": "a = torch.randn(1024, 1024, dtype=torch.float16); c = torch.empty_like(a)\n"
             "kern, args = G.matmul.replace_hints(num_warps=8, num_stages=3), (a, a, c, 128, 256, 64, 8, True)",
     "attention": "q = torch.randn(16, 1024, 64, dtype=torch.bfloat16)\n"
-                 "kern, args = A.attention.replace_hints(num_warps=4), (q, q, q, torch.empty_like(q), 0.18, 128, 128, 64, True)",
+                 "kern = A.attention.replace_hints(num_warps=4)\n"
+                 "args = (q, q, q, torch.empty_like(q), 0.18, 128, 128, 64, True)",
     "attention_bn64": "q = torch.randn(16, 1024, 64, dtype=torch.bfloat16)\n"
-                      "kern, args = A.attention.replace_hints(num_warps=4), (q, q, q, torch.empty_like(q), 0.18, 128, 64, 64, True)",
+                      "kern = A.attention.replace_hints(num_warps=4)\n"
+                      "args = (q, q, q, torch.empty_like(q), 0.18, 128, 64, 64, True)",
     "tiny": "x = torch.zeros(128)\nkern, args = Ba.tiny, (x, 128)",
 }
 

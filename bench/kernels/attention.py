@@ -5,7 +5,8 @@ Forward: ``attention`` over (batch*heads, seq, D) arrays with 3-D tiles; ``atten
 optionally writing the log-sum-exp rows the backward pass needs. Backward (FlashAttention-2
 style): ``attention_bwd_delta`` (rowsum(dO * O)), ``attention_bwd_dkdv`` (one block per key
 block, looping over query blocks) and ``attention_bwd_dq`` (one block per query block, looping
-over key blocks). ``scale`` is softmax's scale times log2(e): scores go through exp2."""
+over key blocks). ``scale`` is softmax's scale times log2(e), positive: scores go through exp2,
+scaled inside its argument (one fma per score), row maxima taken before scaling."""
 from __future__ import annotations
 
 import safetile as ct
