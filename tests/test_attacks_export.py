@@ -162,6 +162,18 @@ def test_exports_end_when_their_holders_are_collected_no_leak():
     assert claims.CLAIMS.holders(claims.EXPORTED) == 0 and claims.CLAIMS.holders(claims.WRITABLE) == before
 
 
+def test_a_failed_export_claims_nothing_even_while_its_error_is_kept():
+    t = ct.zeros(64, dtype=ct.bfloat16).sync()  # DLPack has no bfloat16 in NumPy's exporter
+    kept = []
+    for make in (np.from_dlpack, lambda t: t.__dlpack__(dl_device=(2, 0))):
+        try:
+            make(t)
+        except BufferError as e:  # DLPack's own refusal, as consumers expect
+            kept.append(e)  # its traceback keeps the export's frame alive
+    assert len(kept) == 2 and claims.CLAIMS.holders(claims.EXPORTED) == 0
+    assert isinstance(t.shared(), ct.Shared)
+
+
 @ct.kernel
 def fill_blocks(a, v: float):
     ct.store(a, (ct.bid(0),), ct.full((16,), 1.0, ct.float32) * v)
