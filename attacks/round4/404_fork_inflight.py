@@ -38,7 +38,7 @@ def child(what):
     r, w = os.pipe()
     t = ct.zeros(4096).sync()
     v = t[:]
-    th = threading.Thread(target=lambda: K["spin_write"](t.partition(64), 3.0, 60000).sync(), daemon=True)
+    th = threading.Thread(target=lambda: K["spin_write"](t.partition(64), 3.0, 40000).sync(), daemon=True)
     th.start()
     time.sleep(0.05)
     pid = os.fork()
@@ -46,7 +46,7 @@ def child(what):
         os.close(r)
         import signal
         signal.signal(signal.SIGALRM, lambda *a: (os.write(w, b"HANG"), os._exit(0)))
-        signal.alarm(3)
+        signal.alarm(2)
         try:
             if what == "fresh":
                 z, _ = fill(ct.zeros(4096).sync().partition(64), ct.rand(4096, seed=2).sync()).sync()
