@@ -5,7 +5,7 @@ The key holds everything the checked path's decisions depend on: per tensor its 
 dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
 specialisation, and the variant's facts); per scalar its type (and int32 range); per Constant
 its type and value. A key seen after a checked launch maps to the compiled variant, so the
-launch reads each tensor's attributes once and calls Triton's C launcher. Anything else
+launch reads each tensor's attributes once and calls the C launcher (lean.py, or Triton's). Anything else
 (other array types, NumPy scalars, huge grids, another current device) returns False and
 takes the checked path.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.launch import normalize_grid
+from ...runtime.launch import MAX_GRID_DIM, normalize_grid
 from . import launcher as L
 
 _GRID_YZ_LIMIT = 65535
@@ -38,10 +38,11 @@ def _kind(a, is_const: bool) -> str | None:
     return None
 
 
-def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
+def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
     """``fast(stream, grid, args)`` for one tuple of argument kinds: True when it launched, False
-    on a missing entry or a condition only the checked path handles, None when the arguments
-    are not of these kinds."""
+    on a missing entry or a condition only the checked path handles; arguments of other kinds
+    go to ``generic``. The grid is checked inline (1 to 3 Python ints, x up to 2**24 - 1, y and
+    z up to 65535; anything else is the checked path's to accept or refuse)."""
     n = len(kinds)
     names = [f"a{i}" for i in range(n)]
     guards, reads, keys, flat = [], [], [], []
@@ -75,16 +76,34 @@ def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
     lines = [
         "def fast(stream, grid, args):",
         f"    if len(args) != {n}:",
-        "        return None",
+        "        return generic(stream, grid, args)",
         f"    {', '.join(names)}{',' if n == 1 else ''} = args",
-        *([f"    if not ({' and '.join(guards)}):", "        return None"] if guards else []),
+        *([f"    if not ({' and '.join(guards)}):", "        return generic(stream, grid, args)"] if guards else []),
         *(f"    {r}" for r in reads),
         f"    hit = table.get(({', '.join(keys)}{',' if n == 1 else ''}))",
         "    if hit is None:",
         "        return False",
+        "    if type(grid) is tuple:",
+        "        n = len(grid)",
+        "        if n == 1:",
+        "            gx, = grid",
+        "            gy = gz = 1",
+        "        elif n == 2:",
+        "            gx, gy = grid",
+        "            gz = 1",
+        "        elif n == 3:",
+        "            gx, gy, gz = grid",
+        "        else:",
+        "            return False",
+        "    elif type(grid) is int:",
+        "        gx, gy, gz = grid, 1, 1",
+        "    else:",
+        "        return False",
+        "    if not (type(gx) is int and type(gy) is int and type(gz) is int and "
+        f"0 < gx <= {MAX_GRID_DIM} and 0 < gy <= {_GRID_YZ_LIMIT} and 0 < gz <= {_GRID_YZ_LIMIT}):",
+        "        return False",
         "    call, prefix, device = hit",
-        "    gx, gy, gz = normalize_grid(grid)",
-        f"    if gy > {_GRID_YZ_LIMIT} or gz > {_GRID_YZ_LIMIT} or device != current_device():",
+        "    if device != current_device():",
         "        return False",
         "    if stream is None:",
         "        stream = get_stream(device)",
@@ -93,22 +112,24 @@ def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
         f"    call(gx, gy, gz, stream, *prefix{''.join(', ' + f for f in flat)})",
         "    return True",
     ]
-    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "normalize_grid": normalize_grid,
+    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "generic": generic,
              "current_device": L._cuda_get_device, "get_stream": L._get_stream, "stream_handle": L.stream_handle}
     exec(compile("\n".join(lines), "<safetile fast launch>", "exec"), scope)  # noqa: S102 - our own text
     return scope["fast"]
 
 
 class FastPath:
-    """The one-pass launch path of one kernel (see the module docstring)."""
+    """The one-pass launch path of one kernel (see the module docstring). ``entry`` is what
+    ``ct.launch`` calls: the reader generated for the latest argument kinds, or ``generic``."""
 
-    __slots__ = ("consts", "table", "fast", "kinds")
+    __slots__ = ("consts", "table", "fast", "kinds", "entry")
 
     def __init__(self, kernel):
         self.consts = tuple(kernel.constant_params)
         self.table: dict[tuple, tuple] = {}
         self.fast = None
         self.kinds: tuple | None = None
+        self.entry = self.generic
 
     def parts(self, args):
         """(key, flat kernel arguments) of any argument kinds, or None for ones it does not know."""
@@ -155,14 +176,16 @@ class FastPath:
         kinds = tuple(_kind(a, c) for a, c in zip(args, self.consts))
         known = tuple(k for k in kinds if k is not None)
         if known != self.kinds and len(known) == len(kinds):
-            self.fast, self.kinds = _specialised(known, self.table), known
+            self.fast, self.kinds = _specialised(known, self.table, self.generic), known
+            self.entry = self.fast
 
     def __call__(self, stream, grid, args) -> bool:
-        fast = self.fast
-        if fast is not None:
-            done = fast(stream, grid, args)
-            if done is not None:
-                return done
+        return (self.fast or self.generic)(stream, grid, args)
+
+    def generic(self, stream, grid, args) -> bool:
+        """The reader for arguments of any kinds (a loop over them)."""
+        if len(args) != len(self.consts):
+            return False
         p = self.parts(args)
         if p is None:
             return False
