@@ -272,3 +272,42 @@ def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch):
                                         (y.data_ptr(), x.data_ptr(), z.data_ptr()),
                                         (z.data_ptr(),) * 3]
     assert not fast(None, (1,), (x, torch.zeros(8), z, 4))  # another shape: a miss
+
+
+def test_gpu_fast_path_lean_form_places_arguments_and_keeps_keys_apart(monkeypatch):
+    """With the lean launcher (a one-item prefix) every argument is passed in place; the
+    remembered latest key never hands one key's variant to another, and a tensor of another
+    rank than the generated reader's goes through the generic reader to its own entry."""
+    torch = pytest.importorskip("torch")
+    from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 5)
+    calls = []
+
+    def variant(name):
+        return type("LeanVariant", (), {"prefix": (name,), "call": staticmethod(lambda *a: calls.append(a))})()
+
+    @ct.kernel
+    def add3(x, y, z, TILE: ct.Constant[int]):
+        ct.store(z, (0,), ct.load(x, (0,), (TILE,)) + ct.load(y, (0,), (TILE,)))
+    x, z, w = torch.zeros(4), torch.zeros(4), torch.zeros(8)
+    m, m2 = torch.zeros(4, 3), torch.zeros(3, 4).t()
+    fast = FastPath(add3)
+    fast.learn(variant("A"), (1, 1, 1), (x, x, z, 4))
+    fast.learn(variant("B"), (1, 1, 1), (w, w, w, 4))
+    xp, zp, wp = x.data_ptr(), z.data_ptr(), w.data_ptr()
+    for _ in range(2):  # alternating keys
+        assert fast(None, (2, 3), (x, x, z, 4)) and calls[-1] == (2, 3, 1, 5, "A", xp, 4, 1, xp, 4, 1, zp, 4, 1)
+        assert fast(None, 2, (w, w, w, 4)) and calls[-1] == (2, 1, 1, 5, "B", wp, 8, 1, wp, 8, 1, wp, 8, 1)
+    assert not fast(None, (1,), (x, x, w, 4))  # a key never learned: the checked path
+    fast.learn(variant("C"), (1, 1, 1), (m, m, m2, 4))  # 2-D tensors: the reader is generated again
+    mp, m2p = m.data_ptr(), m2.data_ptr()
+    assert fast(None, (1,), (m, m, m2, 4)) and calls[-1] == (1, 1, 1, 5, "C", mp, 4, 3, 3, 1, mp, 4, 3, 3, 1,
+                                                             m2p, 4, 3, 1, 4)
+    assert fast(None, (1,), (x, x, z, 4)) and calls[-1] == (1, 1, 1, 5, "A", xp, 4, 1, xp, 4, 1, zp, 4, 1)
+    assert len(calls) == 6
+    for bad in ((0,), (1, 70000), (1, 1, 1, 1), (True,), (2.0,), [1], (1 << 24,)):
+        assert not fast(None, bad, (x, x, z, 4))  # grids the checked path accepts or refuses itself
+    assert len(calls) == 6

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridError, LaunchTypeError
-from ..frontend.captures import current as captures_current
 from ..frontend.kernel import runtime_leaves
 from .args import SCALAR_TYPES, arg_specs, as_numpy, flat_runtime_args, has_aggregates, is_cuda, signature
 from .backends import BACKENDS
@@ -157,8 +156,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any, /, *,
         raise LaunchTypeError("programmatic_dependent_launch must be True or False, "
                               f"got {programmatic_dependent_launch!r}")
     if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
-        read = kernel.captured.entries  # Python state the compiled code folded in: unchanged?
-        if read and not captures_current(read):
+        if not kernel.captured.check():  # Python state the compiled code folded in: unchanged?
             kernel.refresh()
         fast = kernel.gpu_fast
         if fast is not None and fast(stream, grid, args):

@@ -28,7 +28,7 @@ _CONST_TYPES = frozenset({int, float, bool, str, type(None)})
 def _kind(a, is_const: bool) -> str | None:
     t = type(a)
     if t is L._Tensor:
-        return None if is_const else "tensor"
+        return None if is_const else f"tensor{a.dim()}"
     if t is int:
         return "const" if is_const else "int"
     if t is float or t is bool:
@@ -39,17 +39,24 @@ def _kind(a, is_const: bool) -> str | None:
 
 
 def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
-    """``fast(stream, grid, args)`` for one tuple of argument kinds: True when it launched, False
-    on a missing entry or a condition only the checked path handles; arguments of other kinds
-    go to ``generic``. The grid is checked inline (1 to 3 Python ints, x up to 2**24 - 1, y and
-    z up to 65535; anything else is the checked path's to accept or refuse)."""
+    """``fast(stream, grid, args)`` for one tuple of argument kinds (tensors with their rank):
+    True when it launched, False on a missing entry or a condition only the checked path
+    handles; arguments of other kinds go to ``generic``.
+
+    The latest key and its entry are remembered (one tuple, replaced whole, so threads see a
+    consistent pair): a launch like the previous one compares keys instead of hashing one. The
+    grid is checked inline (1 to 3 Python ints, x up to 2**24 - 1, y and z up to 65535; anything
+    else is the checked path's to accept or refuse). The lean launcher (a one-item prefix) is
+    called with every argument in place, no tuple built (tensors of another rank than the
+    learned one go to ``generic``)."""
     n = len(kinds)
     names = [f"a{i}" for i in range(n)]
-    guards, reads, keys, flat = [], [], [], []
+    guards, reads, keys, flat, placed, unpack = [], [], [], [], [], []
     tensors: list[int] = []
     for i, k in enumerate(kinds):
         a = names[i]
-        if k == "tensor":
+        if k.startswith("tensor"):
+            rank = int(k[6:])
             guards.append(f"type({a}) is _T")
             read = (f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride(); "
                     f"k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i})")
@@ -62,27 +69,42 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
             tensors.append(i)
             keys.append(f"k{i}")
             flat.append(f"p{i}, *s{i}, *t{i}")
+            sizes = [f"n{i}_{d}" for d in range(rank)]
+            steps = [f"u{i}_{d}" for d in range(rank)]
+            if rank:
+                unpack.append(f"{', '.join(sizes)}, = s{i}")
+                unpack.append(f"{', '.join(steps)}, = t{i}")
+            else:
+                unpack.append(f"() = s{i}")
+            placed.append(", ".join([f"p{i}", *sizes, *steps]))
         elif k == "int":  # beyond int64 the checked path refuses it
             guards.append(f"type({a}) is int and -9223372036854775808 <= {a} < 9223372036854775808")
             keys.append(f"-2147483648 <= {a} < 2147483648")
             flat.append(a)
+            placed.append(a)
         elif k in ("float", "bool"):
             guards.append(f"type({a}) is {k}")
             keys.append(k)
             flat.append(a)
+            placed.append(a)
         else:  # a Constant: its type and value are part of the key
             guards.append(f"type({a}) in _CONST")
             keys.append(f"(type({a}), {a})")
     lines = [
         "def fast(stream, grid, args):",
+        "    global last",
         f"    if len(args) != {n}:",
         "        return generic(stream, grid, args)",
         f"    {', '.join(names)}{',' if n == 1 else ''} = args",
         *([f"    if not ({' and '.join(guards)}):", "        return generic(stream, grid, args)"] if guards else []),
         *(f"    {r}" for r in reads),
-        f"    hit = table.get(({', '.join(keys)}{',' if n == 1 else ''}))",
-        "    if hit is None:",
-        "        return False",
+        f"    key = ({', '.join(keys)}{',' if n == 1 else ''})",
+        "    seen, hit = last",
+        "    if key != seen:",
+        "        hit = table.get(key)",
+        "        if hit is None:",
+        "            return False",
+        "        last = (key, hit)",
         "    if type(grid) is tuple:",
         "        n = len(grid)",
         "        if n == 1:",
@@ -109,10 +131,20 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
         "        stream = get_stream(device)",
         "    elif type(stream) is not int:",
         "        stream = stream_handle(stream, device)",
-        f"    call(gx, gy, gz, stream, *prefix{''.join(', ' + f for f in flat)})",
+        "    if len(prefix) == 1:",
+        "        try:",
+        *(f"            {u}" for u in unpack),
+        "        except ValueError:  # another rank",
+        "            return generic(stream, grid, args)",
+        f"        call(gx, gy, gz, stream, prefix[0]{''.join(', ' + f for f in placed)})",
+        "    else:",
+        f"        call(gx, gy, gz, stream, *prefix{''.join(', ' + f for f in flat)})",
         "    return True",
     ]
-    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "generic": generic,
+    if not unpack:
+        lines = [ln for ln in lines if ln not in ("        try:", "        except ValueError:  # another rank",
+                                                     "            return generic(stream, grid, args)")]
+    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "generic": generic, "last": (None, None),
              "current_device": L._cuda_get_device, "get_stream": L._get_stream, "stream_handle": L.stream_handle}
     exec(compile("\n".join(lines), "<safetile fast launch>", "exec"), scope)  # noqa: S102 - our own text
     return scope["fast"]
