@@ -18,19 +18,25 @@ from safetile.backends.triton import lean  # noqa: E402
 _cuda = torch.cuda.is_available()
 
 
-@pytest.fixture(scope="module")
-def module(tmp_path_factory):
+def built_loader(tmp_path_factory) -> lean._Loader:
+    """A loader holding the lean module, built into this test process's own cache (one file per
+    worker, so every test module of the worker loads the same one)."""
     if shutil.which("gcc") is None and shutil.which("clang") is None:
         pytest.skip("no C compiler (Triton builds its own launchers with one too)")
     mp = pytest.MonkeyPatch()
-    mp.setenv("SAFETILE_CACHE_DIR", str(tmp_path_factory.mktemp("lean-cache")))
+    mp.setenv("SAFETILE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lean-cache"))
     try:
-        m = lean._Loader().get(build=True)
-        assert m is not None, "the lean launcher did not build"
+        loader = lean._Loader()
+        assert loader.get(build=True) is not None, "the lean launcher did not build"
         assert lean._path().exists()  # built into safetile's cache: a later process loads it without Triton
-        yield m
+        return loader
     finally:
         mp.undo()
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory):
+    return built_loader(tmp_path_factory).loaded()
 
 
 def test_type_codes_cover_the_generators_signatures():
@@ -103,7 +109,7 @@ def test_off_switch_and_unknown_types_keep_tritons_launcher(monkeypatch):
 def scalars(x, z, i, f, h, flag, TILE: ct.Constant[int]):
     b = ct.bid(0)
     t = ct.load(x, (b,), (TILE,)) * f + i + h
-    ct.store(z, (b,), ct.where(flag, t, -t))
+    ct.store(z, (b,), ct.astype(ct.where(flag, t, -t), ct.float32))  # a float64 scalar promotes t
 
 
 @pytest.mark.gpu

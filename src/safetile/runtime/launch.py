@@ -155,13 +155,13 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any, /, *,
     if programmatic_dependent_launch not in (False, True):
         raise LaunchTypeError("programmatic_dependent_launch must be True or False, "
                               f"got {programmatic_dependent_launch!r}")
-    if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
+    if type(args) is tuple and type(kernel) is Kernel:
         if not kernel.captured.check():  # Python state the compiled code folded in: unchanged?
             kernel.refresh()
-        fast = kernel.gpu_fast
+        fast = kernel.gpu_fast  # the one-pass path checks the argument count itself
         if fast is not None and fast(stream, grid, args):
             return
-        sig = signature(kernel, args)
+        sig = signature(kernel, args) if len(args) == len(kernel.constant_params) else None
         if sig is not None:
             prepared = kernel.dispatch.get(sig)
             if prepared is not None:

@@ -12,7 +12,9 @@ takes the checked path.
 Reading the arguments is most of the host cost of such a launch, so for the argument kinds of
 the latest checked launch (which positions hold tensors, ints, floats, Constants) a function
 is generated once that reads them without loops or intermediate lists; its keys are the same
-as the generic reader's, so both find the same table entries.
+as the generic reader's, so both find the same table entries. Where the lean launcher's module
+is loaded (lean.py), its C ``Reader`` takes that role: the same keys and decisions, without
+Python bytecode between the attribute reads (tests run every fast-path case on both).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Any
 
 from ...runtime.launch import MAX_GRID_DIM, normalize_grid
 from . import launcher as L
+from . import lean
 
 _GRID_YZ_LIMIT = 65535
 _CONST_TYPES = frozenset({int, float, bool, str, type(None)})
@@ -49,6 +52,10 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
     else is the checked path's to accept or refuse). The lean launcher (a one-item prefix) is
     called with every argument in place, no tuple built (tensors of another rank than the
     learned one go to ``generic``)."""
+    fast = lean.reader(table, kinds, generic, L._Tensor, _CONST_TYPES, L._cuda_get_device, L._get_stream,
+                       L.stream_handle)
+    if fast is not None:  # the same reader in C, where the lean launcher is loaded
+        return fast
     n = len(kinds)
     names = [f"a{i}" for i in range(n)]
     guards, reads, keys, flat, placed, unpack = [], [], [], [], [], []
