@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -56,12 +57,15 @@ def host_samples(fn, n: int, reps: int) -> list[float]:
 
 
 def measure(rows: dict, n: int, reps: int, rounds: int = 3) -> dict[str, float]:
-    """Each row's median over ``rounds`` interleaved rounds of ``reps`` samples (the host's speed
-    drifts: rows timed one after another would compare different moments)."""
+    """Each row's median over ``rounds`` rounds of ``reps`` samples, the rows in a new order each
+    round (the host's speed drifts: rows timed one after another would compare different moments)."""
     samples: dict[str, list[float]] = {k: [] for k in rows}
+    order = list(rows)
+    shuffle = random.Random(12).shuffle
     for _ in range(rounds):
-        for k, fn in rows.items():
-            samples[k] += host_samples(fn, n, max(1, reps // rounds))
+        shuffle(order)  # no row always follows the same one
+        for k in order:
+            samples[k] += host_samples(rows[k], n, max(1, reps // rounds))
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
