@@ -96,6 +96,51 @@ def _one_pass(x, z, n: int) -> dict[str, float]:
         launcher._cuda_get_device, launcher._current_device, launcher._get_stream = saved
 
 
+def _chain_vs_unchecked(x, z, st: dict, sx, sy, reps: int, k: int = 1000) -> dict[str, float]:
+    """Issue 9's "no regression" comparison with the same stub behind both styles: ``k`` dependent
+    safe launches (``op.then(lambda v: safe_add(*v))``, one ``sync()``) against ``k`` unchecked
+    ``ct.launch`` calls on the one-pass path, both ending in the stub launcher call (the safe plan's
+    bound launch is a ``launcher.Bound`` of the stub, as a GPU plan's is of the lean launcher). Rows
+    interleaved, min over ``reps`` of CPU time per launch. The ratio on a GPU host is
+    (safe + L) / (unchecked + L), L the C launcher's own cost (~3.8-4 us on the H100 host,
+    results/NVIDIA_H100_80GB_HBM3/session5-check/diag.txt): printed for L = 4."""
+    from safetile.safe.launch import prepare
+    saved = launcher._cuda_get_device, launcher._current_device, launcher._get_stream
+    launcher._cuda_get_device = launcher._current_device = lambda: -1  # CPU tensors report device -1
+    launcher._get_stream = lambda device: 0
+    plan = prepare(safe_add, (st["z"], sx, sy))
+    plan.bound = launcher.Bound(_StubVariant(), (1, 1, 1), tuple(range(9)), -1)  # type: ignore[arg-type]
+    try:
+        launcher.learn_fast(add4, _StubVariant(), (1, 1, 1), (x, x, z, 1024))
+
+        def safe_chain():
+            op = safe_add(st["z"], sx, sy)
+            for _ in range(k - 1):
+                op = op.then(lambda v: safe_add(*v))
+            st["z"] = op.sync()[0]
+
+        def unchecked():
+            for _ in range(k):
+                ct.launch(None, (1,), add4, (x, x, z, 1024))
+
+        safe, unch = [], []
+        for f in (safe_chain, unchecked):
+            f()
+        for _ in range(reps):
+            for f, out in ((safe_chain, safe), (unchecked, unch)):
+                t0 = time.process_time()
+                f()
+                out.append((time.process_time() - t0) / k * 1e6)
+    finally:
+        plan.bound = None
+        launcher._cuda_get_device, launcher._current_device, launcher._get_stream = saved
+    s, u = min(safe), min(unch)
+    return {f"issue 9: safe then-chain per launch, stub launcher (reader: {type(add4.gpu_fast).__name__})": s,
+            "issue 9: unchecked ct.launch loop per launch, stub launcher": u,
+            "issue 9: ratio safe/unchecked, stubs (x)": s / u,
+            "issue 9: ratio with a 4 us C launcher, (safe+4)/(unchecked+4) (x)": (s + 4) / (u + 4)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
@@ -104,6 +149,8 @@ def main() -> None:
     a = ap.parse_args()
     n = a.n
     res: dict[str, float] = {}
+    from safetile.backends.triton import lean
+    lean._loader.get(build=True)  # ct.launch's C reader where a C compiler is at hand, as on a GPU host
 
     x = torch.randn(1024)
     y = torch.randn(1024)
@@ -162,6 +209,7 @@ def main() -> None:
     res["safe launch+sync, Shared inputs"] = per_call_us(safe_sync_each, n // 4)
     res["safe launch+sync, torch inputs"] = per_call_us(safe_sync_each_torch, n // 4)
     res["safe then-chain, per launch"] = per_call_us(safe_chain, max(1, n // 400)) / 100
+    res.update(_chain_vs_unchecked(x, z, st, sx, sy, max(10, n // 1000)))
 
     # yardsticks
     res["torch x.add_(y), 1024 f32 CPU"] = per_call_us(lambda: x.add_(y), n)
@@ -169,7 +217,7 @@ def main() -> None:
 
     w = max(len(k) for k in res)
     for k, v in res.items():
-        print(f"{k:<{w}}  {v:8.2f} us")
+        print(f"{k:<{w}}  {v:8.2f}" + ("" if k.endswith("(x)") else " us"))
     if a.profile:
         prof = cProfile.Profile()
         prof.enable()
