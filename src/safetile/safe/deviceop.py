@@ -421,10 +421,12 @@ class _Chained(DeviceOp):
             v = base._run(ctx)
             while steps:
                 node = steps.pop()
-                v = node._apply(v, ctx)
+                v = node.f(v) if type(node) is Then else node._apply(v, ctx)  # Then._apply, inline
                 if isinstance(v, DeviceOp):  # only Then returns an op: run it, then the remaining steps
-                    op = v
-                    break
+                    if isinstance(v, _Chained):
+                        op = v
+                        break
+                    v = v._run(ctx)  # a launch (the chained-launch idiom): no spine to walk
             else:
                 return v
 

@@ -77,7 +77,7 @@ class KernelCaches:
     fact it depends on. Reads are plain dict reads (atomic); stores take the lock, and the
     first result stored wins."""
 
-    __slots__ = ("compiled", "types", "plans", "lock", "compile_lock", "captured")
+    __slots__ = ("compiled", "types", "plans", "lock", "compile_lock", "captured", "last")
     LIMIT = 256  # type checks / plans kept (then that table starts over)
 
     def __init__(self):
@@ -87,6 +87,9 @@ class KernelCaches:
         self.lock = threading.Lock()
         self.compile_lock = threading.Lock()
         self.captured = CaptureSet()  # the Python state compiled specialisations read
+        # the latest (key, plan) found in ``plans``, one tuple replaced whole (threads see a consistent
+        # pair): a launch like the previous one compares keys (identity per fact) instead of hashing one
+        self.last: tuple = ((), None)
 
     def refresh(self) -> None:
         """Drop compiled code, and the checks and plans that hold it, if Python state it read
@@ -96,6 +99,7 @@ class KernelCaches:
                 self.compiled.clear()
                 self.types.clear()
                 self.plans.clear()
+                self.last = ((), None)
                 self.captured.clear()
 
     def store(self, table: dict, key: tuple, value: Any) -> Any:

@@ -100,10 +100,15 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
     caches = kernel.caches
     if not caches.captured.check():  # Python state the compiled code folded in: unchanged?
         caches.refresh()
-    plan = caches.plans.get(key)
-    if plan is None:
-        plan = _check(kernel, args, key)
-    elif kernel.callable_preconditions:  # a reused plan: the callables may read state that changed
+    seen, plan = caches.last  # the latest plan: its key compared (identity per fact), not hashed
+    if key != seen:
+        plan = caches.plans.get(key)
+        if plan is None:
+            plan = _check(kernel, args, key)  # runs the callable preconditions too
+            caches.last = (key, plan)
+            return plan, tuple(runtime)
+        caches.last = (key, plan)
+    if kernel.callable_preconditions:  # a reused plan: the callables may read state that changed
         for pc in kernel.callable_preconditions:
             pc.check(plan.precondition_values)
     return plan, tuple(runtime)
@@ -461,11 +466,18 @@ class LaunchOp(DeviceOp, Unique):
                 # the terminal's in-flight entry gets this launch's memory, atomically with the conflict
                 # check: conflicting work of other terminals is ordered first (this stream's by the stream)
                 entry = ctx.entry
-                if entry is None or plan.device != ctx.stream.device or not REGISTRY.reclaim(entry, plan):
-                    entry = ctx.begin(self, plan, plan.writes, plan.reads, plan.device)
+                stream = ctx.stream
+                device = plan.checked.device
+                if entry is None or device != stream.device or not REGISTRY.reclaim(entry, plan):
+                    entry = ctx.begin(self, plan, plan.writes, plan.reads, device)
+                    stream = ctx.stream  # begin may have moved the terminal to a stream of the device
                 self._inflight = entry
                 try:
-                    run_plan(plan, self._runtime, ctx.stream)
+                    bound = plan.bound  # set only for GPU plans: run_plan's common case, inline
+                    if bound and stream.device_index == bound.device:
+                        bound(stream.handle)
+                    else:
+                        run_plan(plan, self._runtime, stream)
                 finally:
                     entry.set_enqueued()
         except BaseException:
