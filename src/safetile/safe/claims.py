@@ -60,10 +60,11 @@ class Claims:
                             raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
                                              "a Shared value has no writable alias anywhere")
                 token = next(self._ids)
+                # the finalizer first: a claim is never registered without what ends it
+                weakref.finalize(holder, self._forget, token)
                 self._live[kind][token] = (list(extents), label)
             finally:
                 self._checking.active = False
-        weakref.finalize(holder, self._forget, token)
         return token
 
     def release(self, token: int | None) -> None:

@@ -19,11 +19,14 @@ runs while a launch on that memory runs, and work on the GPU is ordered by strea
 """
 from __future__ import annotations
 
+import _thread
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+
+from ..runtime.interrupts import block
 
 EXACT_LIMIT = 1 << 22  # bytes per view compared exactly; beyond, intersecting extents count as overlap
 
@@ -136,32 +139,43 @@ def distinct_elements(e: Extent) -> bool:
 
 # ------------------------------------------------------------------------------ in flight
 
-# One condition for every in-flight state change. Its lock is re-entrant: a waiter's test runs
-# under it, and anything that allocates there may run a finalizer (an unrun LaunchOp given back
-# when it is dropped) that notifies this same condition from the same thread.
-_FLAGS = threading.Condition(threading.RLock())
-_WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
+# Every in-flight state change wakes the threads waiting for one. Each waiter has a one-shot lock
+# of its own, listed here, released by ``notify_all`` and blocked on outside this lock (in
+# ``interrupts.block``, the only place a Ctrl-C interrupts a wait). The lock is re-entrant: a
+# waiter's test runs under it, and anything that allocates there may run a finalizer (an unrun
+# LaunchOp given back when it is dropped) that notifies from the same thread.
+_FLAGS = threading.RLock()
+_WAITERS: list = []  # the waiting threads' locks (changed under _FLAGS)
 
 
 def notify_all() -> None:
-    """Wake waiting threads (the condition is taken only while some thread waits: a waiter
-    counts itself under the lock before it tests its flag, so a change that saw no waiter
-    happened before that test)."""
-    if _WAITERS[0]:
+    """Wake waiting threads (the lock is taken only while some thread waits: a waiter lists itself
+    under the lock before it tests its flag, so a change that saw no waiter happened before that test)."""
+    if _WAITERS:
         with _FLAGS:
-            _FLAGS.notify_all()
+            for w in _WAITERS:
+                if w.locked():
+                    w.release()
 
 
 def wait_until(test) -> None:
-    """Block until ``test()`` is true (re-tested whenever an in-flight state changes)."""
+    """Block until ``test()`` is true (re-tested whenever an in-flight state changes). A Ctrl-C
+    interrupts it only while it is blocked (``interrupts.block``), never in its bookkeeping."""
     if test():
         return
+    waiter = _thread.allocate_lock()
+    waiter.acquire()
     with _FLAGS:
-        _WAITERS[0] += 1
-        try:
-            _FLAGS.wait_for(test)
-        finally:
-            _WAITERS[0] -= 1
+        _WAITERS.append(waiter)
+    try:
+        while True:
+            with _FLAGS:
+                if test():
+                    return
+            block(waiter)  # released by a notify_all after (or during) the test
+    finally:
+        with _FLAGS:
+            _WAITERS.remove(waiter)
 
 
 def wait_uninterrupted(wait) -> BaseException | None:
@@ -216,7 +230,7 @@ class InFlight:
     def set_enqueued(self) -> None:
         """The work being submitted is submitted (CPU: it has run)."""
         self.enqueued = True
-        if _WAITERS[0]:
+        if _WAITERS:
             notify_all()
 
     def set_done(self) -> None:
@@ -289,11 +303,13 @@ class Registry:
             return False
         lock = self._lock
         lock.acquire()
-        ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
-        if ok:
-            entry.enqueued = False
-            entry._event = None
-        lock.release()
+        try:  # (zero cost; an exception in between must not leave the registry locked)
+            ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
+            if ok:
+                entry.enqueued = False
+                entry._event = None
+        finally:
+            lock.release()
         return ok
 
     def claim(self, entry: InFlight, key: Any, writes, reads) -> None:
@@ -307,14 +323,15 @@ class Registry:
         if not self._entries:  # nothing registered: nothing to wait for or order after
             lock = self._lock
             lock.acquire()
-            if not self._entries:
-                entry.enqueued = False
-                entry._event = None
-                entry.add(key, writes, reads)
-                self._entries = (entry,)
+            try:
+                if not self._entries:
+                    entry.enqueued = False
+                    entry._event = None
+                    entry.add(key, writes, reads)
+                    self._entries = (entry,)
+                    return
+            finally:
                 lock.release()
-                return
-            lock.release()
         while True:
             blockers, submitted = [], []
             with self._lock:

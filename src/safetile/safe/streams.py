@@ -7,6 +7,7 @@ the next stream of the device's pool (4 streams, round robin).
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import threading
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..errors import ArgumentError
 from ..runtime import env
+from ..runtime.interrupts import block
 
 _default_device = env.default_device()
 _ids = itertools.count()
@@ -90,7 +92,7 @@ class Stream:
         """Run ``fn`` in stream order and wait for it (inline when nothing is queued)."""
         if self.runs_inline():
             return fn()
-        return self.submit(fn).result()
+        return wait_done(self.submit(fn))
 
     def runs_inline(self) -> bool:
         """Whether work driven on this stream runs on the calling thread: nothing is queued on this
@@ -103,7 +105,7 @@ class Stream:
             self.torch_stream.synchronize()
             return
         if self._queued:  # an int read is atomic; the count changes under the lock
-            self.submit(lambda: None).result()
+            wait_done(self.submit(lambda: None))
 
     def context(self):
         """A context manager making this stream current for torch work (no-op on CPU)."""
@@ -148,6 +150,16 @@ class _CudaStreamContext:
             import torch
             torch._C._cuda_setStream(stream_id=prev[0], device_index=prev[1], device_type=prev[2])
         return False
+
+
+def wait_done(fut: Future) -> Any:
+    """``fut.result()``, interrupted by Ctrl-C only while blocked (``interrupts.block``)."""
+    if not fut.done():
+        waiter = _thread.allocate_lock()
+        waiter.acquire()
+        fut.add_done_callback(lambda _: waiter.release())  # on the worker (or here, if done by now)
+        block(waiter)
+    return fut.result()
 
 
 class StreamPool:
