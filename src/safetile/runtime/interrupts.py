@@ -57,8 +57,8 @@ PROTECTED = (
 NEUTRAL_SAFE = ("safe/device.py", "safe/errors.py", "safe/picture.py", "safe/preconditions.py",
                 "safe/tile_api.py", "safe/types.py", "safe/verify.py")
 
-RESEND_EVERY = 0.001  # s between deliveries of a held-back interrupt
-LATE_RESEND = 0.05  # s: a SIGINT this soon after a delivery, with nothing pending, is that delivery arriving late
+RESEND_EVERY = 0.001  # s between looks at a held-back interrupt (a delivery is sent once the last one arrived)
+RESEND_UNSEEN = 0.05  # s: a delivery not seen by the handler for this long is sent again (it coalesces with it)
 FORCE_AFTER = 5.0  # s: an interrupt held back longer is raised anyway
 
 RAISE, HOLD, WALK = "raise", "hold", "walk"
@@ -108,7 +108,10 @@ class InterruptGate:
         # re-entrant: a signal may arrive while this thread holds it (``discard`` at exit)
         self._lock = threading.RLock()
         self._pending_since: float | None = None  # when the held-back interrupt arrived
-        self._last_resend = float("-inf")
+        # when a delivery was sent that no handler call has seen yet (None: none): the next call is
+        # that delivery, so a call finding one and nothing pending is a delivery arriving after
+        # its interrupt was raised, not a new Ctrl-C
+        self._unseen: float | None = None
         self._resending = False  # a delivery thread runs (changed under the lock)
         self._in_handler = False  # main thread only
         self._main = threading.main_thread().ident
@@ -150,7 +153,7 @@ class InterruptGate:
 
     def _after_fork(self) -> None:
         self._lock = threading.RLock()
-        self._pending_since = None
+        self._pending_since = self._unseen = None
         self._resending = False
         self._in_handler = False
         self._main = threading.get_ident()
@@ -160,15 +163,18 @@ class InterruptGate:
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """SIGINT: raise KeyboardInterrupt now, or hold it back (see the module docstring)."""
         if self._in_handler:  # a signal arriving while this handler runs: the running call decides
+            with self._lock:
+                self._unseen = None
             return
         self._in_handler = True
         try:
             now = time.monotonic()
             with self._lock:
+                delivery, self._unseen = self._unseen is not None, None
                 since = self._pending_since
                 if since is None:
-                    if now - self._last_resend < LATE_RESEND:
-                        return  # a delivery sent before its interrupt was raised, arriving late
+                    if delivery:
+                        return  # a delivery arriving after its interrupt was raised
                     since = self._pending_since = now
             forced = now - since > FORCE_AFTER
             if forced or raise_now(frame):
@@ -194,7 +200,8 @@ class InterruptGate:
             self._in_handler = False
 
     def _resend_loop(self) -> None:
-        """Send SIGINT to the main thread every ``RESEND_EVERY`` s while an interrupt is held back."""
+        """While an interrupt is held back, send SIGINT to the main thread once the handler has seen
+        the last one sent (one at a time, so a late one is known for what it is), every ``RESEND_EVERY`` s."""
         while True:
             time.sleep(RESEND_EVERY)
             with self._lock:
@@ -203,7 +210,10 @@ class InterruptGate:
                 if self._pending_since is None:
                     self._resending = False
                     return
-                self._last_resend = time.monotonic()
+                now = time.monotonic()
+                if self._unseen is not None and now - self._unseen < RESEND_UNSEEN:
+                    continue  # the main thread has not run Python since (a long call in C): wait
+                self._unseen = now
                 if hasattr(signal, "pthread_kill"):  # a real signal: it also ends a blocked wait
                     signal.pthread_kill(self._main, signal.SIGINT)
                 else:
