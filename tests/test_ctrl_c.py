@@ -295,10 +295,10 @@ def test_ctrl_c_at_random_moments_of_a_life_cycle_leaves_nothing_behind():
         view = t[:]
         stop = threading.Event()
 
-        def fire(delay=rng.uniform(0, dur)):
+        def fire(stop: threading.Event, delay: float) -> None:
             if not stop.wait(delay):
                 signal.pthread_kill(MAIN, signal.SIGINT)
-        th = threading.Thread(target=fire, daemon=True)
+        th = threading.Thread(target=fire, args=(stop, rng.uniform(0, dur)), daemon=True)
         try:
             th.start()
             try:

@@ -30,7 +30,7 @@ def body():
     dur = min(durs)
     outcomes = []
     slow = 0.0
-    end = time.time() + 9
+    end = time.time() + 7
     while time.time() < end and len(outcomes) < 80:
         t = ct.zeros(n).sync()
         v = t[:]

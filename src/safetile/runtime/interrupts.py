@@ -114,7 +114,7 @@ class InterruptGate:
         self._unseen: float | None = None
         self._resending = False  # a delivery thread runs (changed under the lock)
         self._in_handler = False  # main thread only
-        self._main = threading.main_thread().ident
+        self._main: int = threading.main_thread().ident or 0
         self.handler = self.handle  # the object installed (compared by identity)
         self.forced = 0  # interrupts raised after FORCE_AFTER (for tests)
 

@@ -303,7 +303,7 @@ class Registry:
             return False
         lock = self._lock
         lock.acquire()
-        try:  # (zero cost; an exception in between must not leave the registry locked)
+        try:  # (zero cost, unlike `with`: this is every chained launch's path)
             ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
             if ok:
                 entry.enqueued = False
