@@ -322,3 +322,13 @@ def test_ctrl_c_at_random_moments_of_a_life_cycle_leaves_nothing_behind():
         s.try_unwrap()
         assert not REGISTRY._entries
     assert hits > 0
+
+
+def test_every_state_module_is_classified():
+    """A new module of safe/ or integrations/ must say whether its frames hold a Ctrl-C back."""
+    import pathlib
+    root = pathlib.Path(interrupts.__file__).resolve().parent.parent
+    found = {f"{d}/{f.name}" for d in ("safe", "integrations") for f in (root / d).glob("*.py")
+             if f.name != "__init__.py" or d == "safe"}
+    assert found == set(interrupts.PROTECTED) | set(interrupts.NEUTRAL)
+    assert not set(interrupts.PROTECTED) & set(interrupts.NEUTRAL)

@@ -53,8 +53,8 @@ PROTECTED = (
     "safe/ownership.py", "safe/partition.py", "safe/race.py", "safe/streams.py", "safe/tensor.py",
     "integrations/distributed.py", "integrations/torch.py",
 )
-# Modules of safe/ that change no shared state (compile-time, pure or presentation): frames walked past.
-NEUTRAL_SAFE = ("safe/device.py", "safe/errors.py", "safe/picture.py", "safe/preconditions.py",
+# Modules of safe/ and integrations/ that change no shared state (compile-time, pure, presentation): walked past.
+NEUTRAL = ("safe/device.py", "safe/errors.py", "safe/picture.py", "safe/preconditions.py",
                 "safe/tile_api.py", "safe/types.py", "safe/verify.py")
 
 RESEND_EVERY = 0.001  # s between looks at a held-back interrupt (a delivery is sent once the last one arrived)
