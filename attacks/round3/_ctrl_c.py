@@ -71,5 +71,8 @@ def late_is_broken(fn):
         try:
             fn()
         except KeyboardInterrupt as e:
-            broken(f"a KeyboardInterrupt arrived late, outside the interrupted call ({landing(e)[0]})")
+            now = time.perf_counter()
+            what = ("a second one for a Ctrl-C already delivered" if CAUGHT[0] >= SENT[0] else
+                    f"{(now - SENT[0]) * 1e3:.0f} ms after its SIGINT was sent")
+            broken(f"a KeyboardInterrupt arrived late, outside the interrupted call ({what}; {landing(e)[0]})")
     return run

@@ -58,7 +58,6 @@ NEUTRAL = ("safe/device.py", "safe/errors.py", "safe/picture.py", "safe/precondi
                 "safe/tile_api.py", "safe/types.py", "safe/verify.py")
 
 RESEND_EVERY = 0.001  # s between looks at a held-back interrupt (a delivery is sent once the last one arrived)
-RESEND_UNSEEN = 0.05  # s: a delivery not seen by the handler for this long is sent again (it coalesces with it)
 FORCE_AFTER = 5.0  # s: an interrupt held back longer is raised anyway
 
 RAISE, HOLD, WALK = "raise", "hold", "walk"
@@ -108,10 +107,10 @@ class InterruptGate:
         # re-entrant: a signal may arrive while this thread holds it (``discard`` at exit)
         self._lock = threading.RLock()
         self._pending_since: float | None = None  # when the held-back interrupt arrived
-        # when a delivery was sent that no handler call has seen yet (None: none): the next call is
-        # that delivery, so a call finding one and nothing pending is a delivery arriving after
-        # its interrupt was raised, not a new Ctrl-C
-        self._unseen: float | None = None
+        # a delivery was sent that no handler call has seen yet: the next call is that delivery, so a
+        # call finding one and nothing pending is a delivery arriving after its interrupt was raised,
+        # not a new Ctrl-C. Never two at once: two could be seen as one call (signals coalesce) or two.
+        self._unseen = False
         self._resending = False  # a delivery thread runs (changed under the lock)
         self._in_handler = False  # main thread only
         self._main: int = threading.main_thread().ident or 0
@@ -128,6 +127,7 @@ class InterruptGate:
             if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
                 return False
             signal.signal(signal.SIGINT, self.handler)
+            self._unseen = False  # a delivery sent before an earlier opt-out is no longer told apart
         except (ValueError, OSError):  # an embedded interpreter without signal support
             return False
         return True
@@ -153,7 +153,8 @@ class InterruptGate:
 
     def _after_fork(self) -> None:
         self._lock = threading.RLock()
-        self._pending_since = self._unseen = None
+        self._pending_since = None
+        self._unseen = False
         self._resending = False
         self._in_handler = False
         self._main = threading.get_ident()
@@ -164,13 +165,13 @@ class InterruptGate:
         """SIGINT: raise KeyboardInterrupt now, or hold it back (see the module docstring)."""
         if self._in_handler:  # a signal arriving while this handler runs: the running call decides
             with self._lock:
-                self._unseen = None
+                self._unseen = False
             return
         self._in_handler = True
         try:
             now = time.monotonic()
             with self._lock:
-                delivery, self._unseen = self._unseen is not None, None
+                delivery, self._unseen = self._unseen, False
                 since = self._pending_since
                 if since is None:
                     if delivery:
@@ -210,10 +211,9 @@ class InterruptGate:
                 if self._pending_since is None:
                     self._resending = False
                     return
-                now = time.monotonic()
-                if self._unseen is not None and now - self._unseen < RESEND_UNSEEN:
+                if self._unseen:
                     continue  # the main thread has not run Python since (a long call in C): wait
-                self._unseen = now
+                self._unseen = True
                 if hasattr(signal, "pthread_kill"):  # a real signal: it also ends a blocked wait
                     signal.pthread_kill(self._main, signal.SIGINT)
                 else:
