@@ -56,6 +56,9 @@ class Partition(Owned):
     def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> Partition:
         """``ct.Partition(t, shape)`` is ``t.partition(shape)`` (``prefix=True``: ``t.partition_prefix``):
         it moves ``t``. A borrowed partition is made only by ``ct.borrow_mut(t).partition(shape)``."""
+        for flag, v in (("prefix", prefix), ("borrowed", borrowed)):
+            if not isinstance(v, (bool, np.bool_)):
+                raise PartitionError(f"ct.Partition(..., {flag}=...): a flag is True or False, got {type(v).__name__}")
         if borrowed:
             raise PartitionError("ct.Partition(..., borrowed=True): a borrowed partition is made by "
                                  "ct.borrow_mut(t).partition(shape), which ends the borrow when its block ends")

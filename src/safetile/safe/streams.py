@@ -14,6 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 from ..errors import ArgumentError
 from ..runtime import env
 
@@ -153,9 +155,14 @@ class _CudaStreamContext:
 class StreamPool:
     """A fixed set of streams handed out round robin."""
 
+    MAX_SIZE = 1024  # more streams than any device runs at once: a larger count is a mistake
+
     def __init__(self, device: str = "cpu", size: int = 4):
-        if size < 1:
-            raise ArgumentError("a stream pool needs at least one stream")
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise ArgumentError(f"a stream pool's size must be an integer, got {size!r}")
+        size = int(size)
+        if not 1 <= size <= self.MAX_SIZE:
+            raise ArgumentError(f"a stream pool needs between 1 and {self.MAX_SIZE} streams, got {size}")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)
@@ -172,6 +179,9 @@ POOL_SIZE = 4
 
 def default_pool(device: str | None = None) -> StreamPool:
     """The device's default pool of 4 streams."""
+    if device is not None and not isinstance(device, str):
+        from .tensor import normalize_device
+        device = normalize_device(device)  # a torch.device, or refused
     pool = _pools.get(_default_device if device is None else device)  # common case: a name seen before
     if pool is not None:
         return pool
