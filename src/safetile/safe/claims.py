@@ -84,6 +84,11 @@ class Claims:
                     return label_b
         return None
 
+    def after_fork_in_child(self) -> None:
+        """os.fork() (safe/forking.py): the claims stay as they were (their holders were copied too);
+        the lock is fresh."""
+        self._lock._at_fork_reinit()
+
     def holders(self, kind: str) -> int:
         """How many claims of ``kind`` are live (for tests)."""
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -39,6 +40,9 @@ def set_default_device(device: str) -> None:
 class Stream:
     """An ordered queue of device work on one device."""
 
+    # every live stream, for os.fork() (safe/forking.py): a child has none of their worker threads
+    _live: weakref.WeakSet[Stream] = weakref.WeakSet()
+
     def __init__(self, device: str = "cpu", torch_stream: Any = None):
         from .tensor import normalize_device
         self.device = normalize_device(device)
@@ -55,9 +59,23 @@ class Stream:
             self.torch_stream = torch_stream if torch_stream is not None else torch.cuda.Stream(device=self.device)
             self.handle = self.torch_stream.cuda_stream
             self.device_index = self.torch_stream.device_index
+        Stream._live.add(self)
 
     def __repr__(self) -> str:
         return f"<safetile stream {self.id} on {self.device}>"
+
+    def after_fork_in_child(self, error: BaseException) -> None:
+        """In a forked child: a fresh lock, no worker (made again on the next submission), nothing
+        queued; jobs queued in the parent never run here, their futures fail with ``error``."""
+        self._lock._at_fork_reinit()
+        old, self._executor, self._queued = self._executor, None, 0
+        queue = getattr(old, "_work_queue", None)
+        while queue is not None and not queue.empty():
+            item = queue.get_nowait()
+            fut = getattr(item, "future", None)
+            if fut is not None and not fut.done():
+                fut._condition = threading.Condition()  # its lock may have been held by a thread not here
+                fut.set_exception(error)
 
     # ------------------------------------------------------------------ CPU ordering
 
