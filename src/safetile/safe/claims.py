@@ -24,7 +24,7 @@ import weakref
 from typing import Any
 
 from .errors import AliasError
-from .memory import Extent, overlaps
+from .memory import Extent, overlaps, reinit_lock
 
 FROZEN, WRITABLE = "frozen", "writable"
 
@@ -87,7 +87,7 @@ class Claims:
     def after_fork_in_child(self) -> None:
         """os.fork() (safe/forking.py): the claims stay as they were (their holders were copied too);
         the lock is fresh."""
-        self._lock._at_fork_reinit()
+        reinit_lock(self._lock)
 
     def holders(self, kind: str) -> int:
         """How many claims of ``kind`` are live (for tests)."""

@@ -23,7 +23,6 @@ CUDA devices are refused there (``TensorError``); use multiprocessing's 'spawn' 
 from __future__ import annotations
 
 import os
-import threading
 
 from . import facts, memory, ownership, streams
 from .claims import CLAIMS
@@ -53,10 +52,10 @@ class ForkGuard:
 
     def after_in_child(self) -> None:
         self._held = []
-        ownership.OWNERSHIP._at_fork_reinit()
+        memory.reinit_lock(ownership.OWNERSHIP)
         CLAIMS.after_fork_in_child()
-        facts._INTERN_LOCK._at_fork_reinit()
-        streams._pool_lock._at_fork_reinit()
+        memory.reinit_lock(facts._INTERN_LOCK)
+        memory.reinit_lock(streams._pool_lock)
         memory.REGISTRY.after_fork_in_child()
         memory.flags_after_fork_in_child()
         error = ForkError("this work was queued in the parent process when it forked; it never runs in this child")

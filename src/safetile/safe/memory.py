@@ -145,9 +145,15 @@ _FLAGS = threading.Condition(threading.RLock())
 _WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
 
 
+def reinit_lock(lock: Any) -> None:
+    """A lock (or condition) made fresh in place, unlocked, as the standard library does after a
+    fork (``_at_fork_reinit``; in place: modules hold it by name)."""
+    lock._at_fork_reinit()
+
+
 def flags_after_fork_in_child() -> None:
     """The condition's lock is fresh and nobody waits on it (the waiting threads do not exist here)."""
-    _FLAGS._at_fork_reinit()
+    reinit_lock(_FLAGS)
     _WAITERS[0] = 0
 
 
@@ -375,7 +381,7 @@ class Registry:
         """The lock is fresh, and the work that was in flight in the parent is abandoned: its threads
         do not exist here. Memory it was writing is refused (``ForkError``) to every later access,
         instead of waiting forever; reads in flight simply end; other memory stays usable."""
-        self._lock._at_fork_reinit()
+        reinit_lock(self._lock)
         kept = []
         for e in self._entries:
             if e.done or not e.writes:

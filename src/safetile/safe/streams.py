@@ -67,7 +67,8 @@ class Stream:
     def after_fork_in_child(self, error: BaseException) -> None:
         """In a forked child: a fresh lock, no worker (made again on the next submission), nothing
         queued; jobs queued in the parent never run here, their futures fail with ``error``."""
-        self._lock._at_fork_reinit()
+        from .memory import reinit_lock
+        reinit_lock(self._lock)
         old, self._executor, self._queued = self._executor, None, 0
         queue = getattr(old, "_work_queue", None)
         while queue is not None and not queue.empty():
