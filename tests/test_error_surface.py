@@ -188,3 +188,22 @@ def test_every_public_call_answers_promptly_with_a_result_or_a_safetile_error(tm
     capsys.readouterr()
     assert s.calls > 3000
     assert not s.bad, f"{len(s.bad)} of {s.calls} calls answered wrongly:\n" + "\n".join(s.bad)
+
+
+def test_a_device_this_process_cannot_use_is_refused_when_the_op_is_built():
+    import torch
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    name = f"cuda:{count}"  # one past the last GPU (cuda:0 without any)
+    for make in (lambda: ct.zeros(2, device=name), lambda: ct.to_device(t(2), name), lambda: ct.Stream(name),
+                 lambda: ct.StreamPool(name, 1), lambda: ct.set_default_device(name)):
+        with pytest.raises(ct.TensorError, match=rf"device '{name}' is not available: this process sees {count} CUDA"):
+            make()
+    assert ct.default_device() != name
+
+
+def test_stream_pools_are_bounded():
+    assert len(ct.StreamPool("cpu", np.int64(2)).streams) == 2
+    with pytest.raises(ct.ArgumentError, match="at most 1024 streams, got 1180591620717411303424"):
+        ct.StreamPool("cpu", 2 ** 70)
+    with pytest.raises(ct.ArgumentError, match="must be an integer, got True"):
+        ct.StreamPool("cpu", True)

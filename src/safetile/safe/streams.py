@@ -180,8 +180,10 @@ class StreamPool:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
             raise ArgumentError(f"a stream pool's size must be an integer, got {size!r}")
         size = int(size)
-        if not 1 <= size <= self.MAX_SIZE:
-            raise ArgumentError(f"a stream pool needs between 1 and {self.MAX_SIZE} streams, got {size}")
+        if size < 1:
+            raise ArgumentError(f"a stream pool needs at least one stream, got {size}")
+        if size > self.MAX_SIZE:
+            raise ArgumentError(f"a stream pool has at most {self.MAX_SIZE} streams, got {size}")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)

@@ -85,9 +85,9 @@ def torch_dtype(d: dt.DType):
     return getattr(torch, name)
 
 
-def normalize_device(device: Any) -> str:
-    """The canonical name of a device this process can use ('cpu', 'cuda:N'); refused with a
-    ``TensorError`` before anything is made when it names no such device here."""
+def normalize_device(device: Any, usable: bool = True) -> str:
+    """The canonical name of a device ('cpu', 'cuda:N'); with ``usable``, refused with a
+    ``TensorError`` before anything is made when this process cannot use it."""
     if device is None:
         from .streams import default_device
         return default_device()
@@ -97,7 +97,8 @@ def normalize_device(device: Any) -> str:
     if s == "cuda":
         s = "cuda:0"
     if s is not None and s.startswith("cuda:") and s[5:].isdigit():
-        _check_cuda(s)
+        if usable:
+            _check_cuda(s)
         return s
     raise TensorError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
 
