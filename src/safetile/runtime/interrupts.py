@@ -49,7 +49,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(__file__))  # the form co_filename ha
 # Modules whose frames hold a Ctrl-C back: they change state shared beyond one call.
 PROTECTED = (
     "safe/__init__.py", "safe/checks.py", "safe/claims.py", "safe/deviceop.py", "safe/entry.py",
-    "safe/factories.py", "safe/facts.py", "safe/graph.py", "safe/launch.py", "safe/memory.py",
+    "safe/factories.py", "safe/facts.py", "safe/forking.py", "safe/graph.py", "safe/launch.py", "safe/memory.py",
     "safe/ownership.py", "safe/partition.py", "safe/race.py", "safe/streams.py", "safe/tensor.py",
     "integrations/distributed.py", "integrations/torch.py",
 )

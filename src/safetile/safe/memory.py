@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..runtime.interrupts import block
+from .errors import ForkError
 
 EXACT_LIMIT = 1 << 22  # bytes per view compared exactly; beyond, intersecting extents count as overlap
 
@@ -148,6 +149,18 @@ _FLAGS = threading.RLock()
 _WAITERS: list = []  # the waiting threads' locks (changed under _FLAGS)
 
 
+def reinit_lock(lock: Any) -> None:
+    """A lock (or condition) made fresh in place, unlocked, as the standard library does after a
+    fork (``_at_fork_reinit``; in place: modules hold it by name)."""
+    lock._at_fork_reinit()
+
+
+def flags_after_fork_in_child() -> None:
+    """The lock is fresh and nobody waits on it (the waiting threads do not exist here)."""
+    reinit_lock(_FLAGS)
+    _WAITERS.clear()
+
+
 def notify_all() -> None:
     """Wake waiting threads (the lock is taken only while some thread waits: a waiter lists itself
     under the lock before it tests its flag, so a change that saw no waiter happened before that test)."""
@@ -205,7 +218,7 @@ class InFlight:
     CUDA event recorded on the entry's stream when someone first needs it after a
     submission. ``done`` is set when the terminal has waited for its work."""
 
-    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added")
+    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added", "abandoned")
 
     def __init__(self, label: Any, stream: Any, writes=(), reads=()):
         self.label = label  # text, or an object formatted with str() only when shown
@@ -218,6 +231,7 @@ class InFlight:
         # the sources whose extents were added, by id (held, so an id cannot be reused meanwhile):
         # a chain launching one cached plan again adds nothing
         self._added: dict[int, Any] = {}
+        self.abandoned = False  # work of the parent process that was running when it forked (child only)
 
     def add(self, key: Any, writes, reads) -> None:
         """Add the extents of one launch (once per distinct ``key``: its plan)."""
@@ -338,6 +352,10 @@ class Registry:
                 for e in self._entries:
                     if e is entry or e.done or not e.conflicts_any(writes, reads):
                         continue
+                    if e.abandoned:
+                        raise ForkError(f"{entry.label} is refused: this memory was being written by {e.label} in "
+                                        "the parent process when it forked; its contents are undefined in this "
+                                        "child (use memory made after the fork)")
                     if not e.enqueued:
                         blockers.append(e)
                     elif e.on_gpu and e.stream is not entry.stream and not e.finished():
@@ -373,6 +391,23 @@ class Registry:
                 self._entries = entries[:-1]
             elif entry in entries:
                 self._entries = tuple(e for e in entries if e is not entry)
+
+    # os.fork(): safe/forking.py takes the lock before, releases it after in the parent, and in the child:
+    def after_fork_in_child(self) -> None:
+        """The lock is fresh, and the work that was in flight in the parent is abandoned: its threads
+        do not exist here. Memory it was writing is refused (``ForkError``) to every later access,
+        instead of waiting forever; reads in flight simply end; other memory stays usable."""
+        reinit_lock(self._lock)
+        kept = []
+        for e in self._entries:
+            if e.done or not e.writes:
+                continue
+            a = InFlight(f"{e.label}", None, writes=e.writes)
+            a.abandoned = True
+            a.enqueued = False
+            kept.append(a)
+        self._entries = tuple(kept)
+        self._prune_at = max(32, 2 * len(kept))
 
     def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> HostAccess:
         """``with REGISTRY.host_access(ext, writing):`` — the memory is not touched by running work
