@@ -63,12 +63,12 @@ class ExecContext:
         return e
 
     def submit(self, op: Any, step: Callable[[Stream], None], writes, reads, device: str,
-               values=(), raw=()) -> None:
+               values=(), raw=(), pins=()) -> None:
         """Run a host-built step (a copy, a collective) on this terminal's stream after claiming its
-        extents, or record it into the graph being captured (``values``/``raw`` as for
+        extents, or record it into the graph being captured (``values``/``raw``/``pins`` as for
         ``Recorder.record``)."""
         if self.capturing:
-            self.recorder.record(op.label, step, writes, reads, device, values, raw)
+            self.recorder.record(op.label, step, writes, reads, device, values, raw, pins)
             return
         entry = self.begin(op, op, writes, reads, device)
         try:

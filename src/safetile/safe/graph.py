@@ -22,7 +22,7 @@ from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
-from .memory import REGISTRY, Extent, InFlight, notify_all
+from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
 from .streams import Stream, default_pool, execution
@@ -40,16 +40,21 @@ class Recorder:
         self.device: str | None = None
         self.values: dict[int, Any] = {}  # id -> every host value a recorded step uses
         self.guards: list[tuple[str, str, Any, Any]] = []  # (step, argument, raw array, its facts)
+        self.pins: list[tuple[str, str, Any, int]] = []  # (step, argument, torch tensor a step uses, its pointer)
 
     def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
-               device: str, values=(), raw=()) -> None:
+               device: str, values=(), raw=(), pins=()) -> None:
         """Record one step; ``raw`` names its raw NumPy/torch arguments ``(name, array)``: a replay
-        is refused if any of them changed (pointer, shape, strides, dtype) since the capture."""
+        is refused if any of them changed (pointer, shape, strides, dtype) since the capture.
+        ``pins`` names the torch tensors the step runs on ``(name, tensor, data pointer)``: a replay
+        is refused if the storage of any was reallocated since (a GPU graph holds the pointers)."""
         from .facts import facts_of
         for name, a in raw:
             f = facts_of(a)
             if f is not None and not isinstance(a, (Owned, Shared)):
                 self.guards.append((label, name, a, f))
+        for name, t, ptr in pins:
+            self.pins.append((label, name, t, ptr))
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
@@ -144,6 +149,7 @@ class Graph(Handle, Unique):
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
         self._label = f"graph replay ({len(self._steps)} ops)"
         self._guards = recorder.guards
+        self._pins = recorder.pins
         self.value = value
         self.stream = stream
         self._cuda_graph = None
@@ -231,7 +237,7 @@ class Graph(Handle, Unique):
     def _take(self) -> tuple[tuple, LazyText]:
         """Take the values the graph was captured with (refused if closed or any is not usable)."""
         label = LazyText(_replay_label, self)
-        if self._guards:
+        if self._guards or self._pins:
             self._check_raw()
         with OWNERSHIP:
             if self._closed:
@@ -248,6 +254,9 @@ class Graph(Handle, Unique):
         place (``set_``, ``a.shape = ...``). The capture's checks (aliasing, shapes, strides) hold
         for the facts they read then, so a replay with any of them changed is refused."""
         from .facts import facts_of
+        for step, name, t, ptr in self._pins:
+            if t.data_ptr() != ptr:
+                raise GraphCaptureError(f"{self.label}: {step}: {moved_message(name, 'the capture')}")
         for step, name, a, f in self._guards:
             if facts_of(a) is not f:
                 raise GraphCaptureError(f"{self.label}: argument {name!r} of {step} is a raw {type(a).__name__} whose "
