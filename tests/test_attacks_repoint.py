@@ -193,7 +193,7 @@ def test_plan_is_checked_on_the_facts_it_is_cached_under(backend):
     for _ in range(2):
         t = out[32:96]  # overlaps the output
         HOOK["f"] = lambda t=t: t.set_(torch.zeros(64))  # now memory of its own
-        refused([z, out], lambda: fill_const(z, t, _Repointing()), ct.AliasError, "overlaps")
+        refused([z, out], lambda t=t: fill_const(z, t, _Repointing()), ct.AliasError, "overlaps")
         assert "f" not in HOOK
 
 

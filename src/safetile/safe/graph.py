@@ -40,6 +40,7 @@ class Recorder:
         self.device: str | None = None
         self.values: dict[int, Any] = {}  # id -> every host value a recorded step uses
         self.guards: list[tuple[str, str, Any, Any]] = []  # (step, argument, raw array, its facts)
+        self.undo: list[Callable[[], None]] = []  # what gives back the captured combinators' moves (ExecContext)
         self.pins: list[tuple[str, str, Any, int]] = []  # (step, argument, torch tensor a step uses, its pointer)
 
     def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
@@ -66,6 +67,12 @@ class Recorder:
         for v in values:
             if isinstance(v, (Owned, Shared)):
                 self.values[id(v)] = v
+
+    def rollback(self) -> None:
+        """The capture was refused: give back what its combinators moved (``ExecContext.rollback``)."""
+        undo, self.undo = self.undo, []
+        for step in reversed(undo):
+            step()
 
     def reject(self, label: str, why: str = "it allocates memory") -> None:
         raise GraphCaptureError(f"{label} cannot be recorded into a graph: {why}; allocate before capturing "
@@ -124,9 +131,17 @@ def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]
     try:
         with execution(ctx):
             value = op._run(ctx)
+    except BaseException:
+        ctx.rollback()  # a refused capture gives every argument back, whatever step refused it
+        raise
     finally:
         ctx.finish(True)
-    return rec, value, _stream_for(rec.device, stream, "graph()")
+    rec.undo += ctx.undo
+    try:
+        return rec, value, _stream_for(rec.device, stream, "graph()")
+    except BaseException:
+        rec.rollback()
+        raise
 
 
 class Graph(Handle, Unique):
@@ -179,7 +194,12 @@ class Graph(Handle, Unique):
 
     @classmethod
     def capture(cls, op: DeviceOp, stream: Stream | None = None) -> Graph:
-        return cls(*_record(op, stream))
+        rec, value, stream = _record(op, stream)
+        try:
+            return cls(rec, value, stream)
+        except BaseException:  # refused (e.g. its memory is Shared): the capture gives everything back
+            rec.rollback()
+            raise
 
     @property
     def num_ops(self) -> int:
@@ -323,7 +343,11 @@ class Graph(Handle, Unique):
         captured = _record(op, self.stream)
         with self._lock:
             self._close()
-            self._setup(*captured)
+            try:
+                self._setup(*captured)
+            except BaseException:
+                captured[0].rollback()
+                raise
         return self
 
     @property
@@ -364,16 +388,26 @@ class GraphScope(NoCopy):
         try:
             with execution(ctx):
                 v = op._run(ctx)
+        except BaseException:
+            ctx.rollback()
+            raise
         finally:
             ctx.finish(True)
+        self._rec.undo += ctx.undo
         self._values.append(v)
         return v
 
     def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         self._open = False
-        if et is None:
+        if et is not None:  # no graph: what the records moved goes back
+            self._rec.rollback()
+            return False
+        try:
             stream = _stream_for(self._rec.device, self._given, "graph_scope()")
             self.graph = Graph(self._rec, tuple(self._values), stream)
+        except BaseException:
+            self._rec.rollback()
+            raise
         return False
 
     def launch(self) -> Any:
