@@ -524,9 +524,10 @@ def _partition(t: Any, shape: Any, ctx: ExecContext) -> Any:
 
 def _unpartition_unused(p: Any) -> None:
     from .claims import CLAIMS
+    from .partition import GivenBack
     with OWNERSHIP:
         if p._moved is None and not p._released and not p._borrowed:  # nobody has taken it further
-            p._move("nothing: the terminal that made it failed, and its tensor was given back", check=False)
+            p._move(GivenBack(f"its {p._tensor.label}", "unpartition"), check=False)
             CLAIMS.release(p._claim)
             p._tensor._give_back()
 
@@ -563,13 +564,13 @@ def _share(v: Any, undo: list) -> Any:
 
 
 def _unshare(undo: list) -> bool:
-    """Give back what ``_share`` moved (latest first): every ``Shared`` it made is unwrapped, every
-    partition made whole again. All or nothing: False (nothing changed) if a ``Shared`` it made is
-    held or was unwrapped since (its value is in use)."""
-    import weakref
-
-    from .claims import CLAIMS, WRITABLE
-    from .partition import _label_of
+    """Give back what ``_share`` moved: every ``Shared`` it made is unwrapped (its tensor usable
+    again), and a partition it unpartitioned (unmapped) keeps its tensor (partition) given back:
+    its ``unpartition()`` (``unmap()``) returns it, for whichever of the two the caller holds. All
+    or nothing: False (nothing changed) if a ``Shared`` it made is held or was unwrapped since
+    (its value is in use)."""
+    from .claims import CLAIMS
+    from .partition import GivenBack
     with OWNERSHIP:
         if any(kind == "shared" and (x._holders or x._unwrapped is not None) for kind, x in undo):
             return False
@@ -578,26 +579,10 @@ def _unshare(undo: list) -> bool:
                 x._unwrapped = "the failed terminal that made it (its tensor was given back)"
                 CLAIMS.release(x._claim)
                 x._tensor._give_back()
-            elif kind == "unpartitioned":  # the tensor moves back into the partition the user holds
-                t = x._tensor
-                if t._moved is not None:
-                    continue
-                try:
-                    x._claim = CLAIMS.claim(x, WRITABLE, [t._extent()], LazyText(_label_of, weakref.ref(x)),
-                                            "giving a partition back")
-                except Exception:  # noqa: BLE001 - its memory was claimed meanwhile: the tensor stays usable
-                    continue
-                t._move(f"{x.label} (given back by a failed terminal); get it back with .unpartition()")
-                x._moved = None
-                x._holder = None
-            else:  # "unmapped": the partition moves back into the mapped partition the user holds
-                p = x._partition
-                if p._moved is not None or x._moved is None:
-                    continue
-                p._move(f"{x.label} (given back by a failed terminal); get it back with .unmap()", check=False)
-                p._mapped = x
-                x._moved = None
-                x._holder = None
+            elif kind == "unpartitioned":
+                x._moved = GivenBack(f"its {x._tensor.label}", "unpartition")
+            else:  # "unmapped"
+                x._moved = GivenBack(f"its {x._partition.label}", "unmap")
     return True
 
 
