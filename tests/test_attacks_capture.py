@@ -134,3 +134,14 @@ def test_successful_terminals_and_captures_keep_their_shared_values():
     zp, ys = g.value
     assert isinstance(ys, ct.Shared) and np.allclose(zp.to_numpy(), ys.to_numpy() + 1.0)
     g.close()
+
+
+def test_failed_terminal_gives_the_tensor_back_when_the_caller_holds_the_tensor():
+    """The caller holds the tensor, not the (temporary) partition op.shared() unpartitioned."""
+    x, xview, _ = _args()
+    t = ct.zeros(64).sync()
+    _refused(lambda: fill(t.partition(64), x).shared().then(lambda v: fill(v[0], v[1])).sync())
+    gc.collect()
+    assert np.allclose(t.to_numpy(), x.to_numpy() + 1.0)  # the launch ran before the refused step
+    t.partition(64).unpartition()
+    xview.partition(64).unpartition()
