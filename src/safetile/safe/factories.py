@@ -25,7 +25,7 @@ from .errors import AliasError, AllocationError, DeviceOpError, LaunchDroppedWar
 from .memory import REGISTRY, distinct_elements, extent_of, moved_message, notify_all, overlaps, own_alias, wait_until
 from .ownership import OWNERSHIP, Unique, caller_site
 from .tile_api import tile_api
-from .tensor import Tensor, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
+from .tensor import Tensor, check_torch_kind, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
 
 
 # No device addresses more bytes than this; larger requests are refused when the op is built
@@ -204,6 +204,8 @@ def _source_data(src: Any, what: str) -> Any:
         src._check("copied")
         return src._tensor._data
     if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
+        if not isinstance(src, np.ndarray):
+            check_torch_kind(src, what)
         al = own_alias(src)  # re-pointing ``src`` afterwards changes nothing of what is copied
         if al is not None:
             return al
@@ -246,6 +248,9 @@ def to_device(src: Any, device: Any = None) -> DeviceOp:
 
 def from_numpy(a: Any, device: Any = None, dtype: Any = None) -> DeviceOp:
     """A DeviceOp copying host data (array-like) into a new Tensor on ``device``."""
+    if type(a).__module__.startswith("torch"):
+        check_torch_kind(a, "from_numpy")
+        a = torch_to_numpy(a)
     try:
         arr = np.asarray(a)
         if dtype is not None:

@@ -25,7 +25,7 @@ from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
-from .streams import Stream, default_pool, execution
+from .streams import Stream, default_pool, execution, wait_done
 
 
 class Recorder:
@@ -247,7 +247,7 @@ class Graph(Handle, Unique):
             return self.value
         fut = stream.submit(lambda: self._replay(owned, label))
         try:
-            fut.result()
+            wait_done(fut)
         except BaseException:
             if stream.withdraw(fut):  # not started: it never will
                 self._end(owned, label)
