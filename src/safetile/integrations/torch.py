@@ -47,7 +47,7 @@ from ..runtime.launch import launch
 from ..safe.entry import EntryKernel
 from ..safe.errors import AllocationError
 from ..safe.factories import MAX_TENSOR_BYTES
-from ..safe.launch import prepare, run_plan, runtime_args
+from ..safe.launch import prepare_runtime, run_plan
 from ..safe.tensor import Tensor, torch_dtype
 from ..safe.types import ConstParam, ScalarParam, TensorParam
 
@@ -378,7 +378,7 @@ def _always(value: Any) -> Callable[[dict], Any]:
 def _launch_entry(kernel: EntryKernel, args: tuple) -> None:
     """A fully checked safe launch, enqueued on torch's current stream (no sync: graph capture
     and torch's stream order need none)."""
-    run_plan(prepare(kernel, args), runtime_args(args))
+    run_plan(*prepare_runtime(kernel, args))
 
 
 def _check_ref(kname: str, name: str, decl: TensorParam, t: Any) -> None:

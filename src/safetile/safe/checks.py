@@ -69,6 +69,9 @@ class Plan:
     bound: BoundLaunch | Literal[False] | None = None  # the backend's launch with its arguments resolved
     # (GPU, made on the first run; False: the backend cannot bind it, e.g. the interpreter)
     precondition_values: dict | None = None  # what callable preconditions are given (run on every launch)
+    # (argument index, name, data pointer) of each torch tensor the launch reads or writes: the checks
+    # hold for that pointer, and a torch storage can be reallocated under any tensor on it (``resize_``)
+    pins: tuple = ()
 
     @property
     def compiled(self) -> Compiled:

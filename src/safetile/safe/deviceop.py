@@ -33,7 +33,7 @@ class ExecContext:
     on the CPU and moves to a stream of the device of the first GPU work it drives (``switch``).
     A stream given by the caller (``sync_on``) is kept: GPU work of another device is refused."""
 
-    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered")
+    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo")
 
     def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal",
                  pinned: bool = True):
@@ -45,6 +45,10 @@ class ExecContext:
         self.ended = False
         self.pinned = pinned  # the stream was chosen by the caller
         self._entered: list = []  # stream contexts entered by switch(), left by leave()
+        # what undoes the moves safetile's combinators made while it ran (``op.shared()`` turning values
+        # into Shared handles, ``op.partition()``): run if the terminal fails or its capture is refused,
+        # so no argument stays moved into a handle nobody holds (``rollback``)
+        self.undo: list[Callable[[], None]] = []
 
     @property
     def capturing(self) -> bool:
@@ -64,12 +68,12 @@ class ExecContext:
         return e
 
     def submit(self, op: Any, step: Callable[[Stream], None], writes, reads, device: str,
-               values=(), raw=()) -> None:
+               values=(), raw=(), pins=()) -> None:
         """Run a host-built step (a copy, a collective) on this terminal's stream after claiming its
-        extents, or record it into the graph being captured (``values``/``raw`` as for
+        extents, or record it into the graph being captured (``values``/``raw``/``pins`` as for
         ``Recorder.record``)."""
         if self.capturing:
-            self.recorder.record(op.label, step, writes, reads, device, values, raw)
+            self.recorder.record(op.label, step, writes, reads, device, values, raw, pins)
             return
         entry = self.begin(op, op, writes, reads, device)
         try:
@@ -112,7 +116,10 @@ class ExecContext:
         """The terminal's work has ended: its in-flight entry goes when that work is known to be over:
         the terminal waited for it (``completed``), or on the CPU, where nothing outlives the
         terminal's own thread. (After a failure on the GPU the entry stays until its stream is seen
-        idle: host reads of that memory wait.)"""
+        idle: host reads of that memory wait.) A failed terminal delivers no value: what its
+        combinators moved is given back (``rollback``)."""
+        if not completed:
+            self.rollback()
         e = self.entry
         if e is None:
             return
@@ -120,6 +127,12 @@ class ExecContext:
             e.set_enqueued()  # and what was submitted before is covered by the stream's event
         if completed or not self.stream.is_cuda:
             REGISTRY.remove(e)
+
+    def rollback(self) -> None:
+        """Undo the combinators' moves (latest first): the terminal failed, or its capture was refused."""
+        undo, self.undo = self.undo, []
+        for step in reversed(undo):
+            step()
 
     def end(self) -> None:
         """What the terminal gave back is free for everyone (its result has been handed over)."""
@@ -226,8 +239,8 @@ class DeviceOp(Handle):
         return Memo(self, wrap_shared=True)
 
     def partition(self, shape) -> DeviceOp:
-        """``op.map(lambda t: t.partition(shape))`` for ops producing a tensor."""
-        return Map(self, lambda t: t.partition(shape), "partition")
+        """``op.map(lambda t: t.partition(shape))`` for ops producing a tensor (undone if the terminal fails)."""
+        return PartitionStep(self, shape)
 
     def boxed(self) -> DeviceOp:
         return self
@@ -417,7 +430,7 @@ class _Chained(DeviceOp):
             v = base._run(ctx)
             while steps:
                 node = steps.pop()
-                v = node.f(v) if type(node) is Then else node._apply(v, ctx)  # Then._apply, inline
+                v = node._apply(v, ctx)  # through _apply: a Ctrl-C in the user's closure is raised there at once
                 if isinstance(v, DeviceOp):  # only Then returns an op: run it, then the remaining steps
                     if isinstance(v, _Chained):
                         op = v
@@ -463,6 +476,17 @@ class Map(_Chained):
         return r
 
 
+class PartitionStep(Map):
+    """``op.partition(shape)``: the partition is given back to a tensor if the terminal fails."""
+
+    def __init__(self, op: DeviceOp, shape: Any):
+        super().__init__(op, lambda t: t, "partition")
+        self.shape = shape
+
+    def _apply(self, v, ctx):
+        return _partition(v, self.shape, ctx)
+
+
 class Zip(DeviceOp):
     def __init__(self, ops: tuple[DeviceOp, ...]):
         self.ops = ops
@@ -491,28 +515,77 @@ def zip(*ops: Any) -> DeviceOp:  # noqa: A001 - ct.zip, like cuTile Rust's zip!
     return Zip(tuple(o if isinstance(o, DeviceOp) else Value(o) for o in ops))
 
 
-def _share(v: Any) -> Any:
+def _partition(t: Any, shape: Any, ctx: ExecContext) -> Any:
+    """``t.partition(shape)`` for ``op.partition``: undone (the tensor given back) if the terminal fails."""
+    from .partition import Partition
+    p = t.partition(shape)
+    if isinstance(p, Partition):
+        ctx.undo.append(lambda: _unpartition_unused(p))
+    return p
+
+
+def _unpartition_unused(p: Any) -> None:
+    from .claims import CLAIMS
+    from .partition import GivenBack
+    with OWNERSHIP:
+        if p._moved is None and not p._released and not p._borrowed:  # nobody has taken it further
+            p._move(GivenBack(f"its {p._tensor.label}", "unpartition"), check=False)
+            CLAIMS.release(p._claim)
+            p._tensor._give_back()
+
+
+def _share(v: Any, undo: list) -> Any:
     """The value every consumer of ``op.shared()`` gets: read-only. Tensors become ``Shared``; a
     partition gives its tensor back first (one mutable partition handed to several consumers
-    would be a writable alias); a borrowed partition cannot be shared (its borrow must end)."""
+    would be a writable alias); a borrowed partition cannot be shared (its borrow must end).
+    Every move is written to ``undo`` (latest last), so that ``_unshare`` can give it all back."""
     from .partition import MappedPartition, Partition, Shared
     from .tensor import Tensor
     if isinstance(v, Tensor):
-        return Shared._take(v)
+        s = Shared._take(v)
+        undo.append(("shared", s))
+        return s
     if isinstance(v, MappedPartition):
-        v = v.unmap()
+        p = v.unmap()
+        undo.append(("unmapped", v))
+        v = p
     if isinstance(v, Partition):
         if v._borrowed:
             raise DeviceOpError(f".shared(): {v.label} is borrowed (ct.borrow_mut); a borrowed partition cannot "
                                 "become shared: release it and share the tensor")
-        return Shared._take(v.unpartition())
+        t = v.unpartition()
+        undo.append(("unpartitioned", v))
+        return _share(t, undo)
     if isinstance(v, tuple):
-        return tuple(_share(x) for x in v)
+        return tuple(_share(x, undo) for x in v)
     if isinstance(v, list):
-        return [_share(x) for x in v]
+        return [_share(x, undo) for x in v]
     if isinstance(v, dict):
-        return {k: _share(x) for k, x in v.items()}
+        return {k: _share(x, undo) for k, x in v.items()}
     return v
+
+
+def _unshare(undo: list) -> bool:
+    """Give back what ``_share`` moved: every ``Shared`` it made is unwrapped (its tensor usable
+    again), and a partition it unpartitioned (unmapped) keeps its tensor (partition) given back:
+    its ``unpartition()`` (``unmap()``) returns it, for whichever of the two the caller holds. All
+    or nothing: False (nothing changed) if a ``Shared`` it made is held or was unwrapped since
+    (its value is in use)."""
+    from .claims import CLAIMS
+    from .partition import GivenBack
+    with OWNERSHIP:
+        if any(kind == "shared" and (x._holders or x._unwrapped is not None) for kind, x in undo):
+            return False
+        for kind, x in reversed(undo):
+            if kind == "shared":
+                x._unwrapped = "the failed terminal that made it (its tensor was given back)"
+                CLAIMS.release(x._claim)
+                x._tensor._give_back()
+            elif kind == "unpartitioned":
+                x._moved = GivenBack(f"its {x._tensor.label}", "unpartition")
+            else:  # "unmapped"
+                x._moved = GivenBack(f"its {x._partition.label}", "unmap")
+    return True
 
 
 class Memo(DeviceOp):
@@ -539,13 +612,19 @@ class Memo(DeviceOp):
             if self._error is not None:
                 raise DeviceOpError(f"{self.label} failed earlier: {self._error}") from self._error
             if not self._done:
+                undo: list = []
                 try:
                     v = self.op._run(ctx)
+                    if self.wrap_shared:
+                        v = _share(v, undo)
                 except BaseException as e:
+                    _unshare(undo)  # a refusal midway: what was already shared is given back
                     self._error = e
                     raise
-                self._value = _share(v) if self.wrap_shared else v
+                self._value = v
                 self._done = True
+                if undo:
+                    ctx.undo.append(lambda: self._rollback(undo))
                 if ctx.stream.is_cuda and not ctx.capturing:
                     import torch
                     self._event = torch.cuda.Event()
@@ -555,6 +634,16 @@ class Memo(DeviceOp):
         if self._event is not None and ctx.stream is not getattr(self, "_producer", None):
             ctx.stream.torch_stream.wait_event(self._event)
         return self._value
+
+    def _rollback(self, undo: list) -> None:
+        """The terminal that ran it failed, or its capture was refused: the value was never delivered,
+        so the values it made shared go back to their owners (unless the value is in use meanwhile)."""
+        with self._lock:
+            if self._done and _unshare(undo):
+                self._done = False
+                self._value = None
+                self._error = DeviceOpError("the terminal that ran it failed (or its graph capture was refused), "
+                                            "and the values it had made shared were given back")
 
     @property
     def label(self) -> str:

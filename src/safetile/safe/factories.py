@@ -22,7 +22,7 @@ from ..ops import factories as _tile
 from .deviceop import DeviceOp
 from .claims import CLAIMS, WRITABLE
 from .errors import AliasError, AllocationError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError, TensorError
-from .memory import REGISTRY, distinct_elements, extent_of, notify_all, overlaps, wait_until
+from .memory import REGISTRY, distinct_elements, extent_of, moved_message, notify_all, overlaps, own_alias, wait_until
 from .ownership import OWNERSHIP, Unique, caller_site
 from .tile_api import tile_api
 from .tensor import Tensor, check_torch_kind, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
@@ -203,11 +203,12 @@ def _source_data(src: Any, what: str) -> Any:
     if isinstance(src, Partition):
         src._check("copied")
         return src._tensor._data
-    if isinstance(src, np.ndarray):
-        return src
-    if type(src).__module__.startswith("torch"):
-        check_torch_kind(src, what)
-        return src
+    if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
+        if not isinstance(src, np.ndarray):
+            check_torch_kind(src, what)
+        al = own_alias(src)  # re-pointing ``src`` afterwards changes nothing of what is copied
+        if al is not None:
+            return al
     raise TensorError(f"{what}: cannot copy from {type(src).__name__}")
 
 
@@ -274,7 +275,7 @@ class Memcpy(DeviceOp, Unique):
     launch it holds ``dst`` from construction until it runs, is cancelled or is dropped."""
 
     def __init__(self, dst: Any, src: Any):
-        from .partition import Partition
+        from .partition import Partition, Shared
         self._state = "new"  # nothing to give back until the destination is moved in
         if not isinstance(dst, (Tensor, Partition)):
             raise LaunchTypeError(f"memcpy: the destination must be a Tensor or a Partition, got "
@@ -295,6 +296,9 @@ class Memcpy(DeviceOp, Unique):
             raise AliasError(f"memcpy: the destination {dst.label} overlaps itself (several elements share "
                              "memory: zero or overlapping strides); a written tensor needs distinct elements")
         self.dst, self.src = dst, src
+        # a raw source is read through the alias checked here (its owner may re-point ``src`` before
+        # the copy runs); its pointer, for torch memory whose storage may be reallocated meanwhile
+        self._raw = (sdata, extent_of(sdata).ptr) if not isinstance(src, (Tensor, Partition, Shared)) else None
         self._site = caller_site()
         self._claim = None
         with OWNERSHIP:  # usable, not shared memory, then moved: one step
@@ -364,7 +368,15 @@ class Memcpy(DeviceOp, Unique):
         try:
             dt_ = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
             ddata = dt_._data
-            sdata = _source_data(self.src, "memcpy")
+            pins = []
+            if self._raw is None:
+                sdata = _source_data(self.src, "memcpy")
+            else:
+                sdata, ptr = self._raw
+                if not isinstance(sdata, np.ndarray):
+                    if sdata.data_ptr() != ptr:
+                        raise AliasError(f"memcpy: {moved_message('src', 'the copy was built')}")
+                    pins.append(("src", sdata, ptr))
             dev = dt_._device
 
             def step(stream):
@@ -383,7 +395,7 @@ class Memcpy(DeviceOp, Unique):
                 ctx.recorder.reject(self.label, "a GPU graph cannot copy from pageable host memory; copy from "
                                     "a device tensor")
             ctx.submit(self, step, [extent_of(ddata)], [extent_of(sdata)], dev, (self.dst, self.src),
-                       [("src", self.src)])
+                       [("src", self.src)], pins)
         except BaseException:
             self._state = "failed"
             self._release(ctx)

@@ -22,7 +22,7 @@ from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
-from .memory import REGISTRY, Extent, InFlight, notify_all
+from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
 from .streams import Stream, default_pool, execution, wait_done
@@ -40,16 +40,22 @@ class Recorder:
         self.device: str | None = None
         self.values: dict[int, Any] = {}  # id -> every host value a recorded step uses
         self.guards: list[tuple[str, str, Any, Any]] = []  # (step, argument, raw array, its facts)
+        self.undo: list[Callable[[], None]] = []  # what gives back the captured combinators' moves (ExecContext)
+        self.pins: list[tuple[str, str, Any, int]] = []  # (step, argument, torch tensor a step uses, its pointer)
 
     def record(self, label: str, fn: Callable[[Stream], None], writes: list[Extent], reads: list[Extent],
-               device: str, values=(), raw=()) -> None:
+               device: str, values=(), raw=(), pins=()) -> None:
         """Record one step; ``raw`` names its raw NumPy/torch arguments ``(name, array)``: a replay
-        is refused if any of them changed (pointer, shape, strides, dtype) since the capture."""
+        is refused if any of them changed (pointer, shape, strides, dtype) since the capture.
+        ``pins`` names the torch tensors the step runs on ``(name, tensor, data pointer)``: a replay
+        is refused if the storage of any was reallocated since (a GPU graph holds the pointers)."""
         from .facts import facts_of
         for name, a in raw:
             f = facts_of(a)
             if f is not None and not isinstance(a, (Owned, Shared)):
                 self.guards.append((label, name, a, f))
+        for name, t, ptr in pins:
+            self.pins.append((label, name, t, ptr))
         if self.device is not None and device != self.device:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
@@ -61,6 +67,12 @@ class Recorder:
         for v in values:
             if isinstance(v, (Owned, Shared)):
                 self.values[id(v)] = v
+
+    def rollback(self) -> None:
+        """The capture was refused: give back what its combinators moved (``ExecContext.rollback``)."""
+        undo, self.undo = self.undo, []
+        for step in reversed(undo):
+            step()
 
     def reject(self, label: str, why: str = "it allocates memory") -> None:
         raise GraphCaptureError(f"{label} cannot be recorded into a graph: {why}; allocate before capturing "
@@ -119,9 +131,17 @@ def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]
     try:
         with execution(ctx):
             value = op._run(ctx)
+    except BaseException:
+        ctx.rollback()  # a refused capture gives every argument back, whatever step refused it
+        raise
     finally:
         ctx.finish(True)
-    return rec, value, _stream_for(rec.device, stream, "graph()")
+    rec.undo += ctx.undo
+    try:
+        return rec, value, _stream_for(rec.device, stream, "graph()")
+    except BaseException:
+        rec.rollback()
+        raise
 
 
 class Graph(Handle, Unique):
@@ -144,6 +164,7 @@ class Graph(Handle, Unique):
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
         self._label = f"graph replay ({len(self._steps)} ops)"
         self._guards = recorder.guards
+        self._pins = recorder.pins
         self.value = value
         self.stream = stream
         self._cuda_graph = None
@@ -173,7 +194,12 @@ class Graph(Handle, Unique):
 
     @classmethod
     def capture(cls, op: DeviceOp, stream: Stream | None = None) -> Graph:
-        return cls(*_record(op, stream))
+        rec, value, stream = _record(op, stream)
+        try:
+            return cls(rec, value, stream)
+        except BaseException:  # refused (e.g. its memory is Shared): the capture gives everything back
+            rec.rollback()
+            raise
 
     @property
     def num_ops(self) -> int:
@@ -231,7 +257,7 @@ class Graph(Handle, Unique):
     def _take(self) -> tuple[tuple, LazyText]:
         """Take the values the graph was captured with (refused if closed or any is not usable)."""
         label = LazyText(_replay_label, self)
-        if self._guards:
+        if self._guards or self._pins:
             self._check_raw()
         with OWNERSHIP:
             if self._closed:
@@ -248,6 +274,9 @@ class Graph(Handle, Unique):
         place (``set_``, ``a.shape = ...``). The capture's checks (aliasing, shapes, strides) hold
         for the facts they read then, so a replay with any of them changed is refused."""
         from .facts import facts_of
+        for step, name, t, ptr in self._pins:
+            if t.data_ptr() != ptr:
+                raise GraphCaptureError(f"{self.label}: {step}: {moved_message(name, 'the capture')}")
         for step, name, a, f in self._guards:
             if facts_of(a) is not f:
                 raise GraphCaptureError(f"{self.label}: argument {name!r} of {step} is a raw {type(a).__name__} whose "
@@ -314,7 +343,11 @@ class Graph(Handle, Unique):
         captured = _record(op, self.stream)
         with self._lock:
             self._close()
-            self._setup(*captured)
+            try:
+                self._setup(*captured)
+            except BaseException:
+                captured[0].rollback()
+                raise
         return self
 
     @property
@@ -355,16 +388,26 @@ class GraphScope(NoCopy):
         try:
             with execution(ctx):
                 v = op._run(ctx)
+        except BaseException:
+            ctx.rollback()
+            raise
         finally:
             ctx.finish(True)
+        self._rec.undo += ctx.undo
         self._values.append(v)
         return v
 
     def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
         self._open = False
-        if et is None:
+        if et is not None:  # no graph: what the records moved goes back
+            self._rec.rollback()
+            return False
+        try:
             stream = _stream_for(self._rec.device, self._given, "graph_scope()")
             self.graph = Graph(self._rec, tuple(self._values), stream)
+        except BaseException:
+            self._rec.rollback()
+            raise
         return False
 
     def launch(self) -> Any:

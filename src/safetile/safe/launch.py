@@ -19,13 +19,15 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..runtime.env import backend_override
 from .checks import Junk, Plan, check_memory, check_types
 from .deviceop import DeviceOp, ExecContext
 from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
-from .memory import REGISTRY, notify_all, plain, wait_until
+from .memory import REGISTRY, moved_message, notify_all, own_alias, wait_until
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
@@ -66,14 +68,18 @@ def prepare(kernel: EntryKernel, args: tuple) -> Plan:
 
 
 def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
-    """``prepare``, and the launch's runtime arguments (read in the same pass)."""
+    """``prepare``, and the launch's runtime arguments (read in the same pass). A raw NumPy array or
+    torch tensor is replaced by safetile's own alias of it first (``memory.own_alias``): the checks
+    read the alias's facts and the backend gets the alias, so re-pointing the raw array afterwards
+    (or from inside the checks: a precondition, a ``__hash__``) cannot change what runs."""
     names = kernel.param_names
     if len(args) != len(names):
         raise LaunchTypeError(f"kernel {kernel.__name__!r} takes {len(names)} argument(s) ({', '.join(names)}), "
                               f"got {len(args)}")
     parts: list[Any] = []  # the key's per-argument part
     runtime = []
-    for a in args:
+    checked: list | None = None  # the arguments as the checks see them (raw arrays: their aliases), if any raw
+    for i, a in enumerate(args):
         ta = type(a)
         if ta is Partition or ta is Shared or ta is MappedPartition:
             f = a._facts
@@ -89,36 +95,48 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
         elif ta in _VALUE_TYPES:
             parts.append((ta, a))  # 1, 1.0 and True are equal as dict keys: the type keeps them apart
             runtime.append(a)
-        elif ta is _TorchTensor:  # raw torch tensor (a Ref): its facts are read on every launch
-            parts.append((a.data_ptr(), a.dtype, a.shape, a.stride(), a.get_device()))
-            runtime.append(a)
+        elif ta is _TorchTensor:  # raw torch tensor (a Ref): its alias's facts, read on every launch
+            al = a.detach()
+            parts.append((al.data_ptr(), al.dtype, al.shape, al.stride(), al.get_device()))
+            runtime.append(al)
+            if checked is None:
+                checked = list(args)
+            checked[i] = al
+        elif isinstance(a, _FACT_TYPES):
+            parts.append(facts_of(a))
+            runtime.append(a._data if isinstance(a, Tensor) else a._tensor._data)
         else:
-            parts.append(_fact_key(a))
-            runtime.append(a._tensor._data if isinstance(a, (Partition, Shared, MappedPartition)) else
-                           a._data if isinstance(a, Tensor) else plain(a))
+            al = own_alias(a)
+            if al is None:
+                parts.append(_fact_key(a))
+                runtime.append(a)
+            else:
+                parts.append(facts_of(al))
+                runtime.append(al)
+                if checked is None:
+                    checked = list(args)
+                checked[i] = al
     key = (kernel.config_key, backend_override(), tuple(parts))
     caches = kernel.caches
     if not caches.captured.check():  # Python state the compiled code folded in: unchanged?
         caches.refresh()
+    runtime_t = tuple(runtime)
     seen, plan = caches.last  # the latest plan: its key compared (identity per fact), not hashed
     if key != seen:
         plan = caches.plans.get(key)
-        if plan is None:
-            plan = _check(kernel, args, key)  # runs the callable preconditions too
+        if plan is None:  # checked on the aliases; runs the callable preconditions too
+            plan = _check(kernel, args if checked is None else tuple(checked), key, runtime_t)
             caches.last = (key, plan)
-            return plan, tuple(runtime)
+            return plan, runtime_t
         caches.last = (key, plan)
     if kernel.callable_preconditions:  # a reused plan: the callables may read state that changed
         for pc in kernel.callable_preconditions:
             pc.check(plan.precondition_values)
-    return plan, tuple(runtime)
+    return plan, runtime_t
 
 
 def _fact_key(a: Any) -> Any:
-    """The key part of an argument that is not a safetile value, a plain scalar or a torch tensor."""
-    f = facts_of(a)
-    if f is not None:
-        return f
+    """The key part of an argument that is not a safetile value, an array, a plain scalar or a torch tensor."""
     try:
         hash(a)
         return (type(a), a)
@@ -126,7 +144,7 @@ def _fact_key(a: Any) -> Any:
         return Junk(type(a).__name__)
 
 
-def _check(kernel: EntryKernel, args: tuple, key: tuple) -> Plan:
+def _check(kernel: EntryKernel, args: tuple, key: tuple, runtime: tuple) -> Plan:
     """Run the checks (the type-level part cached separately) and store the plan under ``key``."""
     facts = tuple(_arg_fact(kernel, c, a) for c, a in zip(kernel.const_flags, args))
     tkey = (key[0], key[1], tuple(f.type_key if type(f) is ArgFacts else
@@ -136,21 +154,11 @@ def _check(kernel: EntryKernel, args: tuple, key: tuple) -> Plan:
     tc = caches.types.get(tkey)
     if tc is None:
         tc = caches.store(caches.types, tkey, check_types(kernel, facts))
-    return caches.store(caches.plans, key, check_memory(kernel, tc, facts))
-
-
-def runtime_args(args: tuple) -> tuple:
-    """What the backend receives: each tensor-like argument's array, scalars and constants as given."""
-    out = []
-    for a in args:
-        ta = type(a)
-        if ta is Tensor:
-            out.append(a._data)
-        elif ta is Partition or ta is Shared or ta is MappedPartition or isinstance(a, _FACT_TYPES):
-            out.append(a._tensor._data if not isinstance(a, Tensor) else a._data)
-        else:
-            out.append(plain(a))
-    return tuple(out)
+    plan = check_memory(kernel, tc, facts)
+    # torch memory the launch was checked on: its storage can still be reallocated under the alias
+    plan.pins = tuple((i, name, f.extent.ptr) for i, (name, f, r) in enumerate(zip(kernel.param_names, facts, runtime))
+                      if type(f) is ArgFacts and not isinstance(r, np.ndarray))
+    return caches.store(caches.plans, key, plan)
 
 
 def _passed_as(name: str, kname: str) -> str:
@@ -195,7 +203,11 @@ class _OpRef(weakref.ref):
 # ------------------------------------------------------------------------------ running
 
 def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
-    """Run a checked launch on its backend (no ownership bookkeeping)."""
+    """Run a checked launch on its backend (no ownership bookkeeping), if its torch memory has not
+    moved since it was checked."""
+    for i, name, ptr in plan.pins:
+        if runtime[i].data_ptr() != ptr:
+            raise AliasError(moved_message(name, "the launch was checked"))
     c = plan.compiled
     if plan.backend == "cpu":
         if plan.device != "cpu":
@@ -416,8 +428,8 @@ class LaunchOp(DeviceOp, Unique):
         if self._state != "built":
             raise DeviceOpError(f"{self.label} has {self._state_text()}; configure the kernel before launching")
         try:
-            if self._plan is not None:
-                self._plan = prepare(kernel, self.args)
+            if self._plan is not None:  # checked again on fresh aliases: the plan and its runtime go together
+                self._plan, self._runtime = prepare_runtime(kernel, self.args)
         except Exception:
             if self._set_state(("built",), "rejected"):
                 self._give_back(self.args)
@@ -461,9 +473,11 @@ class LaunchOp(DeviceOp, Unique):
             if plan is None:
                 args, plan = self._resolve(ctx)
             if ctx.capturing:
-                ctx.recorder.record(self.label, lambda stream, p=plan, r=self._runtime: run_plan(p, r, stream),
+                runtime = self._runtime
+                ctx.recorder.record(self.label, lambda stream, p=plan, r=runtime: run_plan(p, r, stream),
                                     plan.writes, plan.reads, plan.device, args,
-                                    zip(self.kernel.param_names, args))
+                                    zip(self.kernel.param_names, args),
+                                    [(name, runtime[i], ptr) for i, name, ptr in plan.pins])
             else:
                 # the terminal's in-flight entry gets this launch's memory, atomically with the conflict
                 # check: conflicting work of other terminals is ordered first (this stream's by the stream)

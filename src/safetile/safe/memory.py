@@ -76,6 +76,40 @@ def plain(a: Any) -> Any:
     return a
 
 
+def own_alias(a: Any) -> Any:
+    """safetile's own alias of a raw NumPy array or torch tensor (None for anything else).
+
+    Whoever passed the raw array keeps it and may re-point it in place at any time (``a.strides =
+    ...``, ``a.shape = ...``, torch ``set_``, ``resize_``, ``as_strided_``), also from code that
+    runs inside the checks (a precondition, a ``__hash__``). The checks read the facts of this
+    alias and the backend gets this alias, so the memory a launch touches is the memory it was
+    checked on: nobody else holds the alias, so nobody can re-point it, and it keeps the memory
+    alive (a NumPy view holds its base; a torch alias holds its storage). What it cannot stop is a
+    torch storage being *reallocated* (``resize_`` beyond its size, through any tensor on it):
+    then its data pointer moves, which ``Plan.pins`` refuse before the launch runs."""
+    if isinstance(a, np.ndarray):
+        return np.ndarray.view(a, np.ndarray)  # the base class's method: a subclass cannot lie (``plain``)
+    if type(a).__module__.startswith("torch"):
+        import torch
+        if type(a) is torch.Tensor:
+            return a.detach()
+        if isinstance(a, torch.Tensor):  # a subclass (nn.Parameter, ...): no __torch_function__ of its own runs
+            with torch._C.DisableTorchFunctionSubclass():
+                al = torch.Tensor.detach(a)
+            if type(al) is not torch.Tensor:
+                from .errors import LaunchTypeError
+                raise LaunchTypeError(f"a {type(a).__name__} (a torch tensor subclass whose detach() is not a plain "
+                                      "tensor) cannot be an argument of a safe launch; pass a plain torch tensor")
+            return al
+    return None
+
+
+def moved_message(name: str, since: str) -> str:
+    """Why work on an alias whose torch storage was reallocated is refused (see ``own_alias``)."""
+    return (f"argument {name!r}: its torch storage was reallocated (resize_) since {since}, so the memory it "
+            "now points to is not the memory the checks read; nothing was run: build it again")
+
+
 def extent_of(data: Any) -> Extent:
     """The extent of a NumPy array or torch tensor."""
     device: str | None  # a torch device's name is looked up in a cache first (None: not there yet)

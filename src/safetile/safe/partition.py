@@ -212,6 +212,8 @@ class Partition(Owned):
         """Give the tensor back (the partition is consumed; a borrow ends)."""
         site = caller_site()
         with OWNERSHIP:
+            if isinstance(self._moved, GivenBack):
+                return self._tensor
             self._check("unpartitioned")
             t = self._tensor
             if self._borrowed:
@@ -316,6 +318,8 @@ class MappedPartition(Owned):
     def unmap(self) -> Partition:
         site = caller_site()
         with OWNERSHIP:
+            if isinstance(self._moved, GivenBack):
+                return self._partition
             self._move(f"the partition returned by .unmap() at {site}")
             self._partition._mapped = None
             self._partition._give_back()
@@ -323,6 +327,20 @@ class MappedPartition(Owned):
 
     def unpartition(self) -> Tensor:
         return self.unmap().unpartition()
+
+
+class GivenBack:
+    """What a partition (mapped partition) was moved into when a failed terminal gave its tensor
+    (partition) back (``deviceop._unshare``): whoever holds the tensor or the partition gets it
+    back, ``unpartition()`` (``unmap()``) still returns it; it cannot be used as a partition."""
+
+    __slots__ = ("what", "method")
+
+    def __init__(self, what: str, method: str):
+        self.what, self.method = what, method
+
+    def __str__(self) -> str:
+        return f"{self.what}, given back by a failed terminal (.{self.method}() returns it)"
 
 
 class Shared(Unique):

@@ -498,6 +498,7 @@ class Specialization:
                 parts.append((ptr, shape, strides))
             else:
                 flat.append(_interp_scalar(a, d))
+        _one_storage_per_address(flat)
         big = grid3[1] > _GRID_YZ_LIMIT or grid3[2] > _GRID_YZ_LIMIT
         key = ("interp", tuple((p[0] & 15, tuple(p[1]), tuple(p[2])) for p in parts), big)
         v = self.variants.get(key)
@@ -576,6 +577,26 @@ def _interp_scalar(x, d: dt.DType):
     with np.errstate(all="ignore"):
         data = np.array([x]).astype(d.np_dtype if d.name not in ("bfloat16",) else np.float32)
     return tl.core.tensor(TensorHandle(data, tld), tld)
+
+
+def _one_storage_per_address(flat: list) -> None:
+    """Triton's interpreter keeps one storage per storage address (the first it meets): two storages
+    starting at one address (a NumPy view wrapped by ``torch.from_numpy`` and the torch tensor it
+    came from) would make it place the second tensor in the first's, too small, storage. Tensors
+    of such a group are put on its largest storage (which covers the others: same start), in place."""
+    largest: dict[int, Any] = {}
+    tensors = [(i, t) for i, t in enumerate(flat) if isinstance(t, _Tensor)]
+    for _, t in tensors:
+        st = t.untyped_storage()
+        have = largest.get(st.data_ptr())
+        if have is None or st.nbytes() > have.nbytes():
+            largest[st.data_ptr()] = st
+    for i, t in tensors:
+        st = t.untyped_storage()
+        big = largest[st.data_ptr()]
+        if big.nbytes() > st.nbytes():
+            offset = (t.data_ptr() - big.data_ptr()) // t.element_size()
+            flat[i] = t.new_empty(0).set_(big, offset, t.shape, t.stride())
 
 
 def _interp_launch(v: Variant, grid3, flat) -> None:
