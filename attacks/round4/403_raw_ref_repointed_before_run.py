@@ -84,6 +84,7 @@ def spin_write(z: ct.Mut[ct.f32, "B"], v: ct.f32, reps: ct.Constant[int]):
     K = kernel_from_source(SRC, tag="r4_403")
     N = 4096
     base = np.zeros(2 * N, np.float32)
+    base[N:] = 5.0  # (lead, session 5: B's own checked input made distinguishable from A's old zeros)
     zA = ct.from_dlpack(base[:N]).partition(64)
     a = np_ref(base, N, N)
     opB = fill(ct.zeros(N).sync().partition(64), a)
