@@ -61,8 +61,10 @@ class Claims:
                             if any(overlaps(a, b) for b in ext_b):
                                 why = ("it is read-only shared memory" if other == FROZEN
                                        else "it can still be written")
-                                raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
-                                                 "a Shared value has no writable alias anywhere")
+                                err = AliasError(f"{what}: its memory overlaps memory held by {label_b}, and "
+                                                 f"{why}; a Shared value has no writable alias anywhere")
+                                err.conflict = other  # the kind of claim in the way (see Shared._take)
+                                raise err
                 token = next(self._ids)
                 # the finalizer first: a claim is never registered without what ends it
                 weakref.finalize(holder, self._forget, token)

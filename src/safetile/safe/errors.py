@@ -26,6 +26,8 @@ class BorrowError(OwnershipError):
 class AliasError(LaunchError):
     """A mutable argument overlaps another argument in memory."""
 
+    conflict: str | None = None  # a refused claim: the kind of claim in the way (claims.py)
+
 
 class PartitionError(LaunchError):
     """A partition request is invalid (rank, shape, mapping)."""

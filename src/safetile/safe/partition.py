@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
-from .claims import CLAIMS, FROZEN, WRITABLE
+from .claims import CLAIMS, EXPORTED, FROZEN, WRITABLE
 from .errors import AliasError, OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
@@ -378,13 +378,15 @@ class Shared(Unique):
         site = caller_site()
         try:
             s._freeze(tensor, site)
-        except AliasError:
-            # a DLPack export kept alive only by a reference cycle (a stored traceback; Triton's
-            # interpreter keeps a launch's arguments in one) ends when the cycle is collected
-            if not CLAIMS.exported([tensor._extent()]):
+            return s
+        except AliasError as e:
+            if getattr(e, "conflict", None) != EXPORTED:
                 raise
-            gc.collect()
-            s._freeze(tensor, site)
+        # a DLPack export kept alive only by a reference cycle (a stored traceback; Triton's
+        # interpreter keeps a launch's arguments in one) ends when the cycle is collected; collected
+        # outside the except block, whose refusal's traceback may itself reach the export
+        gc.collect()
+        s._freeze(tensor, site)
         return s
 
     def _freeze(self, tensor: Tensor, site: str) -> None:
