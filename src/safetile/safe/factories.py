@@ -225,7 +225,7 @@ def copy(src: Any) -> DeviceOp:
 
     def make(device):
         data = _source_data(src, "copy")
-        with REGISTRY.host_access(extent_of(data), False, "a copy"):
+        with REGISTRY.host_access(extent_of(data), False):
             return _to(data, device)
     return Alloc("copy", normalize_device(str(dev)), make)
 
@@ -237,7 +237,7 @@ def to_device(src: Any, device: Any = None) -> DeviceOp:
 
     def make(device):
         data = _source_data(src, "to_device")
-        with REGISTRY.host_access(extent_of(data), False, "a copy"):
+        with REGISTRY.host_access(extent_of(data), False):
             return _to(data, device)
     return Alloc(f"to_device({dev})", dev, make)
 

@@ -142,7 +142,6 @@ class Graph(Handle, Unique):
         self._steps = recorder.steps
         self._writes = list(recorder.writes)
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
-        self._label = f"graph replay ({len(self._steps)} ops)"
         self._guards = recorder.guards
         self.value = value
         self.stream = stream
@@ -270,7 +269,7 @@ class Graph(Handle, Unique):
         """Claim the memory, run the recorded work, wait for it; then ``_end`` (on the thread that ran it)."""
         try:
             stream = self.stream
-            entry = InFlight(self._label, stream)
+            entry = InFlight(stream)
             completed = False
             try:
                 REGISTRY.claim(entry, self, self._writes, self._reads)

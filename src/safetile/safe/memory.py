@@ -191,10 +191,9 @@ class InFlight:
     CUDA event recorded on the entry's stream when someone first needs it after a
     submission. ``done`` is set when the terminal has waited for its work."""
 
-    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added")
+    __slots__ = ("stream", "writes", "reads", "done", "enqueued", "_event", "_added")
 
-    def __init__(self, label: Any, stream: Any, writes=(), reads=()):
-        self.label = label  # text, or an object formatted with str() only when shown
+    def __init__(self, stream: Any, writes=(), reads=()):
         self.stream = stream  # None: a host access
         self.writes: list = list(writes)
         self.reads: list = list(reads)
@@ -289,11 +288,13 @@ class Registry:
             return False
         lock = self._lock
         lock.acquire()
-        ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
-        if ok:
-            entry.enqueued = False
-            entry._event = None
-        lock.release()
+        try:
+            ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
+            if ok:
+                entry.enqueued = False
+                entry._event = None
+        finally:
+            lock.release()
         return ok
 
     def claim(self, entry: InFlight, key: Any, writes, reads) -> None:
@@ -307,14 +308,15 @@ class Registry:
         if not self._entries:  # nothing registered: nothing to wait for or order after
             lock = self._lock
             lock.acquire()
-            if not self._entries:
-                entry.enqueued = False
-                entry._event = None
-                entry.add(key, writes, reads)
-                self._entries = (entry,)
+            try:  # released whatever happens: a lock left held would hang every later claim
+                if not self._entries:
+                    entry.enqueued = False
+                    entry._event = None
+                    entry.add(key, writes, reads)
+                    self._entries = (entry,)
+                    return
+            finally:
                 lock.release()
-                return
-            lock.release()
         while True:
             blockers, submitted = [], []
             with self._lock:
@@ -357,10 +359,10 @@ class Registry:
             elif entry in entries:
                 self._entries = tuple(e for e in entries if e is not entry)
 
-    def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> HostAccess:
+    def host_access(self, ext: Extent, writing: bool) -> HostAccess:
         """``with REGISTRY.host_access(ext, writing):`` — the memory is not touched by running work
         while the block runs (launches claiming it meanwhile wait for the block to end)."""
-        return HostAccess(self, ext, writing, label)
+        return HostAccess(self, ext, writing)
 
     def wait_for_host(self, ext: Extent, writing: bool) -> None:
         """Wait until no unfinished work conflicts with ``ext`` (a snapshot: prefer ``host_access``)."""
@@ -373,9 +375,9 @@ class HostAccess:
 
     __slots__ = ("registry", "entry", "ext", "writing")
 
-    def __init__(self, registry: Registry, ext: Extent, writing: bool, label: Any):
+    def __init__(self, registry: Registry, ext: Extent, writing: bool):
         self.registry, self.ext, self.writing = registry, ext, writing
-        self.entry = InFlight(label, None)
+        self.entry = InFlight(None)
 
     def __enter__(self) -> HostAccess:
         w, r = ([self.ext], []) if self.writing else ([], [self.ext])

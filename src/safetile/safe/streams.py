@@ -50,6 +50,9 @@ class Stream:
         self.device_index = -1
         if self.is_cuda:
             import torch
+            if torch_stream is None and not int(self.device[5:]) < torch.cuda.device_count():
+                raise ArgumentError(f"no CUDA device {self.device} here ({torch.cuda.device_count()} visible to "
+                                    "torch); use 'cpu' or a device that exists")
             self.torch_stream = torch_stream if torch_stream is not None else torch.cuda.Stream(device=self.device)
             self.handle = self.torch_stream.cuda_stream
             self.device_index = self.torch_stream.device_index

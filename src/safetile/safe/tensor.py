@@ -181,7 +181,7 @@ class Tensor(Owned):
 
     def _host_copy(self) -> np.ndarray:
         """A NumPy copy, taken while no launch writes this memory (launches wait for the copy)."""
-        with REGISTRY.host_access(self._extent(), False, "a host read"):
+        with REGISTRY.host_access(self._extent(), False):
             if isinstance(self._data, np.ndarray):
                 return np.array(self._data, copy=True)
             return torch_to_numpy(self._data)

@@ -1,0 +1,241 @@
+"""The runtime's states seen from outside while work is in flight: what a value lent to (or moved
+into) a running terminal says when someone else uses it, stream order, the in-flight registry
+staying usable after a failed claim. Each test drives the runtime's own worker threads (or one
+thread of its own) step by step with events, so what it asserts happens deterministically.
+(bench/NOTES.md, "Mutation testing": these cover what the mutants left alive in the runtime.)"""
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import safetile as ct
+from safetile.safe.memory import InFlight, Registry, extent_of
+
+from attack_helpers import rnd
+
+WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
+
+
+@ct.entry
+def inc(z: ct.Mut[ct.f32, "B"]):
+    z.store(z.load() + 1.0)
+
+
+@ct.entry
+def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(z.load() + ct.load_tile_like(x, z))
+
+
+class Pause:
+    """A ``then`` closure that stops the chain until ``go`` is set (``entered``: it is stopped there)."""
+
+    def __init__(self):
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, value):
+        self.entered.set()
+        assert self.go.wait(WAIT)
+        return value
+
+
+def in_use_message(value, holder: str) -> str:
+    return re.escape(f"{value.label} cannot be read: it is in use by {holder}, which has not finished; that "
+                     "terminal's result gives it back")
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_value_lent_to_a_running_sync_names_that_terminal(pinned):
+    """A launch inside a chain gives its arguments back to the chain, not to everyone: until the
+    terminal ends, another thread's use of them is refused, naming the terminal."""
+    p = ct.zeros(64).sync().partition(16)
+    pause = Pause()
+    op = inc(p).then(pause)
+    worker = ct.Stream("cpu")  # the runtime's own worker thread drives the terminal
+    fut = worker.submit(lambda: op.sync_on(ct.Stream("cpu")) if pinned else op.sync())
+    assert pause.entered.wait(WAIT)
+    holder = "a running sync_on()" if pinned else "a running sync()"
+    with pytest.raises(ct.UseAfterMoveError, match="^" + in_use_message(p, holder) + "$"):
+        p.to_numpy()
+    with pytest.raises(ct.UseAfterMoveError, match=re.escape(f"cannot be passed as argument 'z' of kernel 'inc': it "
+                                                            f"is in use by {holder}")):
+        inc(p)
+    assert not p.is_moved  # the refused launch moved nothing
+    pause.go.set()
+    (out,) = fut.result(WAIT)
+    assert out is p and np.array_equal(p.to_numpy(), np.ones(64, np.float32))  # usable again
+
+
+def test_a_value_lent_to_an_unfinished_await_names_it():
+    t = ct.zeros(32).sync()
+    p = t.partition(8)
+    pause = Pause()
+    op = inc(p).then(pause)
+
+    async def main():
+        task = asyncio.ensure_future(op)  # runs on a stream's worker thread
+        while not pause.entered.is_set():
+            await asyncio.sleep(0.001)
+        with pytest.raises(ct.UseAfterMoveError, match="^" + in_use_message(p, f"an unfinished await of {op.label}")):
+            p.to_numpy()
+        pause.go.set()
+        return await task
+    (out,) = asyncio.run(main())
+    assert out is p and np.array_equal(p.to_numpy(), np.ones(32, np.float32))
+
+
+def test_a_value_moved_into_a_running_replay_names_it():
+    """A replay takes the values it was captured with for its duration (as a launch does)."""
+    z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=3)
+    xs = x.to_numpy()
+    g = add(z, x).graph()
+    busy, go = threading.Event(), threading.Event()
+    g.stream.submit(lambda: (busy.set(), go.wait(WAIT)))  # the graph's stream has work queued: the replay waits
+    assert busy.wait(WAIT)
+    driver = ct.Stream("cpu")
+    fut = driver.submit(g.launch)  # takes the values, then waits for the graph's stream
+    while not z.is_moved:
+        assert not fut.done()
+        threading.Event().wait(0.001)
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{z.label} cannot be read: it was moved into a "
+                                                                   f"replay of {g.label}; it is given back when the "
+                                                                   "replay ends") + "$"):
+        z.to_numpy()
+    go.set()
+    assert fut.result(WAIT)[0] is z and g.replays == 1
+    assert np.array_equal(z.to_numpy(), xs)
+
+
+def test_a_cpu_stream_runs_its_work_one_at_a_time_in_order():
+    s = ct.Stream("cpu")
+    first_running, second_started = threading.Event(), threading.Event()
+    order = []
+
+    def first():
+        first_running.set()
+        order.append(("first saw the second start", second_started.wait(0.2)))
+
+    def second():
+        second_started.set()
+        order.append("second")
+    a, b = s.submit(first), s.submit(second)
+    assert first_running.wait(WAIT)
+    b.result(WAIT), a.result(WAIT)
+    assert order == [("first saw the second start", False), "second"]
+    assert s.run(lambda: "inline") == "inline"  # nothing queued: runs on the caller's thread
+
+
+def test_stream_run_waits_behind_queued_work():
+    s = ct.Stream("cpu")
+    go, order = threading.Event(), []
+    s.submit(lambda: (go.wait(WAIT), order.append("queued")))
+    threading.Timer(0.05, go.set).start()
+    assert s.run(lambda: order.append("run") or threading.current_thread().name) .startswith("safetile-stream")
+    assert order == ["queued", "run"]
+
+
+def test_a_failed_claim_leaves_the_registry_usable():
+    """Whatever goes wrong inside a claim (here a failing extent list), the registry's lock is let go:
+    a lock left held would hang every later launch, copy and host read."""
+    reg = Registry()
+    keep = np.zeros(4, np.float32)
+
+    def failing():
+        raise RuntimeError("extents could not be listed")
+        yield  # pragma: no cover
+
+    for entries in ((), (InFlight(None),)):
+        for e in entries:
+            reg.claim(e, e, [], [extent_of(np.zeros(2))])
+        entry = InFlight(None)
+        with pytest.raises(RuntimeError, match="extents could not be listed"):
+            reg.claim(entry, entry, failing(), [])
+        assert reg._lock.acquire(timeout=1), "the registry's lock was left held"
+        reg._lock.release()
+        ok = InFlight(None)
+        reg.claim(ok, ok, [extent_of(keep)], [])
+        reg.remove(ok)
+        for e in entries:
+            reg.remove(e)
+
+
+def test_slicing_along_an_axis_the_tensor_lacks_is_refused():
+    t = ct.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4)).sync().named("s")
+    assert np.array_equal(t.slice(-1, 1, 3).to_numpy(), np.arange(12).reshape(3, 4)[:, 1:3])
+    assert np.array_equal(t.slice(1, 0, 2).to_numpy(), np.arange(12).reshape(3, 4)[:, 0:2])
+    for axis in (2, -3, True, 1.0):
+        with pytest.raises(ct.TensorError, match="^" + re.escape(f"slice of tensor 's': axis {axis!r} is not an axis "
+                                                                 "of a rank-2 tensor") + "$"):
+            t.slice(axis, 0, 1)
+
+
+def test_forcing_a_backend_by_name():
+    z = ct.zeros(16).sync().partition(16)
+    (z,) = inc.backend("cpu")(z).sync()
+    assert np.array_equal(z.to_numpy(), np.ones(16, np.float32))
+    assert inc.backend(None) is not None and inc.backend("triton") is not None
+    with pytest.raises(ct.ArgumentError, match=r"^unknown backend 'CPU': use 'cpu', 'triton' or None$"):
+        inc.backend("CPU")
+
+
+def test_a_stream_pool_is_on_the_cpu_unless_told():
+    pool = ct.StreamPool(size=2)
+    a, b, c = pool.next(), pool.next(), pool.next()
+    assert pool.device == "cpu" and a.device == b.device == "cpu" and a is not b and c is a
+    with pytest.raises(ct.ArgumentError, match="^a stream pool needs at least one stream$"):
+        ct.StreamPool(size=0)
+
+
+def test_a_cuda_stream_without_a_gpu_is_a_safetile_error():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    for dev, name in (("cuda", "cuda:0"), ("cuda:1", "cuda:1")):
+        with pytest.raises(ct.ArgumentError, match="^" + re.escape(f"no CUDA device {name} here (0 visible to torch); "
+                                                                   "use 'cpu' or a device that exists") + "$"):
+            ct.Stream(dev)
+    with pytest.raises(ct.ArgumentError, match="^no CUDA device cuda:0 here"):
+        ct.zeros(4, device="cuda").sync()
+    assert not ct.Stream("cpu").is_cuda
+
+
+def test_leaving_a_borrow_with_an_unrun_launch_warns_at_the_with_statement():
+    t = ct.zeros(16).sync()
+    with pytest.warns(ct.LaunchDroppedWarning) as caught:
+        with ct.borrow_mut(t) as b:
+            op = inc(b.partition(16))
+    (w,) = [w for w in caught if issubclass(w.category, ct.LaunchDroppedWarning)]
+    assert w.filename == __file__ and str(w.message) == (
+        f"leaving the borrow of {t.label}: {op.label} had not run; it was cancelled and will never run (run "
+        "launches inside the block)")
+    assert np.array_equal(t.to_numpy(), np.zeros(16, np.float32))
+
+
+@pytest.mark.parametrize("cond, n, c, outcome", [
+    ("n * 3 == 6", 2, 0, "runs"),
+    ("n * 3 == 7", 2, 0, "does not hold"),
+    ("n ** c == 1024", 2, 10, "runs"),
+    ("n ** c > 0", 1, 100000, "runs"),  # 1 ** c stays small however large c is
+    ("n ** c > 0", 2, 2000, "runs"),
+    ("n ** c > 0", 2, 5000, "OverflowError: the constant 2 ** 5000 has more than 4096 bits"),
+    ("2 ** c * 2 ** c > n", 2, 2000, "runs"),
+    ("2 ** c * 2 ** c > n", 2, 2048, "OverflowError: the constant "),  # the product passes 4096 bits
+])
+def test_precondition_arithmetic_is_exact_and_bounded(cond, n, c, outcome):
+    """Multiplication and powers in a precondition are exact Python integers, refused (not computed)
+    once a result would pass 4096 bits."""
+    @ct.entry(preconditions=[cond])
+    def k(z: ct.Mut[ct.f32, "B"], n: int, c: ct.Constant[int]):
+        z.store(z.load() + 1.0)
+    z = ct.zeros(16).sync().partition(16)
+    if outcome == "runs":
+        z, _, _ = k(z, n, c).sync()
+        assert np.array_equal(z.to_numpy(), np.ones(16, np.float32))
+        return
+    text = "does not hold" if outcome == "does not hold" else "could not be evaluated: " + outcome
+    with pytest.raises(ct.PreconditionError, match=re.escape(f"kernel 'k': precondition `{cond}` {text}")):
+        k(z, n, c)
+    assert np.array_equal(z.to_numpy(), np.zeros(16, np.float32))
