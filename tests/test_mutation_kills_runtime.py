@@ -6,6 +6,7 @@ thread of its own) step by step with events, so what it asserts happens determin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 
@@ -239,3 +240,67 @@ def test_precondition_arithmetic_is_exact_and_bounded(cond, n, c, outcome):
     with pytest.raises(ct.PreconditionError, match=re.escape(f"kernel 'k': precondition `{cond}` {text}")):
         k(z, n, c)
     assert np.array_equal(z.to_numpy(), np.zeros(16, np.float32))
+
+
+class SlowSource(np.ndarray):
+    """A copy source whose copying (``np.copyto`` dispatches to it) stops until ``go`` is set: the copy
+    is then in the middle of being submitted, its memory claimed."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.copyto:
+            self.pause.entered.set()
+            assert self.pause.go.wait(WAIT)
+        args = tuple(np.ndarray.view(a, np.ndarray) if isinstance(a, SlowSource) else a for a in args)
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("others_registered", [False, True])
+def test_a_host_read_waits_for_a_copy_being_submitted(others_registered):
+    """A copy into memory is registered before it starts writing; a host read of that memory (a raw
+    array copied by ct.copy) waits for it to end, whether or not other work is registered."""
+    from safetile.safe.memory import REGISTRY
+    base = np.zeros(16, np.float32)
+    dst = ct.from_dlpack(base)
+    src = np.arange(16, dtype=np.float32).view(SlowSource)
+    src.pause = pause = Pause()
+    op = ct.memcpy(dst, src)
+    unrelated = np.zeros(4, np.float32)
+    with REGISTRY.host_access(extent_of(unrelated), False) if others_registered else contextlib.nullcontext():
+        fut = ct.Stream("cpu").submit(op.sync)
+        assert pause.entered.wait(WAIT)
+        threading.Timer(0.05, pause.go.set).start()
+        seen = ct.copy(base).sync().to_numpy()  # waits for the copy: never the zeros from before it
+    assert np.array_equal(seen, np.arange(16, dtype=np.float32))
+    assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), seen)
+
+
+def test_a_borrowed_tensor_cannot_be_launched_with():
+    z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=4)
+    with ct.borrow_mut(x) as b:
+        p = b.partition(16)
+        with pytest.raises(ct.BorrowError, match=re.escape(f"{x.label} cannot be passed as argument 'x' of kernel "
+                                                           f"'add': it is mutably borrowed by {p.label}")):
+            add(z, x)
+        assert not z.is_moved and not x.is_moved
+        p.release()
+    (z, x) = add(z, x).sync()
+    assert np.array_equal(z.to_numpy(), x.to_numpy())
+
+
+def test_waiters_count_themselves_while_they_wait():
+    """``notify_all`` wakes waiters only when some thread counts as waiting: each waiter counts itself
+    for the length of its wait, and no longer."""
+    from safetile.safe import memory
+    flag, seen = [False], []
+    before = memory._WAITERS[0]
+
+    def test():
+        seen.append(memory._WAITERS[0])
+        return flag[0]
+    waiter = ct.Stream("cpu").submit(lambda: memory.wait_until(test))
+    while len(seen) < 2:  # its first test fails, then it counts itself and waits
+        threading.Event().wait(0.001)
+    flag[0] = True
+    memory.notify_all()
+    waiter.result(WAIT)
+    assert seen[0] == before and set(seen[1:]) == {before + 1} and memory._WAITERS[0] == before

@@ -251,7 +251,7 @@ class DeviceOp(Handle):
     def sync(self) -> Any:
         """Run on the next stream of the default pool (of the op's device) and wait for the result."""
         self._refuse("sync()")
-        return self._drive(self._pick_stream(), False)
+        return self._drive(self._pick_stream(), False)  # pragma: no mutate (None: as falsy as False)
 
     def sync_on(self, stream: Stream) -> Any:
         """Run on ``stream`` and wait for the result."""

@@ -291,7 +291,6 @@ class LaunchOp(DeviceOp, Unique):
         into = self._into
         acquire()
         try:
-            ctx = None
             moved = []
             for a in values:
                 ta = type(a)
@@ -302,18 +301,15 @@ class LaunchOp(DeviceOp, Unique):
                 elif ta is Partition or ta is Tensor:
                     if a._moved is not None or (a._released if ta is Partition else a._borrow is not None):
                         break
-                    lent = a._lent
-                    if lent is not None:
-                        if ctx is None:
-                            ctx = current_context()
-                        if lent is not ctx:
-                            break
+                    lent = a._lent  # given back to a running terminal: only that terminal's code may use it
+                    if lent is not None and lent is not current_context():
+                        break
                     a._moved = into
                     a._holder = ref
                 elif isinstance(a, (Owned, Shared)):
                     break  # anything rarer: the worded check decides
                 else:
-                    continue
+                    continue  # pragma: no mutate (break: a plain value passes the worded checks below too)
                 moved.append(a)
             else:
                 # a tensor or partition passed twice was refused above (moved at its first place); a
