@@ -231,7 +231,7 @@ class DeviceOp(Handle):
 
     def partition(self, shape) -> DeviceOp:
         """``op.map(lambda t: t.partition(shape))`` for ops producing a tensor."""
-        return Map(self, lambda t: t.partition(shape), "partition")
+        return self.map(lambda t: t.partition(shape))
 
     def boxed(self) -> DeviceOp:
         return self

@@ -38,7 +38,6 @@ _SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, 
 
 
 _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips its frames
-_basenames: dict[str, str] = {}
 
 
 def caller_location(depth: int = 1) -> tuple[str, int] | None:
@@ -47,11 +46,10 @@ def caller_location(depth: int = 1) -> tuple[str, int] | None:
     f: FrameType | None = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
-        skip = _internal.get(fn)
+        skip = _internal.get(fn)  # pragma: no mutate (a cache: computing it again gives the same)
         if skip is None:
-            if len(_internal) > 4096:
+            if len(_internal) > 4096:  # pragma: no mutate (the cache's size bound)
                 _internal.clear()
-                _basenames.clear()
             skip = _internal[fn] = fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])
         if not skip:
             return fn, f.f_lineno
@@ -63,10 +61,7 @@ def format_location(loc: tuple[str, int] | None) -> str:
     """``file:line`` of a ``caller_location``."""
     if loc is None:
         return "<unknown>"
-    base = _basenames.get(loc[0])
-    if base is None:
-        base = _basenames[loc[0]] = os.path.basename(loc[0])
-    return f"{base}:{loc[1]}"
+    return f"{os.path.basename(loc[0])}:{loc[1]}"
 
 
 def caller_site() -> str:
