@@ -163,7 +163,7 @@ class Owned(Unique):
     def _brief(self) -> str:
         return ""
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         """Raise if this value was moved; ``action`` says what the caller tried to do."""
         if self._moved is not None:
             raise UseAfterMoveError(f"{self.label} cannot be {action}: it was moved into {self._moved}")

@@ -123,7 +123,7 @@ class Partition(Owned):
         return f"[{self._tensor._dtype.name} {'x'.join(map(str, self._tensor._data.shape))} / " \
                f"{'x'.join(map(str, self._pshape))}]"
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         if self._released:
             raise OwnershipError(f"{self.label} cannot be {action}: it was released (its borrow ended)")
         super()._check(action)
@@ -270,7 +270,7 @@ class MappedPartition(Owned):
         self._n = num_tile_blocks
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         if self._partition._released:
             raise OwnershipError(f"{self.label} cannot be {action}: its partition was released (its borrow ended)")
         super()._check(action)
@@ -375,7 +375,7 @@ class Shared(Unique):
     def label(self) -> str:
         return f"shared {self._tensor.label}"
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         if self._unwrapped is not None:
             raise OwnershipError(f"{self.label} cannot be {action}: it was unwrapped at {self._unwrapped}")
 

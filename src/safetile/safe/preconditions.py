@@ -49,9 +49,10 @@ def _bounded(symbol: str, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
     return fn(a, b)
 
 
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: functools.partial(_bounded, "*", operator.mul),
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-        ast.Pow: functools.partial(_bounded, "**", operator.pow), ast.Div: operator.truediv}
+_BIN: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: functools.partial(_bounded, "*", operator.mul),
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: functools.partial(_bounded, "**", operator.pow),
+    ast.Div: operator.truediv}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
         ast.Gt: operator.gt, ast.GtE: operator.ge}
 _FUNCS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
