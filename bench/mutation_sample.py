@@ -1,19 +1,22 @@
 """Mutation score of safe/ from a uniform random sample of mutmut's mutants (bench/NOTES.md,
 "Mutation testing"): a full run does not fit on shared cores.
 
-    python bench/mutation_sample.py draw SEED N > names.txt     # after `mutmut run` made the mutants
+    python bench/mutation_sample.py select SEED P > names.txt   # after `mutmut run` made the mutants
     mutmut run --max-children 2 $(cat names.txt)                 # then rerun its timeouts alone
     python bench/mutation_sample.py score names.txt [--gpu-only names-gpu.txt] [--json out.json]
 
+``select`` keeps each mutant independently with probability ``P`` (a hash of the seed and its
+name decides), so the selection of a function's mutants does not change when other code changes:
+verdicts of unchanged functions carry over, and only mutants of changed code run again.
 ``score`` reads the verdicts from ``mutmut results --all true``; a mutant listed in the
 ``--gpu-only`` file (one name a line, ``#`` comments allowed) is one whose code runs only with a
 CUDA device: the score is given with and without them.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import random
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -43,9 +46,12 @@ def module(name: str) -> str:
     return name.split(".")[2]
 
 
-def draw(seed: int, n: int) -> None:
-    names = sorted(verdicts())
-    print("\n".join(random.Random(seed).sample(names, n)))
+def selected(seed: str, name: str, p: float) -> bool:
+    return int(hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()[:12], 16) < p * 16 ** 12
+
+
+def select(seed: str, p: float) -> None:
+    print("\n".join(n for n in sorted(verdicts()) if selected(seed, n, p)))
 
 
 def score(sample_file: str, gpu_file: str | None, json_out: str | None) -> None:
@@ -83,8 +89,8 @@ def score(sample_file: str, gpu_file: str | None, json_out: str | None) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "draw":
-        draw(int(sys.argv[2]), int(sys.argv[3]))
+    if sys.argv[1] == "select":
+        select(sys.argv[2], float(sys.argv[3]))
     else:
         args = sys.argv[3:]
         opt = {args[i]: args[i + 1] for i in range(0, len(args), 2)}

@@ -304,3 +304,39 @@ def test_waiters_count_themselves_while_they_wait():
     memory.notify_all()
     waiter.result(WAIT)
     assert seen[0] == before and set(seen[1:]) == {before + 1} and memory._WAITERS[0] == before
+
+
+@ct.entry
+def fill_mapped(c: ct.MappedMut[ct.f32, ("B",)]):
+    for idx in c.iter_indices():
+        c.store(ct.full((B,), 1.0, ct.float32), idx)  # noqa: F821
+
+
+def test_leaving_a_borrow_cancels_an_unrun_launch_of_a_mapped_partition():
+    t = ct.zeros(64).sync()
+    with pytest.warns(ct.LaunchDroppedWarning, match="had not run; it was cancelled"):
+        with ct.borrow_mut(t) as b:
+            op = fill_mapped(b.partition(16).map(2))
+    with pytest.raises(ct.DeviceOpError, match="cannot be cancelled: it has been cancelled$"):
+        op.cancel()
+    assert np.array_equal(t.to_numpy(), np.zeros(64, np.float32))
+    (m,) = fill_mapped(t.partition(16).map(2)).sync()  # the tensor is free again
+    assert np.array_equal(m.to_numpy(), np.ones(64, np.float32))
+
+
+def test_a_copy_names_what_it_copies_into_and_how_to_get_it_back():
+    dst, src = ct.zeros(8).sync(), np.arange(8, dtype=np.float32)
+    op = ct.memcpy(dst, src)
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(
+            f"{dst.label} cannot be read: it was moved into memcpy into {dst.label} (created at "
+            "test_mutation_kills_runtime.py:") + r"\d+" + re.escape("); it is given back by that operation's result "
+                                                                    "or by op.cancel()") + "$"):
+        dst.to_numpy()
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{dst.label} cannot be copied into: it was moved "
+                                                                   f"into memcpy into {dst.label}")):
+        ct.memcpy(dst, src)
+    assert op.sync() is dst and np.array_equal(dst.to_numpy(), src)
+    p = dst.partition(8)
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{dst.label} cannot be copied into: it was moved "
+                                                                   f"into {p.label} (by .partition() at")):
+        ct.memcpy(dst, src)
