@@ -340,3 +340,74 @@ def test_a_copy_names_what_it_copies_into_and_how_to_get_it_back():
     with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{dst.label} cannot be copied into: it was moved "
                                                                    f"into {p.label} (by .partition() at")):
         ct.memcpy(dst, src)
+
+
+def test_an_entry_holds_the_keys_it_has_seen():
+    """Extents are added once per key (a plan launched again adds nothing); the key is held, so a new
+    key can never reuse a freed one's id and be skipped."""
+    keep = [np.zeros(4, np.float32) for _ in range(2)]
+    a, b = extent_of(keep[0]), extent_of(keep[1])
+    e = InFlight(None)
+    key = object()
+    e.add(key, [a], [])
+    del key
+    for _ in range(100):  # CPython hands a freed object's address to the next object of its size
+        e.add(object(), [], [b])
+    assert e.writes == [a] and e.reads == [b] and len(e._added) == 101
+
+
+def test_a_host_read_of_memory_already_written_by_an_unfinished_terminal_goes_on():
+    """CPU work is finished once it is submitted: a host read of what a chain has already written does
+    not wait for the rest of the chain."""
+    base = np.zeros(16, np.float32)
+    z = ct.from_dlpack(base).partition(16)
+    pause = Pause()
+    fut = ct.Stream("cpu").submit(inc(z).then(pause).sync)
+    assert pause.entered.wait(WAIT)
+    safety = threading.Timer(WAIT, pause.go.set)  # only if the read waited for the chain (a hang otherwise)
+    safety.start()
+    seen = ct.copy(base).sync().to_numpy()
+    released_by_timer = pause.go.is_set()
+    pause.go.set()
+    safety.cancel()
+    assert fut.result(WAIT)[0] is z
+    assert not released_by_timer and np.array_equal(seen, np.ones(16, np.float32))
+
+
+def test_a_write_waits_for_a_copy_reading_that_memory():
+    """A copy being submitted reads its source: a copy into that source waits for it (it would change
+    what the first copy reads)."""
+    base = np.arange(8, dtype=np.float32)
+    first_dst = ct.zeros(8).sync()
+    src = base.view(SlowSource)
+    src.pause = pause = Pause()
+    fut = ct.Stream("cpu").submit(ct.memcpy(first_dst, src).sync)
+    assert pause.entered.wait(WAIT)
+    threading.Timer(0.05, pause.go.set).start()
+    ct.memcpy(ct.from_dlpack(base), np.full(8, -1.0, np.float32)).sync()  # waits for the first copy
+    assert fut.result(WAIT) is first_dst
+    assert np.array_equal(first_dst.to_numpy(), np.arange(8, dtype=np.float32))
+    assert np.array_equal(base, np.full(8, -1.0, np.float32))
+
+
+def test_sync_runs_on_the_calling_thread_when_the_stream_is_idle():
+    me = threading.current_thread()
+    assert ct.value(1).map(lambda v: threading.current_thread()).sync() is me
+    s = ct.Stream("cpu")
+    assert ct.value(1).map(lambda v: threading.current_thread()).sync_on(s) is me
+    go = threading.Event()
+    s.submit(lambda: go.wait(WAIT))  # queued work: the next terminal on s runs on its worker, in order
+    threading.Timer(0.05, go.set).start()
+    ran_on = ct.value(1).map(lambda v: threading.current_thread()).sync_on(s)
+    assert ran_on is not me and ran_on.name.startswith(f"safetile-stream{s.id}_")
+    assert ct.value(1).map(lambda v: threading.current_thread()).sync_on(s) is me  # idle again
+
+
+def test_a_mapped_partition_is_named_by_its_own_label():
+    m = ct.zeros(64).sync().partition(16).map(2)
+    assert re.fullmatch(r"mapped partition#\d+", m.label)
+    p = m.unmap()
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{m.label} cannot be read: it was moved into "
+                                                                   "the partition returned by .unmap() at ")):
+        m.to_numpy()
+    assert p.num_tiles == 4
