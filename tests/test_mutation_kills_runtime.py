@@ -411,3 +411,30 @@ def test_a_mapped_partition_is_named_by_its_own_label():
                                                                    "the partition returned by .unmap() at ")):
         m.to_numpy()
     assert p.num_tiles == 4
+
+
+@pytest.mark.parametrize("how", ["graph", "scope"])
+def test_a_value_lent_to_a_capture_names_it(how):
+    """Host closures run once, at capture: until the capture ends, what its launches gave back belongs
+    to it."""
+    p = ct.zeros(16).sync().partition(16)
+    pause = Pause()
+    op = inc(p).then(pause)
+
+    def capture():
+        if how == "graph":
+            return op.graph()
+        with ct.graph_scope() as g:
+            g.record(op)
+        return g.graph
+    fut = ct.Stream("cpu").submit(capture)
+    assert pause.entered.wait(WAIT)
+    holder = "a graph capture" if how == "graph" else "a graph scope's record()"
+    with pytest.raises(ct.UseAfterMoveError, match="^" + in_use_message(p, holder) + "$"):
+        p.to_numpy()
+    pause.go.set()
+    g = fut.result(WAIT)
+    assert np.array_equal(p.to_numpy(), np.zeros(16, np.float32))  # captured, not run
+    g.launch()
+    assert np.array_equal(p.to_numpy(), np.ones(16, np.float32))
+    g.close()

@@ -11,6 +11,7 @@ import itertools
 import os
 import sys
 import threading
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,21 @@ def caller_location(depth: int = 1) -> tuple[str, int] | None:
             return fn, f.f_lineno
         f = f.f_back
     return None
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` pointing at the first frame outside safetile (where ``caller_location``
+    points), whatever frames wrap the ones in between."""
+    target = caller_location(2)
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename, f.f_lineno) != target:
+        f = f.f_back
+    if f is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    g = f.f_globals
+    warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno, g.get("__name__"),
+                           g.setdefault("__warningregistry__", {}), g)
 
 
 def format_location(loc: tuple[str, int] | None) -> str:

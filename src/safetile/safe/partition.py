@@ -20,7 +20,7 @@ from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
 from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
-from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
+from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site, warn_at_caller
 from .tensor import Tensor
 
 if TYPE_CHECKING:  # facts.py imports this module
@@ -518,7 +518,6 @@ class MutBorrow(Unique):
         block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
         block ended normally); one running elsewhere is waited for, to its end even when a
         KeyboardInterrupt arrives meanwhile (raised once the borrow has ended)."""
-        import warnings
         from .errors import LaunchDroppedWarning
         cancelled = []
         interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
@@ -542,9 +541,8 @@ class MutBorrow(Unique):
                 CLAIMS.release(p._claim)
         self._tensor._borrow = None
         if cancelled and et is None:
-            warnings.warn(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
-                          "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning,
-                          stacklevel=2)
+            warn_at_caller(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
+                           "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning)
         if interrupt is not None:
             raise interrupt
         return False
