@@ -438,3 +438,48 @@ def test_a_value_lent_to_a_capture_names_it(how):
     g.launch()
     assert np.array_equal(p.to_numpy(), np.ones(16, np.float32))
     g.close()
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_copies_of_narrow_torch_floats_are_bit_exact_in_any_layout(name):
+    """bfloat16 and float8 reach NumPy through an integer view of the same width, which works for any
+    layout (a transposed tensor, a scalar, an odd length)."""
+    torch = pytest.importorskip("torch")
+    dtype = getattr(torch, name)
+    g = torch.Generator().manual_seed(5)
+    full = torch.randn(3, 5, generator=g).to(dtype)
+    for t in (full.t(), full[1, 2], full[0, :3]):
+        bits = torch.int16 if name == "bfloat16" else torch.uint8
+        want = t.contiguous().reshape(-1).view(bits).numpy().reshape(tuple(t.shape))
+        got = ct.copy(t).sync().to_numpy()
+        assert got.shape == tuple(t.shape) and got.dtype == getattr(ct, name).np_dtype
+        assert np.array_equal(got.view(want.dtype), want)
+
+
+def test_to_host_copies_to_the_host_whatever_the_default_device():
+    from safetile.safe import streams
+    t = rnd(8, seed=6)
+    before = streams.default_device()
+    ct.set_default_device("cuda:0")  # factories would allocate there; to_host still means the host
+    try:
+        h = t.to_host().sync()
+    finally:
+        ct.set_default_device(before)
+    assert h.device == "cpu" and np.array_equal(h.to_numpy(), t.to_numpy()) and h is not t
+
+
+def test_leaving_a_borrow_lets_the_memory_be_shared():
+    t = ct.zeros(32).sync()
+    with ct.borrow_mut(t) as b:
+        b.partition(16).release()
+        b.partition_prefix((8,))  # never released by hand: leaving the block ends it
+    s = t.shared()  # no writable claim left behind
+    assert np.array_equal(s.to_numpy(), np.zeros(32, np.float32))
+
+
+def test_unzip_refuses_a_wrong_count_when_the_arity_is_known():
+    op = ct.zip(ct.value(1), ct.value(2))
+    with pytest.raises(ct.DeviceOpError, match=r"^unzip\(3\): the operation produces 2 values, not 3$"):
+        op.unzip(3)
+    a, b = op.unzip(2)
+    assert a.sync() == 1 and b.sync() == 2

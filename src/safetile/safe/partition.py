@@ -535,9 +535,7 @@ class MutBorrow(Unique):
             if ctx is not None:
                 interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
-                p._released = True
-                if p._mapped is not None:
-                    p._mapped._move("nothing: its partition's borrow ended", check=False)
+                p._released = True  # and a mapped partition of it with it (MappedPartition._check)
                 CLAIMS.release(p._claim)
         self._tensor._borrow = None
         if cancelled and et is None:
