@@ -68,6 +68,34 @@ def per_call_us(fn, n: int, reps: int = 7) -> float:
     return statistics.median(out)
 
 
+@ct.kernel
+def add4(x, y, z, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) + ct.load(y, (b,), (TILE,)))
+
+
+class _StubVariant:
+    prefix = ("spec",)
+    call = staticmethod(lambda *a: None)
+
+
+def _one_pass(x, z, n: int) -> dict[str, float]:
+    saved = launcher._cuda_get_device, launcher._current_device, launcher._get_stream
+    launcher._cuda_get_device = launcher._current_device = lambda: -1  # CPU tensors report device -1
+    launcher._get_stream = lambda device: 0
+    try:
+        launcher.learn_fast(add4, _StubVariant(), (1, 1, 1), (x, x, z, 1024))
+        launcher.learn_fast(vec_add, _StubVariant(), (1, 1, 1), (x, x, z, 1024))
+        return {"ct.launch one-pass add4(x, x, z, 1024), launcher stubbed":
+                per_call_us(lambda: ct.launch(None, (1,), add4, (x, x, z, 1024)), n),
+                "ct.launch one-pass vec_add(x, x, z, 1024), launcher stubbed":
+                per_call_us(lambda: ct.launch(None, (1,), vec_add, (x, x, z, 1024)), n),
+                "Python no-op call, 13 arguments (the stub's own cost)":
+                per_call_us(lambda: _StubVariant.call(1, 1, 1, 0, "spec", 1, 1, 1, 1, 1, 1, 1, 1), n)}
+    finally:
+        launcher._cuda_get_device, launcher._current_device, launcher._get_stream = saved
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
@@ -89,6 +117,10 @@ def main() -> None:
     res["ct.launch torch + Constant"] = per_call_us(k_const, n)
     res["ct.launch numpy (4 args)"] = per_call_us(k_numpy, n)
     res["ct.launch grid=int"] = per_call_us(k_int_grid, n)
+
+    # ct.launch's one-pass path (learned after a first CUDA launch; here taught directly, with
+    # CPU tensors standing for CUDA ones and a Python no-op standing for the C launcher)
+    res.update(_one_pass(x, z, n))
 
     # safe style: a launch built, validated, moved in, run (backend stubbed) and given back
     from safetile.safe.launch import prepare

@@ -207,7 +207,22 @@ def test_safe_configured_kernel_does_not_reuse_the_plain_kernels_plans():
 
 # ------------------------------------------------------------------ ct.launch's one-pass GPU path
 
-def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch):
+@pytest.fixture(params=["python", "c"])
+def reader(request, monkeypatch, tmp_path_factory):
+    """The one-pass reader's two forms: Python generated per kinds, and the lean module's C
+    reader (used where that module is loaded): every fast-path test runs on both."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from safetile.backends.triton import lean
+    if request.param == "c":
+        from test_lean_launch import built_loader
+        monkeypatch.setattr(lean, "_loader", built_loader(tmp_path_factory))
+    else:
+        monkeypatch.setattr(lean, "_loader", lean._Loader())  # not loaded: the Python reader
+    return request.param
+
+
+def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch, reader):
     """The one-pass path (CUDA only) checked with CPU torch tensors and a recording launcher."""
     torch = pytest.importorskip("torch")
     from safetile.backends.triton import launcher as L
@@ -229,6 +244,7 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     z = torch.zeros(8)
     fast.learn(FakeVariant(), (2, 1, 1), (z, 3.0, 4))
     assert fast.fast is not None  # the reader generated for (tensor, float, Constant)
+    assert (type(fast.fast).__name__ == "Reader") == (reader == "c")
     assert fast(None, (2,), (z, 5.0, 4))
     assert calls == [(2, 1, 1, 77, "fn", "meta", z.data_ptr(), 8, 1, 5.0)]
     assert not fast(None, (2,), (z, 5.0, [4]))  # an unhashable Constant: the checked path reports it
@@ -247,7 +263,7 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     assert not fast(None, (2,), (z, 6.0, 8)) and len(calls) == 2
 
 
-def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch):
+def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch, reader):
     torch = pytest.importorskip("torch")
     from safetile.backends.triton import launcher as L
     from safetile.backends.triton.fastpath import FastPath
@@ -272,3 +288,87 @@ def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch):
                                         (y.data_ptr(), x.data_ptr(), z.data_ptr()),
                                         (z.data_ptr(),) * 3]
     assert not fast(None, (1,), (x, torch.zeros(8), z, 4))  # another shape: a miss
+
+
+def test_gpu_fast_path_lean_form_places_arguments_and_keeps_keys_apart(monkeypatch, reader):
+    """With the lean launcher (a one-item prefix) every argument is passed in place; the
+    remembered latest key never hands one key's variant to another, and a tensor of another
+    rank than the generated reader's goes through the generic reader to its own entry."""
+    torch = pytest.importorskip("torch")
+    from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 5)
+    calls = []
+
+    def variant(name):
+        return type("LeanVariant", (), {"prefix": (name,), "call": staticmethod(lambda *a: calls.append(a))})()
+
+    @ct.kernel
+    def add3(x, y, z, TILE: ct.Constant[int]):
+        ct.store(z, (0,), ct.load(x, (0,), (TILE,)) + ct.load(y, (0,), (TILE,)))
+    x, z, w = torch.zeros(4), torch.zeros(4), torch.zeros(8)
+    m, m2 = torch.zeros(4, 3), torch.zeros(3, 4).t()
+    fast = FastPath(add3)
+    fast.learn(variant("A"), (1, 1, 1), (x, x, z, 4))
+    fast.learn(variant("B"), (1, 1, 1), (w, w, w, 4))
+    xp, zp, wp = x.data_ptr(), z.data_ptr(), w.data_ptr()
+    for _ in range(2):  # alternating keys
+        assert fast(None, (2, 3), (x, x, z, 4)) and calls[-1] == (2, 3, 1, 5, "A", xp, 4, 1, xp, 4, 1, zp, 4, 1)
+        assert fast(None, 2, (w, w, w, 4)) and calls[-1] == (2, 1, 1, 5, "B", wp, 8, 1, wp, 8, 1, wp, 8, 1)
+    assert not fast(None, (1,), (x, x, w, 4))  # a key never learned: the checked path
+    fast.learn(variant("C"), (1, 1, 1), (m, m, m2, 4))  # 2-D tensors: the reader is generated again
+    mp, m2p = m.data_ptr(), m2.data_ptr()
+    assert fast(None, (1,), (m, m, m2, 4)) and calls[-1] == (1, 1, 1, 5, "C", mp, 4, 3, 3, 1, mp, 4, 3, 3, 1,
+                                                             m2p, 4, 3, 1, 4)
+    assert fast(None, (1,), (x, x, z, 4)) and calls[-1] == (1, 1, 1, 5, "A", xp, 4, 1, xp, 4, 1, zp, 4, 1)
+    assert len(calls) == 6
+    for bad in ((0,), (1, 70000), (1, 1, 1, 1), (True,), (2.0,), [1], (1 << 24,)):
+        assert not fast(None, bad, (x, x, z, 4))  # grids the checked path accepts or refuses itself
+    assert len(calls) == 6
+
+
+def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path_factory):
+    """The C reader (lean.py) over many launches: every object it touched has the reference
+    count it had (nothing leaked or freed early); a malformed call is a TypeError."""
+    import sys
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from test_lean_launch import built_loader
+
+    from safetile.backends.triton import launcher as L
+    from safetile.backends.triton import lean
+    from safetile.backends.triton.fastpath import FastPath
+    monkeypatch.setattr(lean, "_loader", built_loader(tmp_path_factory))
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 77)
+    spec, seen = object(), []
+
+    def call(*a):
+        seen.append(len(a))
+
+    variant = type("V", (), {"prefix": (spec,), "call": staticmethod(call)})()
+    fast = FastPath(fill)
+    z = torch.zeros(8)
+    alpha, tile, grid = 5.0, 4, (2,)
+    fast.learn(variant, (2, 1, 1), (z, 3.0, tile))
+    reader = fast.fast
+    assert type(reader).__name__ == "Reader"
+    watched = (z, spec, call, alpha, tile, grid, torch.float32, float, int, variant.prefix)
+    args = (z, alpha, tile)
+    assert reader(None, grid, args)
+    before = [sys.getrefcount(o) for o in watched]
+    for _ in range(500):
+        assert reader(None, grid, args)
+        assert not reader(None, (0,), args)  # refused grid: the checked path's to report
+        assert not reader(None, grid, (z, alpha, 8))  # a key never learned
+    assert [sys.getrefcount(o) for o in watched] == before
+    assert seen == [9] * 501  # gx, gy, gz, stream, spec, pointer, size, stride, alpha
+    with pytest.raises(TypeError):
+        reader(None, grid)
+    with pytest.raises(TypeError):
+        reader(None, grid, args, stream=None)
+    assert reader(None, grid, list(args))  # not a tuple: the generic reader (same answer)

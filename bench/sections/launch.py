@@ -114,7 +114,7 @@ def _host_patterns() -> dict:
         ct.launch(None, grid, k, a)
     torch.cuda.synchronize()
     from safetile.backends.triton.fastpath import FastPath
-    fast = add4.gpu_fast
+    fast = add4.gpu_learned
     hit = fast.table[fast.parts((x, x, z, 1024))[0]] if isinstance(fast, FastPath) else None
     out = {
         "ct.launch tiny(x, 128), stream None": _host_us(lambda: ct.launch(None, (1,), tiny, (x, 128))),

@@ -16,9 +16,11 @@ time (documented in docs/semantics.md).
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import types
+from collections.abc import Callable
 from typing import Any
 
 from .common import Undefined
@@ -126,6 +128,38 @@ def _lookup_path(obj: Any, attr: str) -> tuple[list, Any] | None:
 
 
 FUNCTION_STATE = object()  # the key of a function's recorded state (code, defaults, closure)
+_FUNCTION_ATTRS = ("__code__", "__defaults__", "__kwdefaults__", "__closure__")  # as _function_state reads them
+
+
+def _unchanged() -> bool:
+    return True
+
+
+def identity_check(entries: tuple) -> Callable[[], bool]:
+    """A function computing ``current(entries)``: the identity tests of every recorded read,
+    generated as one expression (a launch pays a few attribute reads, not a loop), then
+    ``current`` itself when any differs (an equal constant re-assigned is still current)."""
+    if not entries:
+        return _unchanged
+    if len(entries) > 200:
+        return functools.partial(current, entries)
+    scope: dict[str, Any] = {"current": current, "entries": entries, "ABSENT": ABSENT, "_cell_value": _cell_value}
+    terms = []
+    for i, (holder, key, value) in enumerate(entries):
+        scope[f"h{i}"] = holder
+        if key is FUNCTION_STATE:
+            for j, attr in enumerate(_FUNCTION_ATTRS):
+                scope[f"v{i}_{j}"] = value[j]
+                terms.append(f"h{i}.{attr} is v{i}_{j}")
+        elif key is None:
+            scope[f"v{i}"] = value
+            terms.append(f"_cell_value(h{i}) is v{i}")
+        else:
+            scope[f"k{i}"], scope[f"v{i}"] = key, value
+            terms.append(f"h{i}.get(k{i}, ABSENT) is v{i}")
+    source = f"def check():\n    return ({' and '.join(terms)}) or current(entries)\n"
+    exec(compile(source, "<safetile capture check>", "exec"), scope)  # noqa: S102 - our own text
+    return scope["check"]
 
 
 def _function_state(fn: Any) -> tuple:
@@ -161,13 +195,18 @@ class CaptureSet:
     """The union of what a kernel's compiled specialisations read (checked before each launch).
 
     Owned by one kernel; ``add`` runs under the kernel's compile lock, ``current`` is a read of
-    an immutable tuple, so launches never take a lock.
+    an immutable tuple, so launches never take a lock. ``check()`` is ``current(entries)`` for
+    launches: one generated expression of identity tests (every holder still holds the very
+    object recorded), falling back to ``current`` when any differs. It is replaced after
+    ``entries``, so a launch that sees an older one checks a subset that covers every
+    specialisation compiled before it.
     """
 
-    __slots__ = ("entries", "_lock")
+    __slots__ = ("entries", "check", "_lock")
 
     def __init__(self) -> None:
         self.entries: tuple = ()
+        self.check: Callable[[], bool] = _unchanged
         self._lock = threading.Lock()
 
     def add(self, entries: tuple) -> None:
@@ -176,7 +215,9 @@ class CaptureSet:
         with self._lock:
             seen = {(id(h), k) for h, k, _ in self.entries}
             self.entries = self.entries + tuple(e for e in entries if (id(e[0]), e[1]) not in seen)
+            self.check = identity_check(self.entries)
 
     def clear(self) -> None:
         with self._lock:
             self.entries = ()
+            self.check = _unchanged

@@ -190,19 +190,22 @@ def flat_runtime_args(specs: tuple, args: tuple) -> tuple:
     """The runtime leaves (arrays and scalars) of ``args`` in parameter order, as the compiled
     Function's runtime parameters expect them (tuples and dataclasses element by element)."""
     out: list = []
-
-    def walk(spec, a):
-        if isinstance(spec, TupleSpec):
-            for s, x in zip(spec.items, a):
-                walk(s, x)
-        elif isinstance(spec, DataclassSpec):
-            for s, f in zip(spec.items, dataclasses.fields(a)):
-                walk(s, getattr(a, f.name))
-        elif not isinstance(spec, ConstSpec):
-            out.append(a)
     for spec, a in zip(specs, args):
-        walk(spec, a)
+        _runtime_leaves(spec, a, out)
     return tuple(out)
+
+
+def _runtime_leaves(spec: ArgSpec, a: Any, out: list) -> None:
+    # a module function, not a closure calling itself: that closure would be a reference cycle
+    # keeping every argument (an array exported from a tensor: claims.py) alive until a collection
+    if isinstance(spec, TupleSpec):
+        for s, x in zip(spec.items, a):
+            _runtime_leaves(s, x, out)
+    elif isinstance(spec, DataclassSpec):
+        for s, f in zip(spec.items, dataclasses.fields(a)):
+            _runtime_leaves(s, getattr(a, f.name), out)
+    elif not isinstance(spec, ConstSpec):
+        out.append(a)
 
 
 def has_aggregates(specs: tuple) -> bool:

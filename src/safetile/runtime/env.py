@@ -134,6 +134,12 @@ def pdl_enabled() -> bool:
     return os.environ.get("SAFETILE_PDL", "1") not in _OFF
 
 
+def lean_launch() -> bool:
+    """``SAFETILE_LEAN_LAUNCH`` (default on; '0', 'off' or 'false' turns it off): launch compiled
+    kernels through safetile's one lean C launcher instead of Triton's per-signature one."""
+    return os.environ.get("SAFETILE_LEAN_LAUNCH", "1") not in _OFF
+
+
 def pipeline_loops() -> int:
     """``SAFETILE_PIPELINE_LOOPS`` (default 3): the pipelining depth of tile-streaming loops on
     sm_80+; 0, or anything but digits, turns it off."""

@@ -24,14 +24,16 @@ class Kernel(TileKernel):
         self.backend_cache: dict[Any, Any] = {}  # per-backend compiled artefacts
         # launch dispatch cache (runtime/launch.py): argument signature -> prepared launch
         self.dispatch: dict[tuple, Any] = {}
-        # the GPU backend's one-pass launch path, installed by it after a first CUDA launch
+        # the GPU backend's one-pass launch path, installed by it after a first CUDA launch:
+        # what it learned, and its entry ``gpu_fast(stream, grid, args) -> launched?``
+        self.gpu_learned: Any = None
         self.gpu_fast: Any = None
 
     def forget_compiled(self) -> None:
         super().forget_compiled()
         self.dispatch.clear()
         self.backend_cache.clear()
-        self.gpu_fast = None
+        self.gpu_learned = self.gpu_fast = None
 
     def replace_hints(self, **hints) -> Kernel:
         """A new kernel with some hints overridden (and its own compilation cache)."""

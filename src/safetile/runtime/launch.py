@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridError, LaunchTypeError
-from ..frontend.captures import current as captures_current
 from ..frontend.kernel import runtime_leaves
 from .args import SCALAR_TYPES, arg_specs, as_numpy, flat_runtime_args, has_aggregates, is_cuda, signature
 from .backends import BACKENDS
@@ -156,14 +155,13 @@ def launch(stream: Any, grid: Any, kernel: Kernel, args: Any, /, *,
     if programmatic_dependent_launch not in (False, True):
         raise LaunchTypeError("programmatic_dependent_launch must be True or False, "
                               f"got {programmatic_dependent_launch!r}")
-    if type(args) is tuple and type(kernel) is Kernel and len(args) == len(kernel.constant_params):
-        read = kernel.captured.entries  # Python state the compiled code folded in: unchanged?
-        if read and not captures_current(read):
+    if type(args) is tuple and type(kernel) is Kernel:
+        if not kernel.captured.check():  # Python state the compiled code folded in: unchanged?
             kernel.refresh()
-        fast = kernel.gpu_fast
+        fast = kernel.gpu_fast  # the one-pass path checks the argument count itself
         if fast is not None and fast(stream, grid, args):
             return
-        sig = signature(kernel, args)
+        sig = signature(kernel, args) if len(args) == len(kernel.constant_params) else None
         if sig is not None:
             prepared = kernel.dispatch.get(sig)
             if prepared is not None:

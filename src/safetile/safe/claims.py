@@ -9,10 +9,12 @@ claimed, by extent:
 * frozen, by every live ``Shared`` handle;
 * writable, by every live ``Partition`` / ``MappedPartition`` (the only way a launch
   writes), every ``memcpy`` not yet run, and every live ``Graph`` (for the memory its
-  replays write).
+  replays write);
+* exported, by every live DLPack export of a tensor (``Tensor.__dlpack__``: the consumer may
+  write it), held by a fresh alias object that lives exactly as long as the export.
 
-A new claim that overlaps a live claim of the other kind is refused with an
-``AliasError`` naming the holder; nothing is moved. A claim ends when its holder gives the
+A new claim that overlaps a live claim of the other kind (frozen against writable or
+exported) is refused with an ``AliasError`` naming the holder; nothing is moved. A claim ends when its holder gives the
 memory back (``unpartition``, ``release``, ``try_unwrap``, ``Graph.close``) or is
 garbage-collected.
 """
@@ -26,7 +28,7 @@ from typing import Any
 from .errors import AliasError
 from .memory import Extent, overlaps
 
-FROZEN, WRITABLE = "frozen", "writable"
+FROZEN, WRITABLE, EXPORTED = "frozen", "writable", "exported"
 
 
 class Claims:
@@ -37,7 +39,7 @@ class Claims:
         # allocation, also while this thread holds the lock, and it releases its claim
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
-        self._live: dict[str, dict[int, tuple[list[Extent], Any]]] = {FROZEN: {}, WRITABLE: {}}
+        self._live: dict[str, dict[int, tuple[list[Extent], Any]]] = {FROZEN: {}, WRITABLE: {}, EXPORTED: {}}
         # the thread is between a claim's check and its registration: the lock, re-entrant, does
         # not keep out a signal handler or finalizer run on this thread in that window
         self._checking = threading.local()
@@ -45,7 +47,7 @@ class Claims:
     def claim(self, holder: Any, kind: str, extents: list[Extent], label: Any, what: str) -> int:
         """Register ``holder``'s claim (ended by ``release`` or when ``holder`` is collected);
         raise ``AliasError`` (``what`` is being refused) if it overlaps a claim of the other kind."""
-        other = WRITABLE if kind == FROZEN else FROZEN
+        others = (WRITABLE, EXPORTED) if kind == FROZEN else (FROZEN,)
         with self._lock:
             if getattr(self._checking, "active", False):
                 raise AliasError(f"{what}: refused because it interrupts another claim on this thread (a "
@@ -53,12 +55,14 @@ class Claims:
                                  "registration); make it outside such handlers")
             self._checking.active = True
             try:
-                for ext_b, label_b in list(self._live[other].values()):  # a snapshot: see __init__
-                    for a in extents:
-                        if any(overlaps(a, b) for b in ext_b):
-                            why = ("it is read-only shared memory" if other == FROZEN else "it can still be written")
-                            raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
-                                             "a Shared value has no writable alias anywhere")
+                for other in others:
+                    for ext_b, label_b in list(self._live[other].values()):  # a snapshot: see __init__
+                        for a in extents:
+                            if any(overlaps(a, b) for b in ext_b):
+                                why = ("it is read-only shared memory" if other == FROZEN
+                                       else "it can still be written")
+                                raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
+                                                 "a Shared value has no writable alias anywhere")
                 token = next(self._ids)
                 self._live[kind][token] = (list(extents), label)
             finally:
@@ -76,13 +80,11 @@ class Claims:
             for live in self._live.values():
                 live.pop(token, None)
 
-    def frozen_by(self, ext: Extent) -> Any:
-        """The label of a live frozen claim overlapping ``ext``, or None."""
+    def exported(self, extents: list[Extent]) -> bool:
+        """Whether a live DLPack export overlaps ``extents``."""
         with self._lock:
-            for ext_b, label_b in list(self._live[FROZEN].values()):
-                if any(overlaps(ext, b) for b in ext_b):
-                    return label_b
-        return None
+            return any(overlaps(a, b) for ext_b, _ in list(self._live[EXPORTED].values()) for a in extents
+                       for b in ext_b)
 
     def holders(self, kind: str) -> int:
         """How many claims of ``kind`` are live (for tests)."""

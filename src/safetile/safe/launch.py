@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..frontend.captures import current as captures_current
 from ..runtime.env import backend_override
 from .checks import Junk, Plan, check_memory, check_types
 from .deviceop import DeviceOp, ExecContext
@@ -99,8 +98,7 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
                            a._data if isinstance(a, Tensor) else plain(a))
     key = (kernel.config_key, backend_override(), tuple(parts))
     caches = kernel.caches
-    read = caches.captured.entries  # Python state the compiled code folded in: unchanged?
-    if read and not captures_current(read):
+    if not caches.captured.check():  # Python state the compiled code folded in: unchanged?
         caches.refresh()
     plan = caches.plans.get(key)
     if plan is None:

@@ -10,6 +10,7 @@ number of launches and host readers may use at once (the ``Arc`` analogue).
 """
 from __future__ import annotations
 
+import gc
 import math
 import weakref
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
 from .claims import CLAIMS, FROZEN, WRITABLE
-from .errors import OwnershipError, PartitionError, TensorError
+from .errors import AliasError, OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site, warn_at_caller
 from .tensor import Tensor
@@ -354,12 +355,23 @@ class Shared(Unique):
         s = object.__new__(cls)
         s._setup(tensor)
         site = caller_site()
+        try:
+            s._freeze(tensor, site)
+        except AliasError:
+            # a DLPack export kept alive only by a reference cycle (a stored traceback; Triton's
+            # interpreter keeps a launch's arguments in one) ends when the cycle is collected
+            if not CLAIMS.exported([tensor._extent()]):
+                raise
+            gc.collect()
+            s._freeze(tensor, site)
+        return s
+
+    def _freeze(self, tensor: Tensor, site: str) -> None:
         with OWNERSHIP:  # usable, no writable alias, then moved: one step
             tensor._check("shared")
-            s._claim = CLAIMS.claim(s, FROZEN, [tensor._extent()], LazyText(_label_of, weakref.ref(s)),
-                                    f".shared() of {tensor.label} is refused")
-            tensor._move(f"{s.label} (by .shared() at {site}); get it back with .try_unwrap()")
-        return s
+            self._claim = CLAIMS.claim(self, FROZEN, [tensor._extent()], LazyText(_label_of, weakref.ref(self)),
+                                       f".shared() of {tensor.label} is refused")
+            tensor._move(f"{self.label} (by .shared() at {site}); get it back with .try_unwrap()")
 
     def _hold(self) -> None:
         """A launch reads this handle until it finishes (``try_unwrap`` waits for none)."""

@@ -15,8 +15,9 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import DTypeError
 from .errors import AliasError, BorrowError, TensorError
+from .claims import CLAIMS, EXPORTED
 from .memory import REGISTRY
-from .ownership import LazyText, Owned
+from .ownership import OWNERSHIP, LazyText, Owned, caller_site
 
 if TYPE_CHECKING:  # partition.py and facts.py import this module
     from .facts import ArgFacts
@@ -215,23 +216,34 @@ class Tensor(Owned):
     # ------------------------------------------------------------------ DLPack
 
     def __dlpack__(self, *args, **kwargs):
-        """Export the memory (zero-copy) to a DLPack consumer, which may write it: refused while the
-        memory is frozen by a live ``Shared`` (this tensor a view taken before ``.shared()``), because
-        DLPack cannot make every consumer honour read-only (torch ignores the flag); ``copy=True``
-        exports a copy. Waits for unfinished launches writing the memory."""
-        self._check("exported")
-        ext = self._extent()
+        """Export the memory (zero-copy) to a DLPack consumer, which may write it (DLPack cannot make
+        every consumer honour read-only: torch ignores the flag), so the export claims the memory
+        (claims.py) for as long as it lives: refused while the memory is frozen by a live ``Shared``,
+        and ``.shared()`` of that memory is refused while the export lives. ``copy=True`` exports a
+        copy (not claimed). Waits for unfinished launches writing the memory."""
         if kwargs.get("copy") is True:
+            self._check("exported")
             return self._host_copy().__dlpack__(*args, **kwargs)
-        from .claims import CLAIMS
-        holder = CLAIMS.frozen_by(ext)
-        if holder is not None:
-            raise AliasError(f"{self.label} cannot be exported (DLPack, also to ct.launch of an unchecked kernel, "
-                             f"which may write it): its memory overlaps {holder}, read-only shared memory that "
-                             "nothing may write while the Shared lives; take a copy (t.to_numpy(), "
-                             "np.from_dlpack(t, copy=True))")
-        REGISTRY.wait_for_host(ext, True)
-        return self._data.__dlpack__(*args, **kwargs)
+        # The claim's holder is a fresh alias that only this export references: the capsule holds it
+        # (NumPy: the capsule's context holds the view; torch: the capsule holds the alias's C++
+        # tensor, which keeps its Python object alive), then the consumer, until it lets go.
+        alias = self._data.view() if isinstance(self._data, np.ndarray) else self._data.detach()
+        with OWNERSHIP:  # usable, and claimed: one step (as partition and shared)
+            self._check("exported")
+            ext = self._extent()
+            try:
+                token = CLAIMS.claim(alias, EXPORTED, [ext], LazyText(_export_label, self.label, caller_site()),
+                                     f"{self.label} cannot be exported by DLPack (to np.from_dlpack, "
+                                     "torch.from_dlpack, or ct.launch of an unchecked kernel: the consumer may "
+                                     "write it)")
+            except AliasError as e:
+                raise AliasError(f"{e}; take a copy instead: t.to_numpy() or np.from_dlpack(t, copy=True)") from None
+        try:
+            REGISTRY.wait_for_host(ext, True)
+            return alias.__dlpack__(*args, **kwargs)
+        except BaseException:
+            CLAIMS.release(token)  # no export came out (e.g. a dtype DLPack cannot describe)
+            raise
 
     def __dlpack_device__(self):
         self._check("exported")
@@ -329,6 +341,11 @@ class Tensor(Owned):
         """Move this tensor into a read-only shared handle (any number of readers)."""
         from .partition import Shared
         return Shared._take(self)
+
+
+def _export_label(tensor_label: str, site: str) -> str:
+    return (f"a DLPack export of {tensor_label} made at {site} (it lives as long as the array or capsule made "
+            "from it: drop that, or export a copy instead: np.from_dlpack(t, copy=True), t.to_numpy())")
 
 
 def _strides(data: Any) -> tuple[int, ...]:

@@ -207,7 +207,7 @@ def _launcher_module(path: str):
     return module
 
 
-class _WithScratch:
+class WithScratch:
     """The C launcher with the per-launch global scratch buffer tensor descriptors made on the
     device need (one slice per block, as Triton's launcher allocates it)."""
 
@@ -241,7 +241,7 @@ def load(key: str, options: dict, target: int, device: int, params: int) -> tupl
         prefix = (fn, rec["launch_cooperative_grid"], rec["launch_pdl"], None, None,
                   (rec["num_warps"], rec["num_ctas"], rec["shared"]), None, None, None)
         if rec["global_scratch_size"]:
-            launch = _WithScratch(launch, rec["global_scratch_size"] * rec["num_ctas"])
+            launch = WithScratch(launch, rec["global_scratch_size"] * rec["num_ctas"])
         return launch, prefix
     except Exception:  # noqa: BLE001 - load through Triton instead
         return None

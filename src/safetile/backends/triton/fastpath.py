@@ -5,21 +5,24 @@ The key holds everything the checked path's decisions depend on: per tensor its 
 dtype, device, pointer alignment, shape and strides (so dtype and rank, hence the
 specialisation, and the variant's facts); per scalar its type (and int32 range); per Constant
 its type and value. A key seen after a checked launch maps to the compiled variant, so the
-launch reads each tensor's attributes once and calls Triton's C launcher. Anything else
+launch reads each tensor's attributes once and calls the C launcher (lean.py, or Triton's). Anything else
 (other array types, NumPy scalars, huge grids, another current device) returns False and
 takes the checked path.
 
 Reading the arguments is most of the host cost of such a launch, so for the argument kinds of
 the latest checked launch (which positions hold tensors, ints, floats, Constants) a function
 is generated once that reads them without loops or intermediate lists; its keys are the same
-as the generic reader's, so both find the same table entries.
+as the generic reader's, so both find the same table entries. Where the lean launcher's module
+is loaded (lean.py), its C ``Reader`` takes that role: the same keys and decisions, without
+Python bytecode between the attribute reads (tests run every fast-path case on both).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ...runtime.launch import normalize_grid
+from ...runtime.launch import MAX_GRID_DIM, normalize_grid
 from . import launcher as L
+from . import lean
 
 _GRID_YZ_LIMIT = 65535
 _CONST_TYPES = frozenset({int, float, bool, str, type(None)})
@@ -28,7 +31,7 @@ _CONST_TYPES = frozenset({int, float, bool, str, type(None)})
 def _kind(a, is_const: bool) -> str | None:
     t = type(a)
     if t is L._Tensor:
-        return None if is_const else "tensor"
+        return None if is_const else f"tensor{a.dim()}"
     if t is int:
         return "const" if is_const else "int"
     if t is float or t is bool:
@@ -38,17 +41,29 @@ def _kind(a, is_const: bool) -> str | None:
     return None
 
 
-def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
-    """``fast(stream, grid, args)`` for one tuple of argument kinds: True when it launched, False
-    on a missing entry or a condition only the checked path handles, None when the arguments
-    are not of these kinds."""
+def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
+    """``fast(stream, grid, args)`` for one tuple of argument kinds (tensors with their rank):
+    True when it launched, False on a missing entry or a condition only the checked path
+    handles; arguments of other kinds go to ``generic``.
+
+    The latest key and its entry are remembered (one tuple, replaced whole, so threads see a
+    consistent pair): a launch like the previous one compares keys instead of hashing one. The
+    grid is checked inline (1 to 3 Python ints, x up to 2**24 - 1, y and z up to 65535; anything
+    else is the checked path's to accept or refuse). The lean launcher (a one-item prefix) is
+    called with every argument in place, no tuple built (tensors of another rank than the
+    learned one go to ``generic``)."""
+    fast = lean.reader(table, kinds, generic, L._Tensor, _CONST_TYPES, L._cuda_get_device, L._get_stream,
+                       L.stream_handle)
+    if fast is not None:  # the same reader in C, where the lean launcher is loaded
+        return fast
     n = len(kinds)
     names = [f"a{i}" for i in range(n)]
-    guards, reads, keys, flat = [], [], [], []
+    guards, reads, keys, flat, placed, unpack = [], [], [], [], [], []
     tensors: list[int] = []
     for i, k in enumerate(kinds):
         a = names[i]
-        if k == "tensor":
+        if k.startswith("tensor"):
+            rank = int(k[6:])
             guards.append(f"type({a}) is _T")
             read = (f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride(); "
                     f"k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i})")
@@ -61,54 +76,99 @@ def _specialised(kinds: tuple[str, ...], table: dict) -> Any:
             tensors.append(i)
             keys.append(f"k{i}")
             flat.append(f"p{i}, *s{i}, *t{i}")
+            sizes = [f"n{i}_{d}" for d in range(rank)]
+            steps = [f"u{i}_{d}" for d in range(rank)]
+            if rank:
+                unpack.append(f"{', '.join(sizes)}, = s{i}")
+                unpack.append(f"{', '.join(steps)}, = t{i}")
+            else:
+                unpack.append(f"() = s{i}")
+            placed.append(", ".join([f"p{i}", *sizes, *steps]))
         elif k == "int":  # beyond int64 the checked path refuses it
             guards.append(f"type({a}) is int and -9223372036854775808 <= {a} < 9223372036854775808")
             keys.append(f"-2147483648 <= {a} < 2147483648")
             flat.append(a)
+            placed.append(a)
         elif k in ("float", "bool"):
             guards.append(f"type({a}) is {k}")
             keys.append(k)
             flat.append(a)
+            placed.append(a)
         else:  # a Constant: its type and value are part of the key
             guards.append(f"type({a}) in _CONST")
             keys.append(f"(type({a}), {a})")
     lines = [
         "def fast(stream, grid, args):",
+        "    global last",
         f"    if len(args) != {n}:",
-        "        return None",
+        "        return generic(stream, grid, args)",
         f"    {', '.join(names)}{',' if n == 1 else ''} = args",
-        *([f"    if not ({' and '.join(guards)}):", "        return None"] if guards else []),
+        *([f"    if not ({' and '.join(guards)}):", "        return generic(stream, grid, args)"] if guards else []),
         *(f"    {r}" for r in reads),
-        f"    hit = table.get(({', '.join(keys)}{',' if n == 1 else ''}))",
-        "    if hit is None:",
+        f"    key = ({', '.join(keys)}{',' if n == 1 else ''})",
+        "    seen, hit = last",
+        "    if key != seen:",
+        "        hit = table.get(key)",
+        "        if hit is None:",
+        "            return False",
+        "        last = (key, hit)",
+        "    if type(grid) is tuple:",
+        "        n = len(grid)",
+        "        if n == 1:",
+        "            gx, = grid",
+        "            gy = gz = 1",
+        "        elif n == 2:",
+        "            gx, gy = grid",
+        "            gz = 1",
+        "        elif n == 3:",
+        "            gx, gy, gz = grid",
+        "        else:",
+        "            return False",
+        "    elif type(grid) is int:",
+        "        gx, gy, gz = grid, 1, 1",
+        "    else:",
+        "        return False",
+        "    if not (type(gx) is int and type(gy) is int and type(gz) is int and "
+        f"0 < gx <= {MAX_GRID_DIM} and 0 < gy <= {_GRID_YZ_LIMIT} and 0 < gz <= {_GRID_YZ_LIMIT}):",
         "        return False",
         "    call, prefix, device = hit",
-        "    gx, gy, gz = normalize_grid(grid)",
-        f"    if gy > {_GRID_YZ_LIMIT} or gz > {_GRID_YZ_LIMIT} or device != current_device():",
+        "    if device != current_device():",
         "        return False",
         "    if stream is None:",
         "        stream = get_stream(device)",
         "    elif type(stream) is not int:",
         "        stream = stream_handle(stream, device)",
-        f"    call(gx, gy, gz, stream, *prefix{''.join(', ' + f for f in flat)})",
+        "    if len(prefix) == 1:",
+        "        try:",
+        *(f"            {u}" for u in unpack),
+        "        except ValueError:  # another rank",
+        "            return generic(stream, grid, args)",
+        f"        call(gx, gy, gz, stream, prefix[0]{''.join(', ' + f for f in placed)})",
+        "    else:",
+        f"        call(gx, gy, gz, stream, *prefix{''.join(', ' + f for f in flat)})",
         "    return True",
     ]
-    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "normalize_grid": normalize_grid,
+    if not unpack:
+        lines = [ln for ln in lines if ln not in ("        try:", "        except ValueError:  # another rank",
+                                                     "            return generic(stream, grid, args)")]
+    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "generic": generic, "last": (None, None),
              "current_device": L._cuda_get_device, "get_stream": L._get_stream, "stream_handle": L.stream_handle}
     exec(compile("\n".join(lines), "<safetile fast launch>", "exec"), scope)  # noqa: S102 - our own text
     return scope["fast"]
 
 
 class FastPath:
-    """The one-pass launch path of one kernel (see the module docstring)."""
+    """The one-pass launch path of one kernel (see the module docstring). ``entry`` is what
+    ``ct.launch`` calls: the reader generated for the latest argument kinds, or ``generic``."""
 
-    __slots__ = ("consts", "table", "fast", "kinds")
+    __slots__ = ("consts", "table", "fast", "kinds", "entry")
 
     def __init__(self, kernel):
         self.consts = tuple(kernel.constant_params)
         self.table: dict[tuple, tuple] = {}
         self.fast = None
         self.kinds: tuple | None = None
+        self.entry = self.generic
 
     def parts(self, args):
         """(key, flat kernel arguments) of any argument kinds, or None for ones it does not know."""
@@ -155,14 +215,16 @@ class FastPath:
         kinds = tuple(_kind(a, c) for a, c in zip(args, self.consts))
         known = tuple(k for k in kinds if k is not None)
         if known != self.kinds and len(known) == len(kinds):
-            self.fast, self.kinds = _specialised(known, self.table), known
+            self.fast, self.kinds = _specialised(known, self.table, self.generic), known
+            self.entry = self.fast
 
     def __call__(self, stream, grid, args) -> bool:
-        fast = self.fast
-        if fast is not None:
-            done = fast(stream, grid, args)
-            if done is not None:
-                return done
+        return (self.fast or self.generic)(stream, grid, args)
+
+    def generic(self, stream, grid, args) -> bool:
+        """The reader for arguments of any kinds (a loop over them)."""
+        if len(args) != len(self.consts):
+            return False
         p = self.parts(args)
         if p is None:
             return False

@@ -24,7 +24,7 @@ from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
 from ...runtime import env
-from . import cache, direct
+from . import cache, direct, lean
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
 
@@ -258,11 +258,13 @@ class Variant:
         if self.compiled is None:
             cache.memoize_triton_key()
             building = cache.prebuild_launcher(gen.signature)  # a C compiler run, beside the kernel's
+            lean_building = lean.prebuild()  # once per installation, beside it too
             self.compiled = compile_fitting(src, target, options)
             if key:
                 cache.remember_binary(key, src, target, options, self.compiled)
-            if building is not None:
-                building.join()
+            for t in (building, lean_building):
+                if t is not None:
+                    t.join()
         launcher = self.compiled.run  # loads the binary and builds (or finds) Triton's C launcher
         if key:
             direct.remember(key, options, facts.target, self.compiled, gen.signature)
@@ -279,11 +281,20 @@ class Variant:
         else:
             # straight into the compiled C launcher: (grid, stream, function, cooperative, pdl,
             # global scratch, profile scratch, metadata, launch metadata, enter/exit hooks, args)
-            self.call = raw
-            self.prefix = (self.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
-                           None, None, self.packed, None, None, None)
+            prefix = (self.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
+                      None, None, self.packed, None, None, None)
+            self.call, self.prefix = leaner(raw, prefix, gen.signature, build=True)
         if gen.uses_print_buffer:  # the buffer goes after the kernel arguments; output after the launch
             self.call = PrintingCall(self.call, fn)
+
+
+def leaner(call, prefix: tuple, signature: dict, build: bool) -> tuple[Any, tuple]:
+    """``(call, prefix)`` of Triton's raw C launcher (no scratch memory), moved to safetile's
+    lean launcher where it takes the kernel (lean.py); as given otherwise."""
+    function, cooperative, pdl, scratch, profile, (warps, ctas, shared), *_ = prefix
+    if scratch is not None or profile is not None:
+        return call, prefix
+    return lean.launcher(function, warps, ctas, shared, pdl, cooperative, signature, build) or (call, prefix)
 
 
 def _ensure_allocator() -> None:
@@ -379,7 +390,11 @@ class Specialization:
         if gen is None:
             return None
         loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device, len(gen.signature))
-        return None if loaded is None else Variant(None, gen, facts, self.fn, False, k, loaded)
+        if loaded is None:
+            return None
+        if not isinstance(loaded[0], direct.WithScratch):  # Triton not imported: use the lean launcher if built
+            loaded = leaner(*loaded, gen.signature, build=False)
+        return Variant(None, gen, facts, self.fn, False, k, loaded)
 
     # -------------------------------------------------------------- launch
     def __call__(self, stream, grid3, args) -> Variant | None:
@@ -515,8 +530,12 @@ def _get_device() -> int:
     return _torch.cuda.current_device()
 
 
-def _get_stream(device: int) -> int:
+def _raw_stream(device: int) -> int:
     return _torch._C._cuda_getCurrentRawStream(device)
+
+
+# the raw handle of the device's current stream: torch's own function where it has it (CUDA builds)
+_get_stream = getattr(getattr(_torch, "_C", None), "_cuda_getCurrentRawStream", None) or _raw_stream
 
 
 _caps: dict[int, int] = {}
@@ -583,12 +602,14 @@ def specialization(kernel, fn: Function, specs) -> Specialization:
 
 
 def learn_fast(kernel, v: Variant, grid3, args) -> None:
-    """After a checked ``ct.launch`` ran ``v`` on CUDA: teach the kernel's fast path."""
-    fast = kernel.gpu_fast
+    """After a checked ``ct.launch`` ran ``v`` on CUDA: teach the kernel's fast path (and install
+    its entry, ``kernel.gpu_fast``, which ``ct.launch`` calls first)."""
+    fast = kernel.gpu_learned
     if fast is None:
         from .fastpath import FastPath
-        fast = kernel.gpu_fast = FastPath(kernel)
+        fast = kernel.gpu_learned = FastPath(kernel)
     fast.learn(v, grid3, args)
+    kernel.gpu_fast = fast.entry
 
 
 def launch_gpu(stream, grid3, kernel, fn: Function, specs, args) -> None:
