@@ -483,3 +483,19 @@ def test_unzip_refuses_a_wrong_count_when_the_arity_is_known():
         op.unzip(3)
     a, b = op.unzip(2)
     assert a.sync() == 1 and b.sync() == 2
+
+
+def test_a_replayed_copy_refuses_a_raw_source_changed_since_the_capture():
+    """A graph replays a copy unchecked: a raw NumPy source reshaped in place since the capture (its
+    facts changed) refuses the replay, naming the copy and its argument."""
+    dst = ct.zeros(8).sync()
+    src = np.arange(8, dtype=np.float32)
+    g = ct.memcpy(dst, src).graph()
+    g.launch()
+    assert np.array_equal(dst.to_numpy(), src)
+    src.shape = (2, 4)  # the same memory, another layout
+    with pytest.raises(ct.GraphCaptureError, match="^" + re.escape(
+            f"{g.label}: argument 'src' of memcpy into {dst.label} is a raw ndarray whose data pointer, shape, "
+            "strides or dtype changed since the capture")):
+        g.launch()
+    g.close()
