@@ -36,6 +36,7 @@ class Pause:
 
     def __init__(self):
         self.entered, self.go = threading.Event(), threading.Event()
+        self.copied = False  # set by SlowSource once its copy is done
 
     def __call__(self, value):
         self.entered.set()
@@ -247,11 +248,15 @@ class SlowSource(np.ndarray):
     is then in the middle of being submitted, its memory claimed."""
 
     def __array_function__(self, func, types, args, kwargs):
-        if func is np.copyto:
+        copying = func is np.copyto
+        if copying:
             self.pause.entered.set()
             assert self.pause.go.wait(WAIT)
         args = tuple(np.ndarray.view(a, np.ndarray) if isinstance(a, SlowSource) else a for a in args)
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if copying:
+            self.pause.copied = True
+        return out
 
 
 @pytest.mark.parametrize("others_registered", [False, True])
@@ -499,3 +504,34 @@ def test_a_replayed_copy_refuses_a_raw_source_changed_since_the_capture():
             "strides or dtype changed since the capture")):
         g.launch()
     g.close()
+
+
+def test_a_graph_scope_replays_on_the_stream_it_was_given():
+    s = ct.Stream("cpu")
+    z = ct.zeros(16).sync().partition(16)
+    with ct.graph_scope(s) as g:
+        (z,) = g.record(inc(z))
+    assert g.graph.stream is s
+    g.launch()
+    assert np.array_equal(z.to_numpy(), np.ones(16, np.float32))
+    g.graph.close()
+    with ct.graph_scope() as g2:  # none given: a stream of the recorded work's device
+        g2.record(inc(z))
+    assert g2.graph.stream is not s and g2.graph.stream.device == "cpu"
+    g2.graph.close()
+
+
+def test_an_export_waits_for_unfinished_work_reading_the_memory():
+    """A DLPack export hands out writable memory: it waits until no unfinished work reads it either."""
+    base = np.arange(8, dtype=np.float32)
+    t = ct.from_dlpack(base)
+    src = base.view(SlowSource)
+    src.pause = pause = Pause()
+    dst = ct.zeros(8).sync()
+    fut = ct.Stream("cpu").submit(ct.memcpy(dst, src).sync)
+    assert pause.entered.wait(WAIT)
+    threading.Timer(0.05, pause.go.set).start()
+    exported = np.from_dlpack(t)  # waits for the copy reading that memory
+    assert pause.copied
+    assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), np.arange(8, dtype=np.float32))
+    del exported
