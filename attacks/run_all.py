@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Run every attack (NN_name.py) in a subprocess with a timeout and print a summary table.
+"""Run every attack (NN_name.py, or NNb_name.py for a variant of NN) in a subprocess with a timeout and print a summary table.
 
 Exit codes of an attack: 0 HELD, 1 BROKEN, 2 HANG (its own watchdog), 3 INCONCLUSIVE;
 a runner timeout is reported as HANG. Attacks whose docstring mentions "Active backend"
@@ -24,8 +24,11 @@ STATUS = {0: "HELD", 1: "BROKEN", 2: "HANG", 3: "INCONCLUSIVE"}
 
 def attacks(filt, here):
     out = []
-    for f in sorted(os.listdir(here), key=lambda n: (int(n.split("_")[0]) if n.split("_")[0].isdigit() else 10**9, n)):
-        if re.match(r"^\d+_.*\.py$", f) and (not filt or filt in f):
+    def number(n):  # "301b_x.py" -> 301 (a letter after the number: a variant of that attack)
+        m = re.match(r"^(\d+)[a-z]?_", n)
+        return int(m.group(1)) if m else 10**9
+    for f in sorted(os.listdir(here), key=lambda n: (number(n), n)):
+        if re.match(r"^\d+[a-z]?_.*\.py$", f) and (not filt or filt in f):
             out.append(f)
     return out
 

@@ -37,7 +37,7 @@ import torch  # noqa: E402
 from benchlib import geomean, write_plots  # noqa: E402
 from sections.attention import bench_attention  # noqa: E402
 from sections.gemm import bench_gemm  # noqa: E402
-from sections.launch import bench_compile, bench_launch  # noqa: E402
+from sections.launch import COMPILE_KERNELS, bench_compile, bench_launch  # noqa: E402
 from sections.memory import bench_add, bench_copy, bench_rows  # noqa: E402
 from sections.others import bench_others  # noqa: E402
 from sections.safe import bench_safe  # noqa: E402
@@ -199,8 +199,9 @@ def parse_args(argv=None):
     p.add_argument("--others-kernels", default="", help="only the others/samples cases whose names start so")
     p.add_argument("--cutile-samples", default=None, help="a copy of NVIDIA cuTile Python's samples/ folder")
     p.add_argument("--launch-counts", type=ints, default=[1, 100, 1000])
-    p.add_argument("--compile-kernels", default=None)
-    p.add_argument("--compile-profile", type=int, default=0, help="also profile a warm first launch")
+    p.add_argument("--compile-kernels", default=None,
+                   help=f"first launches to time (default gemm,attention; known: {','.join(COMPILE_KERNELS)})")
+    p.add_argument("--compile-profile", type=int, default=0, help="also profile a cold and a warm first launch")
     p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
     p.add_argument("--safe-add-n", type=ints, default=[1 << 28])
     p.add_argument("--safe-gemm-sizes", type=ints, default=[8192])
@@ -230,6 +231,9 @@ def parse_args(argv=None):
     args.gemm_dtypes = args.gemm_dtypes.split(",")
     args.gemm_tma = [bool(int(x)) for x in args.gemm_tma.split(",")]
     args.compile_kernels = (args.compile_kernels or "gemm,attention").split(",")
+    unknown = [k for k in args.compile_kernels if k not in COMPILE_KERNELS]
+    if unknown:
+        p.error(f"unknown --compile-kernels {','.join(unknown)}; known: {','.join(COMPILE_KERNELS)}")
     return args
 
 

@@ -554,7 +554,7 @@ def test_host_access_waits_for_a_submitting_entry():
     from safetile.safe.memory import REGISTRY
     t = ct.zeros(16).sync()
     ext = t._extent()
-    entry = InFlight(None)
+    entry = InFlight("a test launch", None)
     REGISTRY.claim(entry, entry, [ext], [])  # registered and marked as submitting
     done = []
     reader = threading.Thread(target=lambda: done.append(t.to_numpy()))
@@ -565,7 +565,7 @@ def test_host_access_waits_for_a_submitting_entry():
     REGISTRY.remove(entry)
     reader.join(10)
     assert len(done) == 1 and not reader.is_alive()
-    other = InFlight(None)
+    other = InFlight("elsewhere", None)
     REGISTRY.claim(other, other, [extent_of(np.zeros(4))], [])  # unrelated memory: no wait
     REGISTRY.wait_for_host(ext, True)
     REGISTRY.remove(other)
@@ -619,7 +619,7 @@ def test_claim_refusals_name_the_holder():
 def test_in_flight_conflicts_by_kind():
     keep = np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros(2)  # alive: distinct addresses
     a, b = extent_of(keep[0]), extent_of(keep[1])
-    e = InFlight(None, writes=[a], reads=[b])
+    e = InFlight("x", None, writes=[a], reads=[b])
     assert e.conflicts(a, False) and e.conflicts(a, True)  # its writes conflict with any access
     assert e.conflicts(b, True) and not e.conflicts(b, False)  # its reads only with writes
     assert e.conflicts_any([b], []) and not e.conflicts_any([], [b]) and e.conflicts_any([], [a])

@@ -149,15 +149,15 @@ def test_a_failed_claim_leaves_the_registry_usable():
         raise RuntimeError("extents could not be listed")
         yield  # pragma: no cover
 
-    for entries in ((), (InFlight(None),)):
+    for entries in ((), (InFlight("another", None),)):
         for e in entries:
             reg.claim(e, e, [], [extent_of(np.zeros(2))])
-        entry = InFlight(None)
+        entry = InFlight("a claim that fails", None)
         with pytest.raises(RuntimeError, match="extents could not be listed"):
             reg.claim(entry, entry, failing(), [])
         assert reg._lock.acquire(timeout=1), "the registry's lock was left held"
         reg._lock.release()
-        ok = InFlight(None)
+        ok = InFlight("the next claim", None)
         reg.claim(ok, ok, [extent_of(keep)], [])
         reg.remove(ok)
         for e in entries:
@@ -187,7 +187,7 @@ def test_a_stream_pool_is_on_the_cpu_unless_told():
     pool = ct.StreamPool(size=2)
     a, b, c = pool.next(), pool.next(), pool.next()
     assert pool.device == "cpu" and a.device == b.device == "cpu" and a is not b and c is a
-    with pytest.raises(ct.ArgumentError, match="^a stream pool needs at least one stream$"):
+    with pytest.raises(ct.ArgumentError, match="^a stream pool needs at least one stream, got 0$"):
         ct.StreamPool(size=0)
 
 
@@ -196,11 +196,9 @@ def test_a_cuda_stream_without_a_gpu_is_a_safetile_error():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     for dev, name in (("cuda", "cuda:0"), ("cuda:1", "cuda:1")):
-        with pytest.raises(ct.ArgumentError, match="^" + re.escape(f"no CUDA device {name} here (0 visible to torch); "
-                                                                   "use 'cpu' or a device that exists") + "$"):
+        with pytest.raises(ct.TensorError, match="^" + re.escape(f"device {name!r} is not available: this process "
+                                                                 "sees 0 CUDA GPU(s)")):
             ct.Stream(dev)
-    with pytest.raises(ct.ArgumentError, match="^no CUDA device cuda:0 here"):
-        ct.zeros(4, device="cuda").sync()
     assert not ct.Stream("cpu").is_cuda
 
 
@@ -292,23 +290,23 @@ def test_a_borrowed_tensor_cannot_be_launched_with():
     assert np.array_equal(z.to_numpy(), x.to_numpy())
 
 
-def test_waiters_count_themselves_while_they_wait():
-    """``notify_all`` wakes waiters only when some thread counts as waiting: each waiter counts itself
-    for the length of its wait, and no longer."""
+def test_waiters_list_themselves_while_they_wait():
+    """``notify_all`` wakes waiters only when some thread is listed as waiting: each waiter lists
+    itself for the length of its wait, and no longer."""
     from safetile.safe import memory
     flag, seen = [False], []
-    before = memory._WAITERS[0]
+    before = len(memory._WAITERS)
 
     def test():
-        seen.append(memory._WAITERS[0])
+        seen.append(len(memory._WAITERS))
         return flag[0]
     waiter = ct.Stream("cpu").submit(lambda: memory.wait_until(test))
-    while len(seen) < 2:  # its first test fails, then it counts itself and waits
+    while len(seen) < 2:  # its first test fails, then it lists itself and waits
         threading.Event().wait(0.001)
     flag[0] = True
     memory.notify_all()
     waiter.result(WAIT)
-    assert seen[0] == before and set(seen[1:]) == {before + 1} and memory._WAITERS[0] == before
+    assert seen[0] == before and set(seen[1:]) == {before + 1} and len(memory._WAITERS) == before
 
 
 @ct.entry
@@ -352,7 +350,7 @@ def test_an_entry_holds_the_keys_it_has_seen():
     key can never reuse a freed one's id and be skipped."""
     keep = [np.zeros(4, np.float32) for _ in range(2)]
     a, b = extent_of(keep[0]), extent_of(keep[1])
-    e = InFlight(None)
+    e = InFlight("x", None)
     key = object()
     e.add(key, [a], [])
     del key
@@ -459,18 +457,6 @@ def test_copies_of_narrow_torch_floats_are_bit_exact_in_any_layout(name):
         got = ct.copy(t).sync().to_numpy()
         assert got.shape == tuple(t.shape) and got.dtype == getattr(ct, name).np_dtype
         assert np.array_equal(got.view(want.dtype), want)
-
-
-def test_to_host_copies_to_the_host_whatever_the_default_device():
-    from safetile.safe import streams
-    t = rnd(8, seed=6)
-    before = streams.default_device()
-    ct.set_default_device("cuda:0")  # factories would allocate there; to_host still means the host
-    try:
-        h = t.to_host().sync()
-    finally:
-        ct.set_default_device(before)
-    assert h.device == "cpu" and np.array_equal(h.to_numpy(), t.to_numpy()) and h is not t
 
 
 def test_leaving_a_borrow_lets_the_memory_be_shared():

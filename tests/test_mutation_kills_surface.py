@@ -254,8 +254,10 @@ def test_a_scalar_must_be_a_value_of_its_declared_type():
 
 def test_device_names_are_normalised_or_refused():
     from safetile.safe.tensor import normalize_device
-    assert normalize_device("cpu") == "cpu" and normalize_device("cuda") == "cuda:0"
-    assert normalize_device("cuda:1") == "cuda:1"
+    assert normalize_device("cpu") == "cpu" and normalize_device("cuda", usable=False) == "cuda:0"
+    assert normalize_device("cuda:1", usable=False) == "cuda:1"
+    with pytest.raises(ct.TensorError, match=r"^unknown device 'cuda:x'"):
+        normalize_device("cuda:x", usable=False)
     with pytest.raises(ct.TensorError, match=r"^unknown device 'tpu'; use 'cpu' or 'cuda' / 'cuda:N'$"):
         normalize_device("tpu")
 

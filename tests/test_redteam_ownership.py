@@ -89,6 +89,29 @@ def test_owners_cannot_be_duplicated(kind, dup):
     assert "second owner" in str(e)
 
 
+def test_no_handle_hands_out_its_state():
+    """Round 4's 413 note: ``__getstate__`` / ``__reduce__`` are the pickling protocol's public
+    dunders; called directly they would hand out the private slots (a Shared's writable array)."""
+    t = rnd(64, seed=9)
+    x = rnd(64, seed=10)
+    s = rnd(64, seed=11).shared()
+    p = rnd(64, seed=12).partition(16)
+    op = fill(p, x)
+    m = ct.memcpy(ct.zeros(4).sync(), rnd(4, seed=14))
+    handles = [t, t[:8], ct.zeros(8).sync().partition(4), ct.zeros(8).sync().partition(4).map(1), s,
+               ct.borrow_mut(rnd(8, seed=13)), op, m,
+               ct.zeros(4), ct.graph_scope()]
+    assert {type(h).__name__ for h in handles} >= {"Tensor", "Partition", "MappedPartition", "Shared", "MutBorrow",
+                                                   "LaunchOp", "Memcpy", "GraphScope"}
+    for h in handles:
+        for dunder in (h.__getstate__, h.__reduce__, lambda h=h: h.__reduce_ex__(2)):
+            with pytest.raises(ct.OwnershipError, match="cannot be pickled"):
+                dunder()
+    op.sync()
+    m.sync()
+    refused([s], lambda: s.__getstate__(), ct.OwnershipError, "cannot be pickled")
+
+
 def test_a_copied_shared_handle_is_the_handle():
     s = rnd(64, seed=6).shared()
     assert copy.copy(s) is s and copy.deepcopy(s) is s and copy.deepcopy([s])[0] is s

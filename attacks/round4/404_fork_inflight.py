@@ -70,7 +70,10 @@ def child(what):
 
 res = {what: child(what) for what in ("fresh", "read", "launch")}
 print(res)
-bad = [f"child's {k}: {v}" for k, v in res.items() if v != "OK"]
+# (lead, session 5: the memory was half-written at the fork, so a prompt ForkError for it is the
+# promised refusal, not a hang; fresh memory must still work: "OK")
+bad = [f"child's {k}: {v}" for k, v in res.items()
+       if v != "OK" and not (k != "fresh" and v.startswith("EXC ForkError"))]
 if bad:
     broken("after os.fork() during a launch in another thread, " + "; ".join(bad) +
            " (the child waits for a launch whose thread does not exist there)")

@@ -5,7 +5,8 @@ Forward: ``attention`` over (batch*heads, seq, D) arrays with 3-D tiles; ``atten
 optionally writing the log-sum-exp rows the backward pass needs. Backward (FlashAttention-2
 style): ``attention_bwd_delta`` (rowsum(dO * O)), ``attention_bwd_dkdv`` (one block per key
 block, looping over query blocks) and ``attention_bwd_dq`` (one block per query block, looping
-over key blocks). ``scale`` is softmax's scale times log2(e): scores go through exp2."""
+over key blocks). ``scale`` is softmax's scale times log2(e), positive: scores go through exp2,
+scaled inside its argument (one fma per score), row maxima taken before scaling."""
 from __future__ import annotations
 
 import safetile as ct
@@ -27,15 +28,15 @@ def _longest_first(CAUSAL, reverse):
 
 def _attn_block(q, K, V, bh, j, m_i, l_i, acc, qpos, S, scale, BN, D, MASK, CAUSAL):
     k = ct.reshape(ct.load(K, (bh, j, 0), (1, BN, D), padding_mode=ZERO), (BN, D))
-    s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32)) * scale
+    s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32))
     if MASK:
         kpos = j * BN + ct.arange(BN, dtype=ct.int32)
         ok = kpos[None, :] < S
         if CAUSAL:
             ok = ok & (qpos[:, None] >= kpos[None, :])
         s = ct.where(ok, s, float("-inf"))
-    m_new = ct.maximum(m_i, ct.max(s, axis=1))
-    p = ct.exp2(s - m_new[:, None])
+    m_new = ct.maximum(m_i, ct.max(s, axis=1) * scale)
+    p = ct.exp2(s * scale - m_new[:, None])
     alpha = ct.exp2(m_i - m_new)
     l_i = l_i * alpha + ct.sum(p, axis=1)
     v = ct.reshape(ct.load(V, (bh, j, 0), (1, BN, D), padding_mode=ZERO), (BN, D))

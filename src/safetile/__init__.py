@@ -50,3 +50,6 @@ __version__ = "0.1.0"
 # tile factories inside kernels; num_tiles also accepts device-side partitions.
 from .safe import *  # noqa: E402,F401,F403
 from .safe import __all__ as _safe_all  # noqa: E402
+from .runtime.interrupts import GATE as _GATE  # noqa: E402
+
+_GATE.install()  # Ctrl-C is held back while safetile changes shared state (runtime/interrupts.py)

@@ -17,17 +17,19 @@ See docs/safe.md. Modules, one job each:
 - ``preconditions`` declared launch preconditions
 - ``deviceop``     lazy operations and combinators; ``streams``, ``graph``, ``factories``
 - ``race``         the CPU race detector for unchecked kernels
+- ``forking``      ``os.fork()``: locks and in-flight work across a fork
 - ``picture``      ``p.show()``: pictures of partitions (text, or images with matplotlib)
 """
 from .device import load_tile_like, load_tile_like_1d, load_tile_like_2d, load_tile_like_3d, num_tiles
 from .deviceop import DeviceOp, empty, value, zip
 from .entry import EntryKernel, entry
-from .errors import (AliasError, AllocationError, BorrowError, DeviceOpError, GraphCaptureError, GridError,
+from .errors import (AliasError, AllocationError, BorrowError, DeviceOpError, ForkError, GraphCaptureError, GridError,
                      LaunchDroppedWarning, LaunchTypeError, NestedSyncError, OwnershipError, PartitionError,
                      PreconditionError, RaceError, TensorError, UseAfterMoveError)
 from .factories import (arange, copy, from_numpy, full, memcpy, ones, rand, randn, tensor, to_device,
                         zeros)
 from .graph import Graph, GraphScope, graph_scope
+from . import forking  # noqa: F401,E402 - registers the os.fork() handlers
 from .launch import LaunchOp
 from .partition import MappedPartition, MutBorrow, Partition, Shared, borrow_mut, shared
 from .race import RaceDetector, RaceReport, detect_races
@@ -37,7 +39,7 @@ from .types import (MappedMut, Mut, Ref, bf16, f16, f32, f64, i8, i16, i32, i64,
                     u64)
 
 __all__ = [
-    "AliasError", "AllocationError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "Graph",
+    "AliasError", "AllocationError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "ForkError", "Graph",
     "GraphCaptureError", "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError",
     "TensorError", "MappedMut", "MappedPartition", "Mut",
     "MutBorrow", "NestedSyncError", "OwnershipError", "Partition", "PartitionError", "PreconditionError",

@@ -26,7 +26,7 @@ import weakref
 from typing import Any
 
 from .errors import AliasError
-from .memory import Extent, overlaps
+from .memory import Extent, overlaps, reinit_lock
 
 FROZEN, WRITABLE, EXPORTED = "frozen", "writable", "exported"
 
@@ -64,10 +64,11 @@ class Claims:
                                 raise AliasError(f"{what}: its memory overlaps memory held by {label_b}, and {why}; "
                                                  "a Shared value has no writable alias anywhere")
                 token = next(self._ids)
+                # the finalizer first: a claim is never registered without what ends it
+                weakref.finalize(holder, self._forget, token)
                 self._live[kind][token] = (list(extents), label)
             finally:
                 self._checking.active = False
-        weakref.finalize(holder, self._forget, token)
         return token
 
     def release(self, token: int | None) -> None:
@@ -85,6 +86,11 @@ class Claims:
         with self._lock:
             return any(overlaps(a, b) for ext_b, _ in list(self._live[EXPORTED].values()) for a in extents
                        for b in ext_b)
+
+    def after_fork_in_child(self) -> None:
+        """os.fork() (safe/forking.py): the claims stay as they were (their holders were copied too);
+        the lock is fresh."""
+        reinit_lock(self._lock)
 
     def holders(self, kind: str) -> int:
         """How many claims of ``kind`` are live (for tests)."""

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from .errors import DeviceOpError, LaunchTypeError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
 from .ownership import OWNERSHIP, Handle, LazyText
-from .streams import Stream, default_pool, executing, execution
+from ..runtime.interrupts import interruptible
+from .streams import Stream, default_pool, executing, execution, wait_done
 
 
 class ExecContext:
@@ -58,7 +59,7 @@ class ExecContext:
             self.switch(device, what)
         e = self.entry
         if e is None:
-            e = self.entry = InFlight(self.stream)
+            e = self.entry = InFlight(what, self.stream)
         REGISTRY.claim(e, key, writes, reads)
         return e
 
@@ -197,12 +198,7 @@ class DeviceOp(Handle):
 
     def inspect(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Call ``f(value)`` for its side effect and pass the value on unchanged."""
-        _callable(f, "inspect")
-
-        def look(v):
-            f(v)
-            return v
-        return Map(self, look, "inspect")
+        return Map(self, _callable(f, "inspect"), "inspect")
 
     def first(self) -> DeviceOp:
         """The first element of a tuple value."""
@@ -265,7 +261,7 @@ class DeviceOp(Handle):
         if not stream.runs_inline():  # behind other work on a CPU stream: its worker runs it
             fut = stream.submit(lambda: self._job(ctx))
             try:
-                value = fut.result()
+                value = wait_done(fut)
             except BaseException:
                 _let_go(stream, fut, ctx)
                 raise
@@ -444,6 +440,7 @@ class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
         self.op, self.f = op, _callable(f, "then")
 
+    @interruptible  # the user's closure: its callers handle any exception from it
     def _apply(self, v, ctx):
         return self.f(v)  # a DeviceOp returned here is run by _Chained._run
 
@@ -454,8 +451,11 @@ class Map(_Chained):
         if name == "inspect":
             self.arity = op.arity
 
+    @interruptible  # the user's closure: its callers handle any exception from it
     def _apply(self, v, ctx):
         r = self.f(v)
+        if self.name == "inspect":  # called for its side effect: the value passes on unchanged
+            return v
         if isinstance(r, DeviceOp):
             raise DeviceOpError(f"{self.name}() closure returned a DeviceOp; use then() to chain device work")
         return r

@@ -26,6 +26,7 @@ from ..frontend.source import declaration_loc, parse_function, require_source
 from ..ir.builder import Builder
 from ..ir.core import Block, Function, Param, Value
 from ..ir.types import ArrayType, TileType
+from ..runtime.interrupts import interruptible
 from ..runtime.kernel import Kernel
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
@@ -271,6 +272,7 @@ class EntryKernel:
         return len(self.caches.compiled)
 
 
+@interruptible  # compilation: a failure anywhere in it is an ordinary refusal (nothing was cached)
 def compile_entry(fn: Callable, names: list[str], keys: tuple[ParamKey, ...], generics: dict[str, Any],
                   hints: dict[str, Any]) -> Function:
     """Compile an entry kernel body with its parameters bound to device-side values."""

@@ -48,6 +48,11 @@ class NestedSyncError(DeviceOpError):
     """``sync()`` (or another terminal) was called while a device operation is executing."""
 
 
+class ForkError(DeviceOpError):
+    """In a process made by ``os.fork()``: the memory was being written by work of the parent
+    process when it forked (that work does not exist in the child; the contents are undefined)."""
+
+
 class GraphCaptureError(DeviceOpError):
     """An operation cannot be recorded into a graph (it allocates memory)."""
 

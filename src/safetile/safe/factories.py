@@ -25,7 +25,7 @@ from .errors import AliasError, AllocationError, DeviceOpError, LaunchDroppedWar
 from .memory import REGISTRY, distinct_elements, extent_of, notify_all, overlaps, wait_until
 from .ownership import OWNERSHIP, Unique, caller_site
 from .tile_api import tile_api
-from .tensor import Tensor, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
+from .tensor import Tensor, check_torch_kind, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
 
 
 # No device addresses more bytes than this; larger requests are refused when the op is built
@@ -203,7 +203,10 @@ def _source_data(src: Any, what: str) -> Any:
     if isinstance(src, Partition):
         src._check("copied")
         return src._tensor._data
-    if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
+    if isinstance(src, np.ndarray):
+        return src
+    if type(src).__module__.startswith("torch"):
+        check_torch_kind(src, what)
         return src
     raise TensorError(f"{what}: cannot copy from {type(src).__name__}")
 
@@ -225,7 +228,7 @@ def copy(src: Any) -> DeviceOp:
 
     def make(device):
         data = _source_data(src, "copy")
-        with REGISTRY.host_access(extent_of(data), False):
+        with REGISTRY.host_access(extent_of(data), False, "a copy"):
             return _to(data, device)
     return Alloc("copy", normalize_device(str(dev)), make)
 
@@ -237,13 +240,16 @@ def to_device(src: Any, device: Any = None) -> DeviceOp:
 
     def make(device):
         data = _source_data(src, "to_device")
-        with REGISTRY.host_access(extent_of(data), False):
+        with REGISTRY.host_access(extent_of(data), False, "a copy"):
             return _to(data, device)
     return Alloc(f"to_device({dev})", dev, make)
 
 
 def from_numpy(a: Any, device: Any = None, dtype: Any = None) -> DeviceOp:
     """A DeviceOp copying host data (array-like) into a new Tensor on ``device``."""
+    if type(a).__module__.startswith("torch"):
+        check_torch_kind(a, "from_numpy")
+        a = torch_to_numpy(a)
     try:
         arr = np.asarray(a)
         if dtype is not None:

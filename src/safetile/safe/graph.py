@@ -25,7 +25,7 @@ from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight, notify_all
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
-from .streams import Stream, default_pool, execution
+from .streams import Stream, default_pool, execution, wait_done
 
 
 class Recorder:
@@ -142,6 +142,7 @@ class Graph(Handle, Unique):
         self._steps = recorder.steps
         self._writes = list(recorder.writes)
         self._reads = [e for e in recorder.reads if e not in recorder.writes]
+        self._label = f"graph replay ({len(self._steps)} ops)"
         self._guards = recorder.guards
         self.value = value
         self.stream = stream
@@ -220,7 +221,7 @@ class Graph(Handle, Unique):
             return self.value
         fut = stream.submit(lambda: self._replay(owned, label))
         try:
-            fut.result()
+            wait_done(fut)
         except BaseException:
             if stream.withdraw(fut):  # not started: it never will
                 self._end(owned, label)
@@ -269,7 +270,7 @@ class Graph(Handle, Unique):
         """Claim the memory, run the recorded work, wait for it; then ``_end`` (on the thread that ran it)."""
         try:
             stream = self.stream
-            entry = InFlight(stream)
+            entry = InFlight(self._label, stream)
             completed = False
             try:
                 REGISTRY.claim(entry, self, self._writes, self._reads)

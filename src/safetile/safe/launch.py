@@ -437,10 +437,12 @@ class LaunchOp(DeviceOp, Unique):
 
     def _run(self, ctx: ExecContext):
         acquire()
-        state = self._state
-        if state == "built":
-            self._state = "running"
-        release()
+        try:  # (zero cost)
+            state = self._state
+            if state == "built":
+                self._state = "running"
+        finally:
+            release()
         if state != "built":
             raise DeviceOpError(f"{self.label} has {self._state_text()}; a launch runs once (use .shared() "
                                 "to reuse a result, or a graph to replay)")

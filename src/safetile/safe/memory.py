@@ -19,11 +19,15 @@ runs while a launch on that memory runs, and work on the GPU is ordered by strea
 """
 from __future__ import annotations
 
+import _thread
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+
+from ..runtime.interrupts import block
+from .errors import ForkError
 
 EXACT_LIMIT = 1 << 22  # bytes per view compared exactly; beyond, intersecting extents count as overlap
 
@@ -136,32 +140,55 @@ def distinct_elements(e: Extent) -> bool:
 
 # ------------------------------------------------------------------------------ in flight
 
-# One condition for every in-flight state change. Its lock is re-entrant: a waiter's test runs
-# under it, and anything that allocates there may run a finalizer (an unrun LaunchOp given back
-# when it is dropped) that notifies this same condition from the same thread.
-_FLAGS = threading.Condition(threading.RLock())
-_WAITERS = [0]  # threads waiting on _FLAGS (changed under it)
+# Every in-flight state change wakes the threads waiting for one. Each waiter has a one-shot lock
+# of its own, listed here, released by ``notify_all`` and blocked on outside this lock (in
+# ``interrupts.block``, the only place a Ctrl-C interrupts a wait). The lock is re-entrant: a
+# waiter's test runs under it, and anything that allocates there may run a finalizer (an unrun
+# LaunchOp given back when it is dropped) that notifies from the same thread.
+_FLAGS = threading.RLock()
+_WAITERS: list = []  # the waiting threads' locks (changed under _FLAGS)
+
+
+def reinit_lock(lock: Any) -> None:
+    """A lock (or condition) made fresh in place, unlocked, as the standard library does after a
+    fork (``_at_fork_reinit``; in place: modules hold it by name)."""
+    lock._at_fork_reinit()
+
+
+def flags_after_fork_in_child() -> None:
+    """The lock is fresh and nobody waits on it (the waiting threads do not exist here)."""
+    reinit_lock(_FLAGS)
+    _WAITERS.clear()
 
 
 def notify_all() -> None:
-    """Wake waiting threads (the condition is taken only while some thread waits: a waiter
-    counts itself under the lock before it tests its flag, so a change that saw no waiter
-    happened before that test)."""
-    if _WAITERS[0]:
+    """Wake waiting threads (the lock is taken only while some thread waits: a waiter lists itself
+    under the lock before it tests its flag, so a change that saw no waiter happened before that test)."""
+    if _WAITERS:
         with _FLAGS:
-            _FLAGS.notify_all()
+            for w in _WAITERS:
+                if w.locked():
+                    w.release()
 
 
 def wait_until(test) -> None:
-    """Block until ``test()`` is true (re-tested whenever an in-flight state changes)."""
+    """Block until ``test()`` is true (re-tested whenever an in-flight state changes). A Ctrl-C
+    interrupts it only while it is blocked (``interrupts.block``), never in its bookkeeping."""
     if test():
         return
+    waiter = _thread.allocate_lock()
+    waiter.acquire()
     with _FLAGS:
-        _WAITERS[0] += 1
-        try:
-            _FLAGS.wait_for(test)
-        finally:
-            _WAITERS[0] -= 1
+        _WAITERS.append(waiter)
+    try:
+        while True:
+            with _FLAGS:
+                if test():
+                    return
+            block(waiter)  # released by a notify_all after (or during) the test
+    finally:
+        with _FLAGS:
+            _WAITERS.remove(waiter)
 
 
 def wait_uninterrupted(wait) -> BaseException | None:
@@ -191,9 +218,10 @@ class InFlight:
     CUDA event recorded on the entry's stream when someone first needs it after a
     submission. ``done`` is set when the terminal has waited for its work."""
 
-    __slots__ = ("stream", "writes", "reads", "done", "enqueued", "_event", "_added")
+    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added", "abandoned")
 
-    def __init__(self, stream: Any, writes=(), reads=()):
+    def __init__(self, label: Any, stream: Any, writes=(), reads=()):
+        self.label = label  # text, or an object formatted with str() only when shown
         self.stream = stream  # None: a host access
         self.writes: list = list(writes)
         self.reads: list = list(reads)
@@ -203,6 +231,7 @@ class InFlight:
         # the sources whose extents were added, by id (held, so an id cannot be reused meanwhile):
         # a chain launching one cached plan again adds nothing
         self._added: dict[int, Any] = {}
+        self.abandoned = False  # work of the parent process that was running when it forked (child only)
 
     def add(self, key: Any, writes, reads) -> None:
         """Add the extents of one launch (once per distinct ``key``: its plan)."""
@@ -215,7 +244,7 @@ class InFlight:
     def set_enqueued(self) -> None:
         """The work being submitted is submitted (CPU: it has run)."""
         self.enqueued = True
-        if _WAITERS[0]:
+        if _WAITERS:
             notify_all()
 
     def set_done(self) -> None:
@@ -288,7 +317,7 @@ class Registry:
             return False
         lock = self._lock
         lock.acquire()
-        try:
+        try:  # (zero cost, unlike `with`: this is every chained launch's path)
             ok = self._entries is entries  # unchanged since read: nobody else claimed meanwhile
             if ok:
                 entry.enqueued = False
@@ -323,6 +352,10 @@ class Registry:
                 for e in self._entries:
                     if e is entry or e.done or not e.conflicts_any(writes, reads):
                         continue
+                    if e.abandoned:
+                        raise ForkError(f"{entry.label} is refused: this memory was being written by {e.label} in "
+                                        "the parent process when it forked; its contents are undefined in this "
+                                        "child (use memory made after the fork)")
                     if not e.enqueued:
                         blockers.append(e)
                     elif e.on_gpu and e.stream is not entry.stream and not e.finished():
@@ -359,10 +392,27 @@ class Registry:
             elif entry in entries:
                 self._entries = tuple(e for e in entries if e is not entry)
 
-    def host_access(self, ext: Extent, writing: bool) -> HostAccess:
+    # os.fork(): safe/forking.py takes the lock before, releases it after in the parent, and in the child:
+    def after_fork_in_child(self) -> None:
+        """The lock is fresh, and the work that was in flight in the parent is abandoned: its threads
+        do not exist here. Memory it was writing is refused (``ForkError``) to every later access,
+        instead of waiting forever; reads in flight simply end; other memory stays usable."""
+        reinit_lock(self._lock)
+        kept = []
+        for e in self._entries:
+            if e.done or not e.writes:
+                continue
+            a = InFlight(f"{e.label}", None, writes=e.writes)
+            a.abandoned = True
+            a.enqueued = False
+            kept.append(a)
+        self._entries = tuple(kept)
+        self._prune_at = max(32, 2 * len(kept))
+
+    def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> HostAccess:
         """``with REGISTRY.host_access(ext, writing):`` — the memory is not touched by running work
         while the block runs (launches claiming it meanwhile wait for the block to end)."""
-        return HostAccess(self, ext, writing)
+        return HostAccess(self, ext, writing, label)
 
     def wait_for_host(self, ext: Extent, writing: bool) -> None:
         """Wait until no unfinished work conflicts with ``ext`` (a snapshot: prefer ``host_access``)."""
@@ -375,9 +425,9 @@ class HostAccess:
 
     __slots__ = ("registry", "entry", "ext", "writing")
 
-    def __init__(self, registry: Registry, ext: Extent, writing: bool):
+    def __init__(self, registry: Registry, ext: Extent, writing: bool, label: Any):
         self.registry, self.ext, self.writing = registry, ext, writing
-        self.entry = InFlight(None)
+        self.entry = InFlight(label, None)
 
     def __enter__(self) -> HostAccess:
         w, r = ([self.ext], []) if self.writing else ([], [self.ext])

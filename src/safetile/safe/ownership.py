@@ -112,7 +112,8 @@ def _no_copy(obj, how: str, instead: str):
 
 class NoCopy:
     """A value that is the only owner (or holder) of what it refers to: ``copy.copy``,
-    ``copy.deepcopy`` and pickling are refused (a duplicate would be a second owner, outside
+    ``copy.deepcopy`` and pickling (``__reduce_ex__``, ``__reduce__``, and ``__getstate__``, which
+    would hand out the private slots) are refused (a duplicate would be a second owner, outside
     every ownership rule)."""
 
     __slots__ = ()
@@ -126,6 +127,12 @@ class NoCopy:
         _no_copy(self, "deep-copied", self._copy_hint)
 
     def __reduce_ex__(self, protocol):
+        _no_copy(self, "pickled", self._pickle_hint)
+
+    def __reduce__(self):
+        _no_copy(self, "pickled", self._pickle_hint)
+
+    def __getstate__(self):  # the pickling protocol's state: the private slots, writable arrays included
         _no_copy(self, "pickled", self._pickle_hint)
 
 

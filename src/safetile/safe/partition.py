@@ -22,7 +22,7 @@ from .claims import CLAIMS, FROZEN, WRITABLE
 from .errors import AliasError, OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site, warn_at_caller
-from .tensor import Tensor
+from .tensor import Tensor, as_dtype_requested
 
 if TYPE_CHECKING:  # facts.py imports this module
     from .facts import ArgFacts
@@ -57,6 +57,9 @@ class Partition(Owned):
     def __new__(cls, tensor: Tensor, shape: Any, prefix: bool = False, borrowed: bool = False) -> Partition:
         """``ct.Partition(t, shape)`` is ``t.partition(shape)`` (``prefix=True``: ``t.partition_prefix``):
         it moves ``t``. A borrowed partition is made only by ``ct.borrow_mut(t).partition(shape)``."""
+        for flag, v in (("prefix", prefix), ("borrowed", borrowed)):
+            if not isinstance(v, (bool, np.bool_)):
+                raise PartitionError(f"ct.Partition(..., {flag}=...): a flag is True or False, got {type(v).__name__}")
         if borrowed:
             raise PartitionError("ct.Partition(..., borrowed=True): a borrowed partition is made by "
                                  "ct.borrow_mut(t).partition(shape), which ends the borrow when its block ends")
@@ -421,8 +424,7 @@ class Shared(Unique):
         return self._tensor._host_copy()
 
     def __array__(self, dtype=None, copy=None):
-        a = self.to_numpy()
-        return a.astype(dtype) if dtype is not None else a
+        return as_dtype_requested(self.to_numpy(), dtype, self.label)
 
     def clone(self) -> Shared:
         """Another reference to the same read-only tensor (the handle itself is shared)."""

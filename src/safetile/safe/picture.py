@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..errors import ArgumentError
 
 SHOW = 8  # sub-tensors shown per axis in text before the middle is elided
 LABELS = 256  # most cells labelled in a drawing
@@ -265,13 +268,25 @@ def show(p: Any, path: str | Path | None = None) -> str | Path:
     """The text picture (printed and returned) or, with ``path``, a file: ``.txt`` text, any other
     suffix an image drawn with matplotlib (``.png``, ``.svg``, ``.pdf``)."""
     lay = layout_of(p)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"show: a path is a file name (str or os.PathLike), got {type(path).__name__}")
+    if lay.count == 0:  # nothing to draw: the text says so, wherever it goes
+        picture = "\n".join(lay.header() + ["(no sub-tensors: the tensor is empty; a launch over it is refused)"])
     if path is None:
-        picture = text(lay)
+        picture = picture if lay.count == 0 else text(lay)
         print(picture)
         return picture
     path = Path(path)
-    if path.suffix.lower() == ".txt":
-        path.write_text(text(lay) + "\n")
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix == "txt" or lay.count == 0:
+        if suffix != "txt":
+            raise ArgumentError(f"show: {lay.label} is empty, there is nothing to draw; use a .txt path or no path")
+        path.write_text((picture if lay.count == 0 else text(lay)) + "\n")
         return path
-    figure(lay).savefig(path, dpi=150)
+    fig = figure(lay)
+    formats = fig.canvas.get_supported_filetypes()
+    if suffix not in formats:
+        raise ArgumentError(f"show: cannot draw to {path.name!r}: the suffix names no image format matplotlib writes; "
+                            f"use .txt or one of {', '.join('.' + f for f in sorted(formats))}")
+    fig.savefig(path, dpi=150)
     return path

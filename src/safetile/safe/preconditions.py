@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import TileDeclarationError
 from ..frontend.common import fold_too_big
+from ..runtime.interrupts import interruptible
 from .errors import PreconditionError
 
 
@@ -111,6 +112,7 @@ class Precondition:
             raise TileDeclarationError(f"kernel {kernel!r}: precondition `{self.text}` names {', '.join(unknown)}, "
                                        f"which is neither a parameter nor a generic ({', '.join(sorted(names))})")
 
+    @interruptible  # runs the user's callable: the launch gives everything back when it raises
     def check(self, values: dict[str, Any]) -> None:
         try:
             if self.fn is not None:

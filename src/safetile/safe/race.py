@@ -274,7 +274,7 @@ def detect_races(kernel: Any, grid: Any, args: Any, *, raise_on_race: bool = Tru
                 raise ArgumentError("the race detector runs on the CPU backend (host memory)")
             named = [(n, a) for n, a in zip(kernel.param_names, runtime) if isinstance(a, np.ndarray)]
             det = RaceDetector(kernel.__name__, plan.grid3, named)
-            entry = InFlight(None)
+            entry = InFlight(f"the race detector's run of {op.label}", None)
             REGISTRY.claim(entry, plan, plan.writes, plan.reads)  # other launches and host reads wait
             try:
                 run_cpu(plan.compiled.fn, plan.grid3, plan.compiled.shim, runtime, det)

@@ -7,15 +7,20 @@ the next stream of the device's pool (4 streams, round robin).
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 from ..errors import ArgumentError
 from ..runtime import env
+from ..runtime.interrupts import block
 
 _default_device = env.default_device()
 _ids = itertools.count()
@@ -37,6 +42,9 @@ def set_default_device(device: str) -> None:
 class Stream:
     """An ordered queue of device work on one device."""
 
+    # every live stream, for os.fork() (safe/forking.py): a child has none of their worker threads
+    _live: weakref.WeakSet[Stream] = weakref.WeakSet()
+
     def __init__(self, device: str = "cpu", torch_stream: Any = None):
         from .tensor import normalize_device
         self.device = normalize_device(device)
@@ -50,15 +58,27 @@ class Stream:
         self.device_index = -1
         if self.is_cuda:
             import torch
-            if torch_stream is None and not int(self.device[5:]) < torch.cuda.device_count():
-                raise ArgumentError(f"no CUDA device {self.device} here ({torch.cuda.device_count()} visible to "
-                                    "torch); use 'cpu' or a device that exists")
             self.torch_stream = torch_stream if torch_stream is not None else torch.cuda.Stream(device=self.device)
             self.handle = self.torch_stream.cuda_stream
             self.device_index = self.torch_stream.device_index
+        Stream._live.add(self)
 
     def __repr__(self) -> str:
         return f"<safetile stream {self.id} on {self.device}>"
+
+    def after_fork_in_child(self, error: BaseException) -> None:
+        """In a forked child: a fresh lock, no worker (made again on the next submission), nothing
+        queued; jobs queued in the parent never run here, their futures fail with ``error``."""
+        from .memory import reinit_lock
+        reinit_lock(self._lock)
+        old, self._executor, self._queued = self._executor, None, 0
+        queue = getattr(old, "_work_queue", None)
+        while queue is not None and not queue.empty():
+            item = queue.get_nowait()
+            fut = getattr(item, "future", None)
+            if fut is not None and not fut.done():
+                fut._condition = threading.Condition()  # its lock may have been held by a thread not here
+                fut.set_exception(error)
 
     # ------------------------------------------------------------------ CPU ordering
 
@@ -93,7 +113,7 @@ class Stream:
         """Run ``fn`` in stream order and wait for it (inline when nothing is queued)."""
         if self.runs_inline():
             return fn()
-        return self.submit(fn).result()
+        return wait_done(self.submit(fn))
 
     def runs_inline(self) -> bool:
         """Whether work driven on this stream runs on the calling thread: nothing is queued on this
@@ -106,7 +126,7 @@ class Stream:
             self.torch_stream.synchronize()
             return
         if self._queued:  # an int read is atomic; the count changes under the lock
-            self.submit(lambda: None).result()
+            wait_done(self.submit(lambda: None))
 
     def context(self):
         """A context manager making this stream current for torch work (no-op on CPU)."""
@@ -153,12 +173,29 @@ class _CudaStreamContext:
         return False
 
 
+def wait_done(fut: Future) -> Any:
+    """``fut.result()``, interrupted by Ctrl-C only while blocked (``interrupts.block``)."""
+    if not fut.done():
+        waiter = _thread.allocate_lock()
+        waiter.acquire()
+        fut.add_done_callback(lambda _: waiter.release())  # on the worker (or here, if done by now)
+        block(waiter)
+    return fut.result()
+
+
 class StreamPool:
     """A fixed set of streams handed out round robin."""
 
+    MAX_SIZE = 1024  # more streams than any device runs at once: a larger count is a mistake
+
     def __init__(self, device: str = "cpu", size: int = 4):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise ArgumentError(f"a stream pool's size must be an integer, got {size!r}")
+        size = int(size)
         if size < 1:
-            raise ArgumentError("a stream pool needs at least one stream")
+            raise ArgumentError(f"a stream pool needs at least one stream, got {size}")
+        if size > self.MAX_SIZE:
+            raise ArgumentError(f"a stream pool has at most {self.MAX_SIZE} streams, got {size}")
         self.device = device
         self.streams = [Stream(device) for _ in range(size)]
         self._count = itertools.count()  # next() on it is atomic (no lock needed)
@@ -175,6 +212,9 @@ POOL_SIZE = 4
 
 def default_pool(device: str | None = None) -> StreamPool:
     """The device's default pool of 4 streams."""
+    if device is not None and not isinstance(device, str):
+        from .tensor import normalize_device
+        device = normalize_device(device)  # a torch.device, or refused
     pool = _pools.get(_default_device if device is None else device)  # common case: a name seen before
     if pool is not None:
         return pool

@@ -28,6 +28,36 @@ def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
 
 
+def check_torch_kind(x: Any, what: str) -> None:
+    """Refuse the torch tensors that are not plain strided memory (DLPack and NumPy cannot carry
+    them): sparse, nested, meta, and conjugate / negative views (a lazy bit, not the values)."""
+    if x.is_nested or x.layout is not _torch_strided() or x.device.type == "meta":
+        kind = "nested" if x.is_nested else ("on the meta device (no data)" if x.device.type == "meta" else
+                                             f"with layout {x.layout}")
+        raise TensorError(f"{what}: a torch tensor {kind} is not plain strided memory; safetile tensors wrap "
+                          "strided memory (convert it first, e.g. .to_dense())")
+    if x.is_conj() or x.is_neg():
+        bit = "conjugate" if x.is_conj() else "negative"
+        raise TensorError(f"{what}: the torch tensor has its lazy {bit} bit set (its memory does not hold the values "
+                          f"it shows); materialise it first with .resolve_{'conj' if x.is_conj() else 'neg'}()")
+
+
+def as_dtype_requested(a: np.ndarray, dtype: Any, label: Any) -> np.ndarray:
+    """``a`` with the element type NumPy's ``__array__`` protocol asked for (refused with a
+    ``TensorError`` when it names none)."""
+    if dtype is None:
+        return a
+    try:
+        return a.astype(dtype)
+    except (TypeError, ValueError) as e:
+        raise TensorError(f"a NumPy array of {label} with dtype={dtype!r}: {e}") from None
+
+
+def _torch_strided():
+    import torch
+    return torch.strided
+
+
 def torch_to_numpy(x) -> np.ndarray:
     """A NumPy copy of a torch tensor on any device (bfloat16/float8 included)."""
     import torch
@@ -55,16 +85,39 @@ def torch_dtype(d: dt.DType):
     return getattr(torch, name)
 
 
-def normalize_device(device: Any) -> str:
+def normalize_device(device: Any, usable: bool = True) -> str:
+    """The canonical name of a device ('cpu', 'cuda:N'); with ``usable``, refused with a
+    ``TensorError`` before anything is made when this process cannot use it."""
     if device is None:
         from .streams import default_device
         return default_device()
-    s = str(device)
+    s = str(device) if isinstance(device, str) or _is_torch(device) else None
+    if s == "cpu":
+        return s
     if s == "cuda":
-        return "cuda:0"
-    if s == "cpu" or s.startswith("cuda:"):
+        s = "cuda:0"
+    if s is not None and s.startswith("cuda:") and s[5:].isdigit():
+        if usable:
+            _check_cuda(s)
         return s
     raise TensorError(f"unknown device {device!r}; use 'cpu' or 'cuda' / 'cuda:N'")
+
+
+def _check_cuda(name: str) -> None:
+    """Refuse a CUDA device this process cannot use (no torch, no GPU, no such index, a forked child)."""
+    try:
+        import torch
+    except ImportError:
+        raise TensorError(f"device {name!r} needs torch with CUDA support, which is not installed; use 'cpu'") from None
+    if torch.cuda._is_in_bad_fork():
+        raise TensorError(f"device {name!r} cannot be used in this process: it was made by os.fork() after its parent "
+                          "used CUDA, and CUDA cannot be initialised again in a forked child (torch refuses); start "
+                          "worker processes with multiprocessing's 'spawn' or 'forkserver' method")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if int(name[5:]) >= count:
+        raise TensorError(f"device {name!r} is not available: this process sees {count} CUDA GPU(s)"
+                          + ("" if count else " (no GPU, or torch built without CUDA)") + "; use 'cpu'"
+                          + (f" or 'cuda:0'..'cuda:{count - 1}'" if count else ""))
 
 
 class Tensor(Owned):
@@ -87,6 +140,7 @@ class Tensor(Owned):
             self._data = np.ndarray.view(data, np.ndarray)  # plain, whatever subclass came in (memory.plain)
             self._device = "cpu"
         elif _is_torch(data):
+            check_torch_kind(data, "Tensor")
             if data.device.type == "cuda":
                 self._data = data.detach()
                 self._device = str(data.device)
@@ -168,7 +222,11 @@ class Tensor(Owned):
         return self._extent().ptr
 
     def __len__(self) -> int:
-        return self.shape[0]
+        shape = self.shape
+        if not shape:
+            raise TensorError(f"len() of {self.label}: a 0-d tensor has no length (and cannot be iterated); "
+                              "read its value with .to_numpy()")
+        return shape[0]
 
     def __repr__(self) -> str:
         state = f", moved into {self._moved}" if self._moved else ""
@@ -182,7 +240,7 @@ class Tensor(Owned):
 
     def _host_copy(self) -> np.ndarray:
         """A NumPy copy, taken while no launch writes this memory (launches wait for the copy)."""
-        with REGISTRY.host_access(self._extent(), False):
+        with REGISTRY.host_access(self._extent(), False, "a host read"):
             if isinstance(self._data, np.ndarray):
                 return np.array(self._data, copy=True)
             return torch_to_numpy(self._data)
@@ -195,8 +253,7 @@ class Tensor(Owned):
     numpy = to_numpy
 
     def __array__(self, dtype=None, copy=None):
-        a = self.to_numpy()
-        return a.astype(dtype) if dtype is not None else a
+        return as_dtype_requested(self.to_numpy(), dtype, self.label)
 
     def to_host(self):
         """A lazy copy of this tensor into host (CPU) memory: a DeviceOp producing a Tensor."""

@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 from ..errors import TileSafetyError
 from ..ir.core import Function, Op, Value, walk
 from ..ir.types import ArrayType, TileType
+from ..runtime.interrupts import interruptible
 
 METADATA = frozenset({"array_dim", "array_stride"})
 TILE_ACCESS = frozenset({"load", "store"})
@@ -43,6 +44,7 @@ class _Param:
         self.name, self.kind, self.shape, self.grid_rank = name, kind, tuple(shape), grid_rank
 
 
+@interruptible  # part of compilation: its caller caches nothing when it fails
 def verify_entry(fn: Function, keys: tuple) -> None:
     """Raise ``TileSafetyError`` (located at the op) unless ``fn`` keeps the ownership rules.
 

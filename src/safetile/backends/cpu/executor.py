@@ -25,6 +25,7 @@ from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import TileType
 from ...ops.debug import Printer
+from ...runtime.interrupts import interruptible
 from .context import BlockSet
 
 Lowering = Callable[["Run", Op, list[Any]], Any]
@@ -383,6 +384,7 @@ CHUNK_BYTES = 1 << 28
 MAX_BLOCKS = 1 << 31
 
 
+@interruptible  # a kernel body running on the CPU: Ctrl-C stops it; the launch fails as on any error
 def execute(fn: Function, grid: tuple[int, int, int], arrays: dict[int, np.ndarray],
             scalars: dict[int, Any], race_detector=None) -> None:
     """Run ``fn`` over ``grid``; ``arrays``/``scalars`` map parameter value ids to data."""

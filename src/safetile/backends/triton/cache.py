@@ -64,8 +64,9 @@ def prelude_namespace(interp: bool) -> dict:
     once per mode so compiled and interpreted kernels can coexist in one process."""
     ns = _preludes.get(interp)
     if ns is None:
-        from . import prelude as _compiled_path_only  # noqa: F401 - locate the file
-        path = Path(_compiled_path_only.__file__)
+        # executed from its file under a name per mode; importing it as a module first would
+        # run its ~50 ``@triton.jit`` decorations (each reads its function's source) twice
+        path = Path(__file__).with_name("prelude.py")
         mod = _exec_file(path, f"safetile.backends.triton._prelude_{'interp' if interp else 'cuda'}", None, interp)
         ns = _preludes[interp] = {k: getattr(mod, k) for k in mod.__all__}
     return ns

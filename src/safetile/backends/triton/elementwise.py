@@ -175,7 +175,7 @@ def shift(g: Gen, op):
     return f"tl.where({big}, {fill}, {x} >> {ys})"
 
 
-_FLOAT_UNARY = {"exp": "tl.exp({})", "exp2": "tl.exp2({})", "log": "tl.log({})", "log2": "tl.log2({})",
+_FLOAT_UNARY = {"exp": "tl.exp({})", "exp2": "_st_exp2({})", "log": "tl.log({})", "log2": "tl.log2({})",
                 "sin": "tl.sin({})", "cos": "tl.cos({})", "tan": "_ld.tan({})", "sinh": "_ld.sinh({})",
                 "cosh": "_ld.cosh({})", "tanh": "_ld.tanh({})", "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
 

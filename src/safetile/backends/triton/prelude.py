@@ -181,6 +181,10 @@ if _INTERPRETED:
         r = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
         r = tl.where(x != x, 0x7FC0, r)
         return r.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+
+    @triton.jit
+    def _st_exp2(x):
+        return tl.exp2(x)
 else:
     @triton.jit
     def _st_dot_operand(x):
@@ -190,6 +194,18 @@ else:
     def _st_to_bf16(x):
         """float32 → bfloat16, round to nearest even."""
         return x.to(tl.bfloat16)
+
+    @triton.jit
+    def _st_exp2(x):
+        """2 ** x. For float32 the instruction Triton's exp2 also ends in (libdevice's __nv_exp2f
+        under Triton's default flush-to-zero reflection), written inline: a kernel that needs no
+        other libdevice function then links none, which saves every compile ~0.05 s of bitcode
+        linking and optimisation (bench/NOTES.md, session 5)."""
+        if x.dtype == tl.float32:
+            return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
+                                             is_pure=True, pack=1)
+        else:
+            return tl.exp2(x)
 
 
 # ---------------------------------------------------------------------------- rounding modes and formats

@@ -1,0 +1,69 @@
+"""``os.fork()`` with the safe runtime: the child never waits for work that does not exist there.
+
+A fork copies the process's memory but only the thread that called it. Without care, the
+child inherits locks held by threads that are gone (a deadlock on first use) and in-flight
+work whose threads are gone (a read or launch over that memory waits forever). So, around
+every fork (``os.register_at_fork``; multiprocessing's default start method on Linux forks):
+
+* before: the runtime's process-wide locks are taken in one fixed order, outermost first
+  (ownership, claims, interned facts, stream pools, the in-flight registry, its condition),
+  so no other thread is half-way through a change the child would see; each is waited for a
+  bounded time (a lock that stays held is still made fresh in the child);
+* after, in the parent: released in reverse order;
+* after, in the child: every lock is fresh; every live stream forgets its worker thread
+  (made again on first use) and fails jobs queued in the parent; the work that was in flight
+  is abandoned (``Registry.after_fork_in_child``): its memory is refused with ``ForkError``,
+  other memory is usable. Ownership and claims are plain objects copied with the process and
+  stay as they were (values moved into abandoned work stay moved).
+
+CUDA cannot be used in a forked child at all (torch refuses once the parent used it):
+CUDA devices are refused there (``TensorError``); use multiprocessing's 'spawn' or
+'forkserver' start method for GPU workers.
+"""
+from __future__ import annotations
+
+import os
+
+from . import facts, memory, ownership, streams
+from .claims import CLAIMS
+from .errors import ForkError
+
+LOCK_WAIT = 2.0  # seconds before a fork waits for each lock at most
+
+
+class ForkGuard:
+    """The one registration with ``os.register_at_fork``: calls each owner of per-process state."""
+
+    def __init__(self):
+        self._held: list = []  # the locks taken before the fork in progress (the forking thread's)
+
+    @staticmethod
+    def locks() -> list:
+        return [ownership.OWNERSHIP, CLAIMS._lock, facts._INTERN_LOCK, streams._pool_lock,
+                memory.REGISTRY._lock, memory._FLAGS]
+
+    def before(self) -> None:
+        self._held = [lock for lock in self.locks() if lock.acquire(timeout=LOCK_WAIT)]
+
+    def after_in_parent(self) -> None:
+        held, self._held = self._held, []
+        for lock in reversed(held):
+            lock.release()
+
+    def after_in_child(self) -> None:
+        self._held = []
+        memory.reinit_lock(ownership.OWNERSHIP)
+        CLAIMS.after_fork_in_child()
+        memory.reinit_lock(facts._INTERN_LOCK)
+        memory.reinit_lock(streams._pool_lock)
+        memory.REGISTRY.after_fork_in_child()
+        memory.flags_after_fork_in_child()
+        error = ForkError("this work was queued in the parent process when it forked; it never runs in this child")
+        for s in list(streams.Stream._live):
+            s.after_fork_in_child(error)
+
+
+FORK_GUARD = ForkGuard()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=FORK_GUARD.before, after_in_parent=FORK_GUARD.after_in_parent,
+                        after_in_child=FORK_GUARD.after_in_child)
