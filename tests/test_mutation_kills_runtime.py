@@ -521,3 +521,55 @@ def test_an_export_waits_for_unfinished_work_reading_the_memory():
     assert pause.copied
     assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), np.arange(8, dtype=np.float32))
     del exported
+
+
+def test_refusals_name_the_action_tried():
+    t = ct.zeros(16).sync().named("t")
+    p = t.partition(16)
+    z = ct.zeros(16).sync()
+    g = add(z.partition(16), p.unpartition().shared()).graph()
+    zz = g.value[0]
+    zz.unpartition()  # the captured partition is moved elsewhere: the replay is refused, naming it
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{zz.label} cannot be used by a replay of "
+                                                                   f"{g.label}: it was moved into the tensor returned "
+                                                                   "by .unpartition() at ")):
+        g.launch()
+    g.close()
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{zz.label} cannot be unpartitioned: it was "
+                                                                   "moved into the tensor returned")):
+        zz.unpartition()
+    with pytest.raises(ct.DeviceOpError, match=r"^map\(\) takes a function of the value, got int$"):
+        ct.value(1).map(3)
+    with pytest.raises(ct.DeviceOpError, match=r"^then\(\) takes a function of the value, got int$"):
+        ct.value(1).then(3)
+    named = ct.zeros(32).sync().named("w").partition(16).map(2)
+    assert named.label == "mapped partition 'w'"
+
+
+@pytest.mark.parametrize("cond, shown", [
+    ((lambda x: x.ndim == 3), "lambda x: x.ndim == 3"),
+    ((lambda x: x.ndim == 3,)[0], "lambda x: x.ndim == 3"),  # a different tail after the lambda
+    ("x.ndim == 3", "x.ndim == 3"),
+])
+def test_a_failing_precondition_shows_its_text(cond, shown):
+    @ct.entry(preconditions=[cond])
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, (-1, -1)]):
+        z.store(z.load() + 1.0)
+    z = ct.zeros(16).sync().partition(16)
+    with pytest.raises(ct.PreconditionError, match=re.escape(f"kernel 'k': precondition `{shown}` does not hold")):
+        k(z, rnd((4, 4), seed=7))
+
+
+def test_a_precondition_naming_several_unknown_names_lists_them():
+    with pytest.raises(ct.TileDeclarationError, match=re.escape("precondition `y > w` names y, w, which is neither "
+                                                                "a parameter nor a generic")):
+        @ct.entry(preconditions=["y > w"])
+        def k(z: ct.Mut[ct.f32, "B"]):
+            z.store(z.load())
+
+
+def test_the_race_detector_refuses_unresolved_operation_arguments():
+    z = ct.zeros(16).sync()
+    with pytest.raises(ct.ArgumentError, match="^detect_races runs a launch of host values: resolve DeviceOp "
+                                               "arguments first$"):
+        ct.detect_races(inc, None, (ct.value(z.partition(16)),))

@@ -94,8 +94,7 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
             runtime.append(a)
         else:
             parts.append(_fact_key(a))
-            runtime.append(a._tensor._data if isinstance(a, (Partition, Shared, MappedPartition)) else
-                           a._data if isinstance(a, Tensor) else plain(a))
+            runtime.append(plain(a))  # a raw NumPy array, or a value of another type (safetile's are final)
     key = (kernel.config_key, backend_override(), tuple(parts))
     caches = kernel.caches
     if not caches.captured.check():  # Python state the compiled code folded in: unchanged?
@@ -128,7 +127,7 @@ def _check(kernel: EntryKernel, args: tuple, key: tuple) -> Plan:
                                   scalar_type_key(f) if isinstance(f, SCALARS) and not c else (type(f), f)
                                   for f, c in zip(facts, kernel.const_flags)))
     caches = kernel.caches
-    tc = caches.types.get(tkey)
+    tc = caches.types.get(tkey)  # pragma: no mutate (a cache: checking the types again gives the same)
     if tc is None:
         tc = caches.store(caches.types, tkey, check_types(kernel, facts))
     return caches.store(caches.plans, key, check_memory(kernel, tc, facts))
@@ -379,8 +378,8 @@ class LaunchOp(DeviceOp, Unique):
 
     def _state_text(self) -> str:
         return {"running": "started running", "done": "already run", "failed": "already failed",
-                "rejected": "been rejected", "cancelled": "been cancelled", "abandoned": "been abandoned",
-                "dropped": "been dropped"}.get(self._state, self._state)
+                "rejected": "been rejected", "cancelled": "been cancelled",
+                "abandoned": "been abandoned"}.get(self._state, self._state)  # "dropped": no one holds it to ask
 
     def __del__(self):  # pragma: no mutate function (a finalizer: mutmut cannot trace inside one)
         try:
