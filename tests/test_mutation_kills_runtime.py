@@ -573,3 +573,20 @@ def test_the_race_detector_refuses_unresolved_operation_arguments():
     with pytest.raises(ct.ArgumentError, match="^detect_races runs a launch of host values: resolve DeviceOp "
                                                "arguments first$"):
         ct.detect_races(inc, None, (ct.value(z.partition(16)),))
+
+
+def test_from_numpy_takes_its_copy_when_called():
+    a = np.arange(4, dtype=np.float32)
+    op = ct.from_numpy(a)
+    a[0] = 99.0  # after the call: not in the tensor the op makes
+    assert np.array_equal(op.sync().to_numpy(), np.arange(4, dtype=np.float32))
+
+
+def test_a_partition_label_shows_its_shapes():
+    p = ct.zeros((4, 6)).sync().partition((2, 4))
+    assert re.fullmatch(r"partition#\d+\[float32 4x6 / 2x4\]", p.label)
+
+
+def test_the_default_pool_is_on_the_default_device():
+    pool = ct.default_pool()
+    assert pool.device == "cpu" and ct.default_pool("cpu") is pool and pool.next().device == "cpu"
