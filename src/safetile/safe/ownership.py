@@ -11,6 +11,7 @@ import itertools
 import os
 import sys
 import threading
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,6 @@ _SKIP = (_PKG_DIR, os.sep + "asyncio" + os.sep, os.sep + "concurrent" + os.sep, 
 
 
 _internal: dict[str, bool] = {}  # code file name -> whether caller_site skips its frames
-_basenames: dict[str, str] = {}
 
 
 def caller_location(depth: int = 1) -> tuple[str, int] | None:
@@ -47,11 +47,10 @@ def caller_location(depth: int = 1) -> tuple[str, int] | None:
     f: FrameType | None = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
-        skip = _internal.get(fn)
+        skip = _internal.get(fn)  # pragma: no mutate (a cache: computing it again gives the same)
         if skip is None:
-            if len(_internal) > 4096:
+            if len(_internal) > 4096:  # pragma: no mutate (the cache's size bound)
                 _internal.clear()
-                _basenames.clear()
             skip = _internal[fn] = fn.startswith(_PKG_DIR) or any(s in fn for s in _SKIP[1:])
         if not skip:
             return fn, f.f_lineno
@@ -59,14 +58,26 @@ def caller_location(depth: int = 1) -> tuple[str, int] | None:
     return None
 
 
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` pointing at the first frame outside safetile (where ``caller_location``
+    points), whatever frames wrap the ones in between."""
+    target = caller_location(2)
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename, f.f_lineno) != target:
+        f = f.f_back
+    if f is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    g = f.f_globals
+    warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno, g.get("__name__"),
+                           g.setdefault("__warningregistry__", {}), g)
+
+
 def format_location(loc: tuple[str, int] | None) -> str:
     """``file:line`` of a ``caller_location``."""
     if loc is None:
         return "<unknown>"
-    base = _basenames.get(loc[0])
-    if base is None:
-        base = _basenames[loc[0]] = os.path.basename(loc[0])
-    return f"{base}:{loc[1]}"
+    return f"{os.path.basename(loc[0])}:{loc[1]}"
 
 
 def caller_site() -> str:
@@ -175,7 +186,7 @@ class Owned(Unique):
     def _brief(self) -> str:
         return ""
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         """Raise if this value was moved; ``action`` says what the caller tried to do."""
         if self._moved is not None:
             raise UseAfterMoveError(f"{self.label} cannot be {action}: it was moved into {self._moved}")

