@@ -36,7 +36,6 @@ class Pause:
 
     def __init__(self):
         self.entered, self.go = threading.Event(), threading.Event()
-        self.copied = False  # set by SlowSource once its copy is done
 
     def __call__(self, value):
         self.entered.set()
@@ -241,42 +240,6 @@ def test_precondition_arithmetic_is_exact_and_bounded(cond, n, c, outcome):
     assert np.array_equal(z.to_numpy(), np.zeros(16, np.float32))
 
 
-class SlowSource(np.ndarray):
-    """A copy source whose copying (``np.copyto`` dispatches to it) stops until ``go`` is set: the copy
-    is then in the middle of being submitted, its memory claimed."""
-
-    def __array_function__(self, func, types, args, kwargs):
-        copying = func is np.copyto
-        if copying:
-            self.pause.entered.set()
-            assert self.pause.go.wait(WAIT)
-        args = tuple(np.ndarray.view(a, np.ndarray) if isinstance(a, SlowSource) else a for a in args)
-        out = func(*args, **kwargs)
-        if copying:
-            self.pause.copied = True
-        return out
-
-
-@pytest.mark.parametrize("others_registered", [False, True])
-def test_a_host_read_waits_for_a_copy_being_submitted(others_registered):
-    """A copy into memory is registered before it starts writing; a host read of that memory (a raw
-    array copied by ct.copy) waits for it to end, whether or not other work is registered."""
-    from safetile.safe.memory import REGISTRY
-    base = np.zeros(16, np.float32)
-    dst = ct.from_dlpack(base)
-    src = np.arange(16, dtype=np.float32).view(SlowSource)
-    src.pause = pause = Pause()
-    op = ct.memcpy(dst, src)
-    unrelated = np.zeros(4, np.float32)
-    with REGISTRY.host_access(extent_of(unrelated), False) if others_registered else contextlib.nullcontext():
-        fut = ct.Stream("cpu").submit(op.sync)
-        assert pause.entered.wait(WAIT)
-        threading.Timer(0.05, pause.go.set).start()
-        seen = ct.copy(base).sync().to_numpy()  # waits for the copy: never the zeros from before it
-    assert np.array_equal(seen, np.arange(16, dtype=np.float32))
-    assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), seen)
-
-
 def test_a_borrowed_tensor_cannot_be_launched_with():
     z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=4)
     with ct.borrow_mut(x) as b:
@@ -375,22 +338,6 @@ def test_a_host_read_of_memory_already_written_by_an_unfinished_terminal_goes_on
     safety.cancel()
     assert fut.result(WAIT)[0] is z
     assert not released_by_timer and np.array_equal(seen, np.ones(16, np.float32))
-
-
-def test_a_write_waits_for_a_copy_reading_that_memory():
-    """A copy being submitted reads its source: a copy into that source waits for it (it would change
-    what the first copy reads)."""
-    base = np.arange(8, dtype=np.float32)
-    first_dst = ct.zeros(8).sync()
-    src = base.view(SlowSource)
-    src.pause = pause = Pause()
-    fut = ct.Stream("cpu").submit(ct.memcpy(first_dst, src).sync)
-    assert pause.entered.wait(WAIT)
-    threading.Timer(0.05, pause.go.set).start()
-    ct.memcpy(ct.from_dlpack(base), np.full(8, -1.0, np.float32)).sync()  # waits for the first copy
-    assert fut.result(WAIT) is first_dst
-    assert np.array_equal(first_dst.to_numpy(), np.arange(8, dtype=np.float32))
-    assert np.array_equal(base, np.full(8, -1.0, np.float32))
 
 
 def test_sync_runs_on_the_calling_thread_when_the_stream_is_idle():
@@ -505,22 +452,6 @@ def test_a_graph_scope_replays_on_the_stream_it_was_given():
         g2.record(inc(z))
     assert g2.graph.stream is not s and g2.graph.stream.device == "cpu"
     g2.graph.close()
-
-
-def test_an_export_waits_for_unfinished_work_reading_the_memory():
-    """A DLPack export hands out writable memory: it waits until no unfinished work reads it either."""
-    base = np.arange(8, dtype=np.float32)
-    t = ct.from_dlpack(base)
-    src = base.view(SlowSource)
-    src.pause = pause = Pause()
-    dst = ct.zeros(8).sync()
-    fut = ct.Stream("cpu").submit(ct.memcpy(dst, src).sync)
-    assert pause.entered.wait(WAIT)
-    threading.Timer(0.05, pause.go.set).start()
-    exported = np.from_dlpack(t)  # waits for the copy reading that memory
-    assert pause.copied
-    assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), np.arange(8, dtype=np.float32))
-    del exported
 
 
 def test_refusals_name_the_action_tried():
