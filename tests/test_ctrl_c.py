@@ -290,7 +290,9 @@ def test_ctrl_c_at_random_moments_of_a_life_cycle_leaves_nothing_behind():
         durs.append(time.perf_counter() - t0)
     dur = min(durs)
     hits = 0
-    for _ in range(60):
+    for trial in range(300):  # 60 trials, more while none landed (a loaded machine may schedule late)
+        if trial >= 60 and hits:
+            break
         t = ct.zeros(1024).sync()
         view = t[:]
         stop = threading.Event()

@@ -6,7 +6,6 @@ thread of its own) step by step with events, so what it asserts happens determin
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import threading
 
