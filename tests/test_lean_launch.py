@@ -3,7 +3,9 @@ refuses every malformed launch before touching the driver (CPU), and launches co
 with every scalar parameter type the front end produces, as Triton's launcher does (GPU)."""
 from __future__ import annotations
 
+import pathlib
 import shutil
+import sysconfig
 
 import numpy as np
 import pytest
@@ -23,6 +25,8 @@ def built_loader(tmp_path_factory) -> lean._Loader:
     worker, so every test module of the worker loads the same one)."""
     if shutil.which("gcc") is None and shutil.which("clang") is None:
         pytest.skip("no C compiler (Triton builds its own launchers with one too)")
+    if not (pathlib.Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
+        pytest.skip("no Python headers to build a C extension with (e.g. Debian's python3-dev)")
     mp = pytest.MonkeyPatch()
     mp.setenv("SAFETILE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lean-cache"))
     try:
