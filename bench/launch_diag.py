@@ -27,19 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import safetile as ct  # noqa: E402
-from kernels.basic import safe_add, tiny  # noqa: E402
-
-
-@ct.kernel
-def add4(x, y, z, TILE: ct.Constant[int]):
-    b = ct.bid(0)
-    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) + ct.load(y, (b,), (TILE,)))
-
-
-@ct.kernel
-def axpy(x, z, alpha: float, n: int, TILE: ct.Constant[int]):
-    b = ct.bid(0)
-    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) * alpha + ct.load(z, (b,), (TILE,)))
+from kernels.basic import add4, axpy, safe_add, tiny  # noqa: E402
 
 
 def host_samples(fn, n: int, reps: int) -> list[float]:

@@ -65,3 +65,15 @@ def refused(objs, action, exc=Exception, pattern=None):
         assert re.search(pattern, str(e), re.S), str(e)
     untouched(objs, snaps)
     return e
+
+
+@ct.entry
+def inc(z: ct.Mut[ct.f32, "B"]):
+    """z += 1 over z's sub-tensor."""
+    z.store(z.load() + 1.0)
+
+
+@ct.entry
+def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    """z += x over z's sub-tensor."""
+    z.store(z.load() + ct.load_tile_like(x, z))

@@ -19,17 +19,7 @@ import pytest
 
 import safetile as ct
 
-from attack_helpers import poisoned, refused, rnd
-
-
-@ct.entry
-def inc(z: ct.Mut[ct.f32, "B"]):
-    z.store(z.load() + 1.0)
-
-
-@ct.entry
-def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
-    z.store(z.load() + ct.load_tile_like(x, z))
+from attack_helpers import add, inc, poisoned, refused, rnd
 
 
 @pytest.fixture

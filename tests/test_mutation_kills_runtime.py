@@ -15,19 +15,9 @@ import pytest
 import safetile as ct
 from safetile.safe.memory import InFlight, Registry, extent_of
 
-from attack_helpers import rnd
+from attack_helpers import add, inc, rnd
 
 WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
-
-
-@ct.entry
-def inc(z: ct.Mut[ct.f32, "B"]):
-    z.store(z.load() + 1.0)
-
-
-@ct.entry
-def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
-    z.store(z.load() + ct.load_tile_like(x, z))
 
 
 class Pause:

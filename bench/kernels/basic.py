@@ -66,3 +66,17 @@ def safe_gemm(c: ct.Mut[ct.f16, ("BM", "BN")], a: ct.Ref[ct.f16, (-1, -1)], b: c
 @ct.kernel
 def tiny(x, TILE: ct.Constant[int]):
     ct.store(x, (0,), ct.load(x, (0,), (TILE,)) + 1.0)
+
+
+@ct.kernel
+def add4(x, y, z, TILE: ct.Constant[int]):
+    """The README's launch pattern (a tensor may be passed twice, a Constant): launch-cost rows."""
+    b = ct.bid(0)
+    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) + ct.load(y, (b,), (TILE,)))
+
+
+@ct.kernel
+def axpy(x, z, alpha: float, n: int, TILE: ct.Constant[int]):
+    """Scalars of every kind beside tensors: launch-cost rows."""
+    b = ct.bid(0)
+    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) * alpha + ct.load(z, (b,), (TILE,)))

@@ -23,21 +23,9 @@ from pathlib import Path
 import torch
 
 import safetile as ct
-from kernels.basic import tiny
+from kernels.basic import add4, axpy, tiny
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@ct.kernel
-def add4(x, y, z, TILE: ct.Constant[int]):
-    b = ct.bid(0)
-    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) + ct.load(y, (b,), (TILE,)))
-
-
-@ct.kernel
-def axpy(x, z, alpha: float, n: int, TILE: ct.Constant[int]):
-    b = ct.bid(0)
-    ct.store(z, (b,), ct.load(x, (b,), (TILE,)) * alpha + ct.load(z, (b,), (TILE,)))
 
 
 def _host_us(fn, n=4000, reps=5) -> float:
