@@ -28,20 +28,9 @@ import torch  # noqa: E402
 
 import safetile as ct  # noqa: E402
 from kernels.basic import add4, axpy, safe_add, tiny  # noqa: E402
+from sections.launch import host_samples  # noqa: E402
 
 
-def host_samples(fn, n: int, reps: int) -> list[float]:
-    for _ in range(200):
-        fn()
-    out = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        out.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return out
 
 
 def measure(rows: dict, n: int, reps: int, rounds: int = 3) -> dict[str, float]:
@@ -53,7 +42,7 @@ def measure(rows: dict, n: int, reps: int, rounds: int = 3) -> dict[str, float]:
     for _ in range(rounds):
         shuffle(order)  # no row always follows the same one
         for k in order:
-            samples[k] += host_samples(rows[k], n, max(1, reps // rounds))
+            samples[k] += host_samples(rows[k], n, max(1, reps // rounds), warmup=200)
     return {k: statistics.median(v) for k, v in samples.items()}
 
 

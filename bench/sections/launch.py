@@ -28,8 +28,10 @@ from kernels.basic import add4, axpy, tiny
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _host_us(fn, n=4000, reps=5) -> float:
-    """Median over ``reps`` of the host time per call of ``n`` calls (the GPU keeps up: tiny kernels)."""
+def host_samples(fn, n: int, reps: int, warmup: int = 0) -> list[float]:
+    """``reps`` samples of the host time per call (µs) of ``n`` calls (the GPU keeps up: tiny kernels)."""
+    for _ in range(warmup):
+        fn()
     out = []
     for _ in range(reps):
         torch.cuda.synchronize()
@@ -38,7 +40,12 @@ def _host_us(fn, n=4000, reps=5) -> float:
             fn()
         out.append((time.perf_counter() - t0) / n * 1e6)
         torch.cuda.synchronize()
-    return statistics.median(out)
+    return out
+
+
+def _host_us(fn, n=4000, reps=5) -> float:
+    """Median over ``reps`` of the host time per call of ``n`` calls."""
+    return statistics.median(host_samples(fn, n, reps))
 
 
 def bench_launch(args, res):
