@@ -77,3 +77,12 @@ def inc(z: ct.Mut[ct.f32, "B"]):
 def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
     """z += x over z's sub-tensor."""
     z.store(z.load() + ct.load_tile_like(x, z))
+
+
+@ct.entry
+def spin_write(z: ct.Mut[ct.f32, "B"], v: ct.f32, reps: ct.Constant[int]):
+    """A slow launch (reps multiplies per element) that ends by writing v: work in flight."""
+    acc = ct.full((B,), 1.0, ct.float32)
+    for i in range(reps):
+        acc = acc * 1.0
+    z.store(acc * 0.0 + v)

@@ -8,6 +8,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 _SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 if _SRC not in sys.path:
     sys.path.insert(0, _SRC)
@@ -25,3 +27,12 @@ if os.environ.get("MUTANT_UNDER_TEST") == "stats":
 
     def pytest_runtest_teardown(item, nextitem):
         gc.collect()
+
+
+@pytest.fixture
+def racy():
+    """Switch threads as often as possible: a missing lock shows as a lost update at once (thread tests)."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)

@@ -10,7 +10,6 @@ what safetile can see, it refuses.
 """
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
 import weakref
@@ -229,14 +228,6 @@ def test_the_race_detector_exports_only_for_its_run():
     t = rnd(64, seed=11)
     assert not ct.detect_races(fill_blocks, (4, 1, 1), (t, 2.0), raise_on_race=False)
     assert np.all(t.shared().to_numpy() == 2.0)
-
-
-@pytest.fixture
-def racy():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(old)
 
 
 def test_export_racing_shared_in_two_threads_never_both_succeed(racy):

@@ -19,7 +19,7 @@ import pytest
 
 import safetile as ct
 
-from attack_helpers import refused
+from attack_helpers import refused, spin_write
 from triton_interp import triton_interpreter
 
 torch = pytest.importorskip("torch")
@@ -43,14 +43,6 @@ def fill(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
 @ct.entry(preconditions=[_repoint])
 def fill_pre(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
     z.store(ct.load_tile_like(x, z) + 1.0)
-
-
-@ct.entry
-def spin_write(z: ct.Mut[ct.f32, "B"], v: ct.f32, reps: ct.Constant[int]):
-    acc = ct.full((B,), 1.0, ct.float32)
-    for i in range(reps):
-        acc = acc * 1.0
-    z.store(acc * 0.0 + v)
 
 
 @pytest.fixture(params=["cpu", "triton"])

@@ -10,7 +10,6 @@ interval; every result is compared with the sequential one.
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import warnings
 
@@ -20,15 +19,6 @@ import pytest
 import safetile as ct
 
 from attack_helpers import add, inc, poisoned, refused, rnd
-
-
-@pytest.fixture
-def racy():
-    """Switch threads as often as possible: a missing lock shows as a lost update at once."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(old)
 
 
 def run_threads(*fns):

@@ -18,17 +18,11 @@ import numpy as np
 import pytest
 
 import safetile as ct
+
+from attack_helpers import spin_write
 from safetile.safe.memory import REGISTRY
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs os.fork (Linux)")
-
-
-@ct.entry
-def spin_write(z: ct.Mut[ct.f32, "B"], v: ct.f32, reps: ct.Constant[int]):
-    acc = ct.full((B,), 1.0, ct.float32)
-    for i in range(reps):
-        acc = acc * 1.0
-    z.store(acc * 0.0 + v)
 
 
 @ct.entry
