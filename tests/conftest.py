@@ -29,6 +29,18 @@ if os.environ.get("MUTANT_UNDER_TEST") == "stats":
         gc.collect()
 
 
+def pytest_collection_finish(session):
+    """Under mutation (mutmut names the mutant in ``MUTANT_UNDER_TEST``), a test module that fails
+    to import is a detection: the mutant broke something every import runs (a declaration). pytest
+    ends such a run as "interrupted" (exit 2) or, when the module's tests are named by node id, as
+    "found no collectors" (exit 4), and mutmut files neither as a kill (4 becomes a timeout). Stop
+    with the exit code of a failed test instead (bench/NOTES.md, "third pass"). This hook runs at the
+    end of collection in both cases; no test has run yet, so ``testsfailed`` counts collection errors."""
+    mutant = os.environ.get("MUTANT_UNDER_TEST")
+    if session.testsfailed and mutant and mutant != "stats":
+        pytest.exit(f"collection failed under mutant {mutant}: a detection", returncode=1)
+
+
 @pytest.fixture
 def racy():
     """Switch threads as often as possible: a missing lock shows as a lost update at once (thread tests)."""
