@@ -29,6 +29,19 @@ if os.environ.get("MUTANT_UNDER_TEST") == "stats":
         gc.collect()
 
 
+def _under_mutation() -> bool:
+    mutant = os.environ.get("MUTANT_UNDER_TEST")
+    return bool(mutant) and mutant != "stats"
+
+
+def pytest_collection_modifyitems(items):
+    """Under mutation, tests marked ``hang_guard`` run first: a mutant that makes a wait hang is then
+    killed by their deadline instead of hanging an earlier test until mutmut's timeout (mutmut hands
+    pytest a mutant's tests in no fixed order)."""
+    if _under_mutation():
+        items.sort(key=lambda item: item.get_closest_marker("hang_guard") is None)  # stable
+
+
 def pytest_collection_finish(session):
     """Under mutation (mutmut names the mutant in ``MUTANT_UNDER_TEST``), a test module that fails
     to import is a detection: the mutant broke something every import runs (a declaration). pytest
@@ -36,9 +49,8 @@ def pytest_collection_finish(session):
     "found no collectors" (exit 4), and mutmut files neither as a kill (4 becomes a timeout). Stop
     with the exit code of a failed test instead (bench/NOTES.md, "third pass"). This hook runs at the
     end of collection in both cases; no test has run yet, so ``testsfailed`` counts collection errors."""
-    mutant = os.environ.get("MUTANT_UNDER_TEST")
-    if session.testsfailed and mutant and mutant != "stats":
-        pytest.exit(f"collection failed under mutant {mutant}: a detection", returncode=1)
+    if session.testsfailed and _under_mutation():
+        pytest.exit(f"collection failed under mutant {os.environ['MUTANT_UNDER_TEST']}: a detection", returncode=1)
 
 
 @pytest.fixture

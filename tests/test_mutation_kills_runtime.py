@@ -118,13 +118,24 @@ def test_a_cpu_stream_runs_its_work_one_at_a_time_in_order():
     assert s.run(lambda: "inline") == "inline"  # nothing queued: runs on the caller's thread
 
 
+@pytest.mark.hang_guard
 def test_stream_run_waits_behind_queued_work():
+    """``Stream.run`` behind queued work waits for it, then runs on the worker and returns. It runs
+    on a thread of the test's own, joined with a deadline: a wait that is never woken fails the
+    test instead of hanging the suite."""
     s = ct.Stream("cpu")
-    go, order = threading.Event(), []
+    go, order, result = threading.Event(), [], []
     s.submit(lambda: (go.wait(WAIT), order.append("queued")))
-    threading.Timer(0.05, go.set).start()
-    assert s.run(lambda: order.append("run") or threading.current_thread().name) .startswith("safetile-stream")
-    assert order == ["queued", "run"]
+    runner = threading.Thread(target=lambda: result.append(
+        s.run(lambda: order.append("run") or threading.current_thread().name)), daemon=True)
+    runner.start()
+    while s._queued < 2:  # the run's job is queued behind the first: the runner is waiting for it
+        threading.Event().wait(0.001)
+    threading.Event().wait(0.02)
+    go.set()
+    runner.join(WAIT)
+    assert not runner.is_alive(), "Stream.run never returned after the work queued before it ended"
+    assert result[0].startswith("safetile-stream") and order == ["queued", "run"]
 
 
 def test_a_failed_claim_leaves_the_registry_usable():
