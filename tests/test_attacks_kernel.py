@@ -398,8 +398,8 @@ def _owned_scatter(r_offset=0, lo=0, hi=64, mul=64, axis_fn=lambda g: g.bid(0), 
     """A hand-built masked scatter into the first parameter: index = bid(0)*mul + r, mask from r."""
     def body(g, m):
         r = ct.arange(64, dtype=ct.int32) + r_offset
-        base = axis_fn(g) * mul
-        idx = base + r if order == "bid*P+r" else r + base
+        base = mul * axis_fn(g) if order == "P*bid+r" else axis_fn(g) * mul
+        idx = r + base if order == "r+bid*P" else base + r
         if reshape_r is not None:
             idx = reshape_r(idx)
         b = r if bound_on is None else bound_on(r)
@@ -416,6 +416,8 @@ OWNED_SCATTER_REFUSED = {
     "an upper bound past the sub-tensor": _owned_scatter(hi=65),
     "another block's base": _owned_scatter(axis_fn=lambda g: g.bid(0) + 1),
     "a base of a wrong size": _owned_scatter(mul=32),
+    "a base of a wrong size, size first": _owned_scatter(mul=32, order="P*bid+r"),
+    "another block's base, size first": _owned_scatter(axis_fn=lambda g: g.bid(0) + 1, order="P*bid+r"),
     "a base on another grid axis": _owned_scatter(axis_fn=lambda g: g.bid(1)),
     "bounds on another value": _owned_scatter(bound_on=lambda r: r - 16),
 }
@@ -427,9 +429,11 @@ def test_ir_check_refuses_scatters_that_may_leave_the_sub_tensor(name):
                     exc=TileSafetyError)
 
 
-@pytest.mark.parametrize("variant", ["bid*P+r", "r+bid*P", "broadcast index", "unit-axis reshape", "tighter bounds"])
+@pytest.mark.parametrize("variant", ["bid*P+r", "r+bid*P", "P*bid+r", "broadcast index", "unit-axis reshape",
+                                     "tighter bounds"])
 def test_ir_check_accepts_scatters_kept_inside_the_sub_tensor(variant):
     body = {"bid*P+r": _owned_scatter(), "r+bid*P": _owned_scatter(order="r+bid*P"),
+            "P*bid+r": _owned_scatter(order="P*bid+r"),
             "broadcast index": _owned_scatter(reshape_r=lambda i: ct.broadcast_to(i, (64,))),
             "unit-axis reshape": _owned_scatter(reshape_r=lambda i: ct.reshape(i, (1, 64))),
             "tighter bounds": _owned_scatter(lo=8, hi=32)}[variant]
@@ -475,6 +479,7 @@ def _walk_store(i, divisor, mod_divisor=None, shift=0):
 DIVISORS = {
     "its own tile count": (lambda m, c: m.num_tiles(c, 1, (8, 8)), None, 0, True),
     "a positive constant": (lambda m, c: 3, None, 0, True),
+    "a constant one": (lambda m, c: 1, None, 0, True),
     "another axis's tile count": (lambda m, c: m.num_tiles(c, 0, (8, 8)), None, 0, False),
     "the input's tile count": (lambda m, c: m.num_tiles(_param(1), 1, (8, 8)), None, 0, False),
     "a constant zero": (lambda m, c: 0, None, 0, False),
@@ -503,6 +508,8 @@ def test_ir_check_of_hand_built_mapped_walks(name):
     out = c.unpartition().to_numpy()
     if name == "its own tile count":
         assert np.array_equal(out, np.ones((32, 24), np.float32))
+    elif name == "a constant one":  # unflattening by 1: the walk is (i, 0), so only the first column of tiles
+        assert np.array_equal(out[:, :8], np.ones((32, 8), np.float32)) and not np.any(out[:, 8:] == 1)
     else:  # unflattening by 3: still one block per sub-tensor, and the walk covers rows 0..3, columns 0..2
         assert np.array_equal(out[:, :24], np.ones((32, 24), np.float32))
 

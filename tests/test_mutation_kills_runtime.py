@@ -480,6 +480,7 @@ def test_refusals_name_the_action_tried():
 @pytest.mark.parametrize("cond, shown", [
     ((lambda x: x.ndim == 3), "lambda x: x.ndim == 3"),
     ((lambda x: x.ndim == 3,)[0], "lambda x: x.ndim == 3"),  # a different tail after the lambda
+    ([lambda x: x.ndim == 3][0], "lambda x: x.ndim == 3"),  # its text ends an odd number of characters earlier
     ("x.ndim == 3", "x.ndim == 3"),
 ])
 def test_a_failing_precondition_shows_its_text(cond, shown):

@@ -264,7 +264,7 @@ def from_numpy(a: Any, device: Any = None, dtype: Any = None) -> DeviceOp:
     except DTypeError:
         raise DTypeError(f"from_numpy: a safetile Tensor cannot hold {arr.dtype} elements (it holds booleans, "
                          "integers and floating-point numbers)") from None
-    return to_device(np.array(arr, copy=True), device)
+    return to_device(np.copy(arr), device)  # the caller may change its array once this returns
 
 
 tensor = from_numpy

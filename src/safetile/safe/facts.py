@@ -7,7 +7,8 @@ without changing the key:
 * a tensor-like argument's ``ArgFacts``: its kind (partition, mapped partition, shared
   handle, tensor, raw NumPy array, raw torch tensor), element type, shape, memory extent
   (device, data pointer, strides, item size), whether it may be written (read-only NumPy
-  memory may not), partition shape, prefix flag and mapped block count. A safetile ``Tensor``
+  memory may not), partition shape and mapped block count (a ``partition_prefix`` needs no flag of
+  its own: its partition shape is shorter than the shape, or, at full length, it is a partition). A safetile ``Tensor``
   owns a private view of its memory (``tensor.py``),
   so its layout cannot change under it and its facts are computed once; a torch-backed
   one re-reads its data pointer on every launch (a foreign ``resize_`` of the storage
@@ -37,7 +38,7 @@ class ArgFacts:
     """The facts of one tensor-like argument (immutable). Interned: equal facts are one object
     (``intern``), so a launch key hashes and compares them by identity, at C speed."""
 
-    __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "writeable", "pshape", "prefix", "n",
+    __slots__ = ("kind", "dtype", "dtype_error", "shape", "extent", "device", "writeable", "pshape", "n",
                  "type_key", "key", "__weakref__")
     kind: str
     dtype: dt.DType | None  # None when the element type is not one safetile has (dtype_error says why)
@@ -47,13 +48,11 @@ class ArgFacts:
     device: str
     writeable: bool
     pshape: tuple[int, ...] | None  # partitions and mapped partitions only
-    prefix: bool
     n: int | None  # mapped partitions only: the block count
     type_key: tuple
     key: tuple
 
-    def __init__(self, kind: str, data: Any, extent: Extent, pshape: tuple[int, ...] | None = None,
-                 prefix: bool = False, n: int | None = None):
+    def __init__(self, kind: str, data: Any, extent: Extent):
         self.kind = kind
         try:
             self.dtype, self.dtype_error = dt.as_dtype(data.dtype), None
@@ -63,11 +62,9 @@ class ArgFacts:
         self.extent = extent
         self.device = extent.device
         self.writeable = bool(data.flags.writeable) if isinstance(data, np.ndarray) else True
-        self.pshape = pshape
-        self.prefix = prefix
-        self.n = n
-        self.type_key = (kind, self.dtype or self.dtype_error, self.shape, pshape, prefix, n, self.device,
-                         self.writeable)
+        self.pshape = None
+        self.n = None
+        self.type_key = (kind, self.dtype or self.dtype_error, self.shape, None, None, self.device, self.writeable)
         self.key = (self.type_key, extent)
 
     @property
@@ -121,7 +118,7 @@ def facts_of(a: Any) -> ArgFacts | None:
         tf = tensor_facts(a._tensor)
         f = a._facts
         if f is None or f.extent is not tf.extent:
-            f = a._facts = wrapper_facts("partition", tf, a._pshape, a._prefix)
+            f = a._facts = wrapper_facts("partition", tf, a._pshape)
         return f
     if ta is Shared or isinstance(a, Shared):
         tf = tensor_facts(a._tensor)
@@ -134,7 +131,7 @@ def facts_of(a: Any) -> ArgFacts | None:
         tf = tensor_facts(p._tensor)
         f = a._facts
         if f is None or f.extent is not tf.extent:
-            f = a._facts = wrapper_facts("mapped", tf, p._pshape, p._prefix, a._n)
+            f = a._facts = wrapper_facts("mapped", tf, p._pshape, a._n)
         return f
     if isinstance(a, Tensor):
         return tensor_facts(a)
@@ -146,14 +143,14 @@ def facts_of(a: Any) -> ArgFacts | None:
     return None
 
 
-def wrapper_facts(kind: str, tf: ArgFacts, pshape: tuple[int, ...] | None = None, prefix: bool = False,
+def wrapper_facts(kind: str, tf: ArgFacts, pshape: tuple[int, ...] | None = None,
                   n: int | None = None) -> ArgFacts:
     """The facts of a partition / mapped partition / shared handle over a tensor with facts ``tf``."""
     f = object.__new__(ArgFacts)
     f.kind, f.dtype, f.dtype_error, f.shape, f.extent, f.device = kind, tf.dtype, tf.dtype_error, tf.shape, \
         tf.extent, tf.device
-    f.writeable, f.pshape, f.prefix, f.n = tf.writeable, pshape, prefix, n
-    f.type_key = (kind, tf.dtype or tf.dtype_error, tf.shape, pshape, prefix, n, tf.device, tf.writeable)
+    f.writeable, f.pshape, f.n = tf.writeable, pshape, n
+    f.type_key = (kind, tf.dtype or tf.dtype_error, tf.shape, pshape, n, tf.device, tf.writeable)
     f.key = (f.type_key, tf.extent)
     return intern(f)
 

@@ -259,7 +259,7 @@ class InFlight:
         self.stream = stream  # None: a host access
         self.writes: list = list(writes)
         self.reads: list = list(reads)
-        self.done = False
+        self.done = False  # pragma: no mutate (read only for its truth: None would read the same)
         self.enqueued = True
         self._event = None
         # the sources whose extents were added, by id (held, so an id cannot be reused meanwhile):

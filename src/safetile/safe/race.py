@@ -150,7 +150,8 @@ class RaceDetector:
         return (block % gx, (block // gx) % gy, block // (gx * gy))
 
     def _tables(self) -> list[tuple[str, np.ndarray, np.ndarray, tuple]]:
-        """Per argument: its elements' start addresses (sorted), their flat indices, its shape."""
+        """Per argument: its distinct element start addresses (sorted), the flat index of the
+        first element at each (several share one in a self-overlapping view), its shape."""
         out = []
         for name, arr in self.named:
             if arr.size == 0:
@@ -158,9 +159,8 @@ class RaceDetector:
             addr = np.zeros((), dtype=np.int64) + arr.__array_interface__["data"][0]
             for n, st in zip(arr.shape, arr.strides):
                 addr = addr[..., None] + np.arange(n, dtype=np.int64) * st
-            flat = addr.reshape(-1)
-            order = np.argsort(flat, kind="stable")
-            out.append((name, flat[order], order, arr.shape))
+            starts, first = np.unique(addr.reshape(-1), return_index=True)
+            out.append((name, starts, first, arr.shape))
         return out
 
     def _locate(self, starts: np.ndarray, tables) -> tuple[str, np.ndarray]:
