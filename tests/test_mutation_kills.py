@@ -119,13 +119,13 @@ def test_facts_of_each_kind():
     assert (f.kind, f.dtype, f.shape, f.device, f.writeable, f.pshape) == ("tensor", ct.float32, (4, 8), "cpu", True, None)
     p = t.partition((2, 4))
     fp = facts_of(p)
-    assert (fp.kind, fp.pshape, fp.prefix, fp.sub_shape, fp.grid(), fp.grid3()) == \
-        ("partition", (2, 4), False, (2, 4), (2, 2), (2, 2, 1))
+    assert (fp.kind, fp.pshape, fp.sub_shape, fp.grid(), fp.grid3()) == \
+        ("partition", (2, 4), (2, 4), (2, 2), (2, 2, 1))
     assert fp.extent == f.extent
     t = p.unpartition()
     pp = t.partition_prefix((2,))
     fpp = facts_of(pp)
-    assert (fpp.prefix, fpp.sub_shape, fpp.grid3()) == (True, (2, 8), (2, 1, 1))
+    assert (fpp.pshape, fpp.sub_shape, fpp.grid3()) == ((2,), (2, 8), (2, 1, 1))
     m = pp.unpartition().partition((1, 8)).map(3)
     fm = facts_of(m)
     assert (fm.kind, fm.n, fm.grid3()) == ("mapped", 3, (3, 1, 1))
@@ -567,7 +567,7 @@ def test_host_access_waits_for_a_submitting_entry():
     assert len(done) == 1 and not reader.is_alive()
     other = InFlight("elsewhere", None)
     REGISTRY.claim(other, other, [extent_of(np.zeros(4))], [])  # unrelated memory: no wait
-    REGISTRY.wait_for_host(ext, True)
+    REGISTRY.wait_for_host(ext, True, "a test read")
     REGISTRY.remove(other)
 
 

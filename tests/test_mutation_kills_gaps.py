@@ -4,7 +4,9 @@ pass"): behaviours a sampled mutmut run showed no test pinned. Each asserts what
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import sys
 import threading
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 import safetile as ct
 
 from attack_helpers import add, inc, poisoned, refused, rnd
+from safetile.safe.memory import REGISTRY, InFlight
 
 
 @ct.entry
@@ -105,3 +108,132 @@ def test_a_dtype_generic_bound_twice_names_both_element_types():
     z, x = poisoned(16).partition(16), ct.zeros(16, dtype=ct.int32).sync()
     refused([z, x], lambda: two(z, x), ct.LaunchTypeError,
             re.escape("kernel 'two': generic 'T' is float32 from argument 'z' but int32 from argument 'x'"))
+
+
+@pytest.mark.parametrize("how", [ct.copy, lambda x: ct.to_device(x, "cpu")], ids=["copy", "to_device"])
+def test_a_copy_waits_for_work_being_submitted_on_its_source(how):
+    """The reverse of the test above: while work writing the memory is being submitted (on the
+    CPU: running), a copy of it waits, and then sees what was written. The work is an in-flight
+    entry of the runtime's registry held at "submitting" by the test."""
+    t = ct.zeros(64).sync()
+    entry = InFlight("a test launch", None)
+    REGISTRY.claim(entry, entry, [t._extent()], [])  # registered, and submitting until set_enqueued
+    copied = []
+    copier = threading.Thread(target=lambda: copied.append(how(t).sync().to_numpy()), daemon=True)
+    copier.start()
+    copier.join(1.0)
+    waited = copier.is_alive()
+    np.asarray(t._data)[:] = 5.0  # what the work wrote
+    entry.set_enqueued()
+    REGISTRY.remove(entry)
+    copier.join(WAIT)
+    assert waited, "a copy ran while work writing its source was being submitted"
+    assert np.array_equal(copied[0], np.full(64, 5.0, np.float32))
+
+
+def test_an_out_of_range_view_is_refused_with_numpys_reason():
+    t = ct.zeros(4).sync().named("v")
+    with pytest.raises(ct.TensorError, match=re.escape("cannot take the view 7 of tensor 'v': index 7 is out of "
+                                                       "bounds for axis 0 with size 4")):
+        t[7]
+    assert t[1:3].device == "cpu" and t[1:3].shape == (2,)
+
+
+def test_string_preconditions_read_shape_and_ndim():
+    @ct.entry(preconditions=["x.shape[0] % 8 == 0 and x.ndim == 1"])
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z))
+    z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=2)
+    z, x = k(z, x).sync()
+    assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy())
+    z2, x2 = ct.zeros(16).sync().partition(16), rnd(12, seed=2)
+    refused([z2, x2], lambda: k(z2, x2), ct.PreconditionError,
+            re.escape("precondition `x.shape[0] % 8 == 0 and x.ndim == 1` does not hold"))
+
+
+def test_a_graph_of_one_output_of_an_unzipped_op_replays():
+    """Capturing a chain that runs a shared step (``unzip``) and replaying it twice."""
+    z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=3)
+    first, _ = add(z, x).unzip(2)
+    g = first.graph()
+    g.launch()
+    (out,) = (g.launch(),)
+    assert out is z and np.array_equal(z.unpartition().to_numpy(), 2 * x.to_numpy())
+
+
+def test_memory_a_graph_writes_cannot_become_shared_and_the_refusal_says_how_to_free_it():
+    t, x = ct.zeros(16).sync(), rnd(16, seed=4)
+    g = add(t.partition(16), x).graph()
+    p = g.launch()[0]
+    with pytest.raises(ct.AliasError, match=re.escape("its memory overlaps memory held by a graph (1 ops) whose "
+                                                      "replays write it (close it with g.close())")):
+        p.unpartition().shared()
+
+
+@pytest.mark.parametrize("element_type", [np.float32, "float32", np.dtype(np.float32), ct.float32],
+                         ids=["numpy type", "name", "numpy dtype", "safetile dtype"])
+def test_element_type_generics_may_be_given_in_any_spelling(element_type):
+    @ct.entry
+    def copy_t(z: ct.Mut["T", "B"], x: ct.Ref["T", -1]):  # noqa: F821
+        z.store(ct.load_tile_like(x, z))
+    z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=5)
+    z, x = copy_t.generics({"T": element_type})(z, x).sync()
+    assert np.array_equal(z.unpartition().to_numpy(), x.to_numpy())
+
+
+def test_from_numpy_takes_torch_tensors_of_any_float_type_and_with_grad():
+    torch = pytest.importorskip("torch")
+    b = torch.randn(8, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    got = ct.from_numpy(b).sync().to_numpy()
+    assert got.tobytes() == b.view(torch.int16).numpy().tobytes()
+    g = torch.ones(4, requires_grad=True)
+    assert np.array_equal(ct.from_numpy(g).sync().to_numpy(), np.ones(4, np.float32))
+
+
+def test_memcpy_reads_a_raw_source_as_it_was_when_built():
+    """Whoever owns a raw NumPy source may re-shape it after ``memcpy`` was built: the copy reads
+    the memory as it was checked."""
+    a = np.arange(16, dtype=np.float32)
+    d = ct.zeros(16).sync()
+    op = ct.memcpy(d, a)
+    a.shape = (4, 4)
+    assert np.array_equal(op.sync().to_numpy(), np.arange(16, dtype=np.float32))
+
+
+@ct.entry
+def store_twice(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(ct.load_tile_like(x, z))
+    z.store(z.load() * 2.0)
+
+
+def test_a_block_writing_its_own_elements_twice_is_no_race():
+    z, x = ct.zeros(64).sync().partition(16), rnd(64, seed=7)
+    report = ct.detect_races(store_twice, None, (z, x))
+    assert not report.conflicts
+    assert np.array_equal(z.unpartition().to_numpy(), 2 * x.to_numpy())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs os.fork (Linux)")
+def test_after_a_fork_each_host_access_names_itself():
+    """In a forked child, memory that work of the parent was writing at the fork is refused; the
+    refusal names what was tried (a host read, a copy, a DLPack export)."""
+    from test_fork import in_child
+    t = ct.zeros(64).sync()
+    entry = InFlight("a test launch", None)
+    REGISTRY.claim(entry, entry, [t._extent()], [])  # work writing t is in flight at the fork
+
+    def child():
+        out = []
+        for call in (t.to_numpy, lambda: ct.copy(t).sync(), lambda: np.from_dlpack(t)):
+            try:
+                call()
+                out.append("ran")
+            except ct.ForkError as e:
+                out.append(str(e).split(" is refused: this memory was being written by a test launch")[0])
+        return "|".join(out)
+    try:
+        out = in_child(child)
+    finally:
+        entry.set_enqueued()
+        REGISTRY.remove(entry)
+    assert out == "a host read|a copy|a DLPack export", out

@@ -78,7 +78,7 @@ class Claims:
         if token is not None:
             self._forget(token)
 
-    def _forget(self, token: int) -> None:  # pragma: no mutate function (runs as a finalizer too)
+    def _forget(self, token: int) -> None:  # pragma: no mutate block (runs as a finalizer too)
         with self._lock:
             for live in self._live.values():
                 live.pop(token, None)

@@ -300,12 +300,11 @@ class Memcpy(DeviceOp, Unique):
         # the copy runs); its pointer, for torch memory whose storage may be reallocated meanwhile
         self._raw = (sdata, extent_of(sdata).ptr) if not isinstance(src, (Tensor, Partition, Shared)) else None
         self._site = caller_site()
-        self._claim = None
         with OWNERSHIP:  # usable, not shared memory, then moved: one step
             dst._check("copied into")
-            if not isinstance(dst, Partition):  # a partition holds its own writable claim
-                self._claim = CLAIMS.claim(self, WRITABLE, [dext], f"memcpy into {dst.label}",
-                                           f"memcpy into {dst.label} is refused")
+            # a partition holds its own writable claim
+            self._claim = None if isinstance(dst, Partition) else CLAIMS.claim(
+                self, WRITABLE, [dext], f"memcpy into {dst.label}", f"memcpy into {dst.label} is refused")
             dst._move(f"{self.label} (created at {self._site}); it is given back by that operation's result "
                       "or by op.cancel()", holder=self)
             self._state = "built"
@@ -348,7 +347,7 @@ class Memcpy(DeviceOp, Unique):
     def _wait_finished(self) -> None:
         wait_until(lambda: self._state != "running")
 
-    def __del__(self):  # pragma: no mutate function (a finalizer: mutmut cannot trace inside one)
+    def __del__(self):  # pragma: no mutate block (a finalizer: mutmut cannot trace inside one)
         try:
             if self._state == "built" and self._set_state(("built",), "dropped"):
                 self._release()

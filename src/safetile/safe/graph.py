@@ -60,10 +60,8 @@ class Recorder:
             raise GraphCaptureError(f"{label}: a graph runs on one device ({self.device}), not {device}")
         self.device = device
         self.steps.append((label, fn))
-        for e in writes:
-            self.writes[e] = None
-        for e in reads:
-            self.reads[e] = None
+        self.writes.update(dict.fromkeys(writes))  # ordered sets: each extent once, in first-use order
+        self.reads.update(dict.fromkeys(reads))
         for v in values:
             if isinstance(v, (Owned, Shared)):
                 self.values[id(v)] = v
@@ -369,7 +367,7 @@ class GraphScope(NoCopy):
         self._rec = Recorder()
         self._values: list[Any] = []
         self.graph: Graph | None = None
-        self._open = False
+        self._open = False  # pragma: no mutate (read only for its truth: None would read the same)
 
     def __enter__(self) -> GraphScope:
         _check_terminal("graph_scope()")
@@ -398,7 +396,7 @@ class GraphScope(NoCopy):
         return v
 
     def __exit__(self, et, ev, tb) -> Literal[False]:  # never swallows an exception
-        self._open = False
+        self._open = False  # pragma: no mutate (read only for its truth: None would read the same)
         if et is not None:  # no graph: what the records moved goes back
             self._rec.rollback()
             return False

@@ -399,7 +399,7 @@ class LaunchOp(DeviceOp, Unique):
                 "rejected": "been rejected", "cancelled": "been cancelled",
                 "abandoned": "been abandoned"}.get(self._state, self._state)  # "dropped": no one holds it to ask
 
-    def __del__(self):  # pragma: no mutate function (a finalizer: mutmut cannot trace inside one)
+    def __del__(self):  # pragma: no mutate block (a finalizer: mutmut cannot trace inside one)
         try:
             if self._state == "built" and self._set_state(("built",), "dropped"):
                 self._give_back(self.args)

@@ -443,14 +443,15 @@ class Registry:
         self._entries = tuple(kept)
         self._prune_at = max(32, 2 * len(kept))
 
-    def host_access(self, ext: Extent, writing: bool, label: Any = "a host access") -> HostAccess:
-        """``with REGISTRY.host_access(ext, writing):`` — the memory is not touched by running work
-        while the block runs (launches claiming it meanwhile wait for the block to end)."""
+    def host_access(self, ext: Extent, writing: bool, label: Any) -> HostAccess:
+        """``with REGISTRY.host_access(ext, writing, label):`` — the memory is not touched by running
+        work while the block runs (launches claiming it meanwhile wait for the block to end);
+        ``label`` names the access where it is refused (after ``os.fork()``, ``ForkError``)."""
         return HostAccess(self, ext, writing, label)
 
-    def wait_for_host(self, ext: Extent, writing: bool) -> None:
+    def wait_for_host(self, ext: Extent, writing: bool, label: Any) -> None:
         """Wait until no unfinished work conflicts with ``ext`` (a snapshot: prefer ``host_access``)."""
-        with self.host_access(ext, writing):
+        with self.host_access(ext, writing, label):
             pass
 
 

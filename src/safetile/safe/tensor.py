@@ -296,7 +296,7 @@ class Tensor(Owned):
             except AliasError as e:
                 raise AliasError(f"{e}; take a copy instead: t.to_numpy() or np.from_dlpack(t, copy=True)") from None
         try:
-            REGISTRY.wait_for_host(ext, True)
+            REGISTRY.wait_for_host(ext, True, "a DLPack export")
             return alias.__dlpack__(*args, **kwargs)
         except BaseException:
             CLAIMS.release(token)  # no export came out (e.g. a dtype DLPack cannot describe)
@@ -327,11 +327,6 @@ class Tensor(Owned):
 
     # ------------------------------------------------------------------ views
 
-    def _view_of(self, data: Any) -> Tensor:
-        t = Tensor(data)
-        t._device = self._device
-        return t
-
     def reshape(self, *shape) -> Tensor:
         """A zero-copy view with another shape (raises if the layout needs a copy)."""
         self._check("reshaped")
@@ -354,7 +349,7 @@ class Tensor(Owned):
                 v = self._data.view(shape)
             except RuntimeError as e:
                 raise TensorError(f"cannot reshape {self.label} to {shape} without a copy: {e}") from None
-        return self._view_of(v)
+        return Tensor(v)
 
     view = reshape
 
@@ -369,7 +364,7 @@ class Tensor(Owned):
             elif not (k is Ellipsis or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))):
                 raise TensorError(f"tensor views take integers, slices and ..., got {k!r}")
         try:
-            return self._view_of(self._data[key])
+            return Tensor(self._data[key])
         except (IndexError, ValueError, TypeError, RuntimeError) as e:
             raise TensorError(f"cannot take the view {key!r} of {self.label}: {e}") from None
 
