@@ -123,7 +123,7 @@ class RaceDetector:
         if extra_mask is not None:
             valid &= extra_mask
         base = arr.__array_interface__["data"][0]
-        addr = np.int64(base)
+        addr = np.asarray(np.int64(base))  # a 0-d int64 array (an exact address)
         for e, st in zip(elems, arr.strides):
             addr = addr + e * st
         self._addr.append(np.broadcast_to(addr, full)[valid].astype(np.int64, copy=False))
@@ -156,7 +156,7 @@ class RaceDetector:
         for name, arr in self.named:
             if arr.size == 0:
                 continue
-            addr = np.int64(arr.__array_interface__["data"][0])
+            addr = np.asarray(np.int64(arr.__array_interface__["data"][0]))
             for n, st in zip(arr.shape, arr.strides):
                 addr = addr[..., None] + np.arange(n, dtype=np.int64) * st
             starts, first = np.unique(addr.reshape(-1), return_index=True)
