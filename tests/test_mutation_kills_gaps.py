@@ -14,7 +14,7 @@ import pytest
 
 import safetile as ct
 
-from attack_helpers import add, inc, poisoned, refused, rnd
+from attack_helpers import add, inc, poisoned, refused, rnd, spin_write
 from safetile.safe.memory import REGISTRY, InFlight
 
 
@@ -237,3 +237,92 @@ def test_after_a_fork_each_host_access_names_itself():
         entry.set_enqueued()
         REGISTRY.remove(entry)
     assert out == "a host read|a copy|a DLPack export", out
+
+
+@ct.kernel
+def two_overlaps(small, big):
+    b = ct.bid(0)
+    ct.store(small, index=(b // 2,), tile=ct.full((2,), 1.0, ct.float32))  # blocks 0 and 1: 2 elements
+    ct.store(big, index=((b + 1) // 2,), tile=ct.full((8,), 1.0, ct.float32))  # blocks 1 and 2: 8 elements
+
+
+def test_a_race_report_lists_the_widest_conflict_first():
+    rep = ct.detect_races(two_overlaps, (3, 1, 1), (np.zeros(4, np.float32), np.zeros(16, np.float32)),
+                          raise_on_race=False)
+    assert [(c.count, c.array) for c in rep.conflicts] == [(8, "big"), (2, "small")], rep.describe()
+
+
+def test_the_size_limit_of_a_tensor_is_exact():
+    """2**62 bytes at most: one byte more is refused when the operation is built, not when it runs
+    (floating-point arithmetic would round the two to the same number)."""
+    assert ct.zeros(2**62, dtype=ct.uint8) is not None  # built, never run
+    with pytest.raises(ct.TensorError, match=re.escape("zeros: a uint8 tensor of shape (4611686018427387905,) "
+                                                       "would take more than 2**62 bytes")):
+        ct.zeros(2**62 + 1, dtype=ct.uint8)
+
+
+def test_host_factories_on_the_cpu_need_no_torch(monkeypatch):
+    """torch is an optional dependency: CPU tensors are NumPy memory."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    for op, want in ((ct.zeros(4), 0.0), (ct.ones(4), 1.0), (ct.full(4, 2.5), 2.5)):
+        assert np.array_equal(op.sync().to_numpy(), np.full(4, want, np.float32))
+
+
+@ct.entry
+def no_tensors(n: int):
+    pass
+
+
+def test_a_kernel_without_tensor_arguments_runs_on_the_cpu():
+    assert no_tensors.grid((2,))(3).sync() == (3,)
+
+
+def test_overlap_is_exact_up_to_the_limit_of_the_exact_comparison(monkeypatch):
+    """Interleaved views are compared element by element up to ``EXACT_LIMIT`` bytes each (beyond,
+    conservatively: intersecting ranges count as overlapping). The limit is lowered to 64 bytes
+    here, so the views are small."""
+    from safetile.safe import memory
+    monkeypatch.setattr(memory, "EXACT_LIMIT", 64)
+    buf = np.zeros(32, np.float32)  # two interleaved views of exactly 64 bytes each
+    assert not memory.overlaps(memory.extent_of(buf[0::2]), memory.extent_of(buf[1::2]))
+    assert not memory.overlaps(memory.extent_of(buf[1::2]), memory.extent_of(buf[0::2]))
+    big = np.zeros(34, np.float32)  # one element past the limit: conservative
+    assert memory.overlaps(memory.extent_of(big[0::2]), memory.extent_of(big[1::2]))
+
+
+def test_a_value_lent_to_a_chain_stays_usable_in_its_closure_after_a_nested_record():
+    """A ``then`` closure may record into a graph scope opened outside; afterwards the values its
+    own terminal lent it are still its to use."""
+    z, w = ct.zeros(16).sync().partition(16), ct.zeros(16).sync().partition(16)
+    with ct.graph_scope() as g:
+        def closure(value):
+            g.record(inc(w))
+            return value[0].to_numpy()
+        seen = inc(z).then(closure).sync()
+    assert np.array_equal(seen, np.ones(16, np.float32)) and g.graph is not None
+
+
+def test_a_launch_with_an_op_argument_refuses_a_moved_value_when_built():
+    p = ct.zeros(16).sync().partition(16)
+    op = inc(p)
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{p.label} cannot be passed to a launch: it "
+                                                                   "was moved into launch 'inc'")):
+        add(p, ct.zeros(16))
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{p.label} cannot be mapped: it was moved")):
+        p.map(2)
+    op.sync()
+
+
+def test_a_host_read_waits_for_a_running_launch_writing_that_memory():
+    """While a launch runs (on the CPU: while it is submitted) its in-flight entry holds what it
+    writes: a host read of a view of that memory waits and sees the finished result."""
+    t = ct.zeros(1024).sync()
+    view = t[:]  # taken before the move: the launched tensor itself is lent to the terminal
+    runner = threading.Thread(target=lambda: spin_write(t.partition(64), 3.0, 10000).sync(), daemon=True)
+    runner.start()
+    while not any(not e.enqueued for e in REGISTRY._entries):  # the launch has claimed its memory and runs
+        assert runner.is_alive()
+        threading.Event().wait(0.0005)
+    seen = view.to_numpy()
+    runner.join(WAIT)
+    assert np.array_equal(seen, np.full(1024, 3.0, np.float32)), "a host read saw a launch half-way"
