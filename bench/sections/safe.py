@@ -23,7 +23,8 @@ def bench_safe(args, res):
     import cProfile
     import io
     import pstats
-    out = {"rows": []}
+    from safetile.safe.native import FAST
+    out = {"rows": [], "safe_native": FAST.load(build=True)}  # the safe launch's C path, as a warm process has it
 
     def chain_time(run_n, n, reps):
         run_n(2)

@@ -35,7 +35,8 @@ typedef struct {
   PyTypeObject *Partition, *Shared, *Tensor, *LaunchOp, *KernelCaches, *ExecContext, *InFlight, *torch_Tensor, *Bound,
       *Plan;
   PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
-      *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built, *s_running, *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
+      *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
+      *s_running, *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
       *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
       *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
   /* slot offsets */
@@ -94,7 +95,10 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &c, &PyDict_Type, &o)) return NULL;
   if (S.ready) Py_RETURN_NONE;
 #define CLS(field, key) do { PyObject *v = PyDict_GetItemString(c, key); \
-    if (v == NULL || take_type(v, &S.field) < 0) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, key); return NULL; } } while (0)
+    if (v == NULL || take_type(v, &S.field) < 0) { \
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, key); \
+      return NULL; \
+    } } while (0)
 #define OBJ(field, key) do { PyObject *v = PyDict_GetItemString(o, key); \
     if (v == NULL) { PyErr_SetString(PyExc_KeyError, key); return NULL; } Py_INCREF(v); S.field = v; } while (0)
 #define OFF(cls, name, field) do { if (offset_of((PyObject *)S.cls, name, &S.field) < 0) return NULL; } while (0)
@@ -115,7 +119,8 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   }
   OBJ(OpRef, "OpRef"); OBJ(op_ids, "op_ids"); OBJ(acquire, "acquire"); OBJ(release, "release");
   OBJ(local, "local"); OBJ(internal, "internal"); OBJ(unchanged, "unchanged"); OBJ(env_data, "env_data");
-  OBJ(env_key, "env_key"); OBJ(registry, "registry"); OBJ(waiters, "waiters"); OBJ(notify_all, "notify_all"); OBJ(caller_location, "caller_location");
+  OBJ(env_key, "env_key"); OBJ(registry, "registry"); OBJ(waiters, "waiters"); OBJ(notify_all, "notify_all");
+  OBJ(caller_location, "caller_location");
   OBJ(function_state, "function_state"); OBJ(absent, "absent");
   if (!PyList_Check(S.waiters) || !PyDict_Check(S.internal)) {
     PyErr_SetString(PyExc_TypeError, "setup: waiters is a list, internal a dict");
@@ -150,7 +155,8 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   OFF(ExecContext, "stream", x_stream); OFF(ExecContext, "recorder", x_recorder);
   OFF(ExecContext, "entry", x_entry); OFF(ExecContext, "lent", x_lent);
   OFF(InFlight, "enqueued", i_enqueued); OFF(InFlight, "_event", i_event); OFF(InFlight, "_added", i_added);
-  STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release"); STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx");
+  STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release");
+  STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx");
   STR(s_data_ptr, "data_ptr"); STR(s_ptr, "ptr"); STR(s_caches, "caches"); STR(s_config_key, "config_key");
   STR(s_callables, "callable_preconditions"); STR(s_bound, "bound"); STR(s_checked, "checked");
   STR(s_device, "device"); STR(s_device_index, "device_index"); STR(s_handle, "handle"); STR(s_pins, "pins");
