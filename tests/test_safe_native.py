@@ -455,3 +455,21 @@ def test_the_c_run_declines_an_op_that_already_ran(native):
     with pytest.raises(DeviceOpError, match="runs once"):
         op.sync()
     assert isinstance(op, LaunchOp) and op._state == "done"
+
+
+def test_raw_torch_inputs_are_aliased_in_c_and_a_repointed_one_is_a_new_key(native):
+    xt, yt = torch.arange(256, dtype=torch.float32), torch.ones(256)
+    z = ct.from_dlpack(np.zeros(256, np.float32)).partition(64)
+    z, _, _ = add(z, xt, yt).sync()
+    z, _, _ = add(z, xt, yt).sync()
+    assert native.built == 1
+    op = add(z, xt, yt)
+    assert op._runtime[1] is not xt and op._runtime[1].data_ptr() == xt.data_ptr()  # safetile's own alias
+    z, _, _ = op.sync()
+    built = native.built
+    other = torch.full((256,), 5.0)
+    xt.set_(other)  # re-pointed in place: its facts differ from the latest key, so the Python path decides
+    op = add(z, xt, yt)
+    assert native.built == built
+    z, _, _ = op.sync()
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), np.full(256, 6, np.float32))

@@ -4,7 +4,8 @@ Two functions, each the exact equivalent of a Python path for the case it accept
 refusal (``None``) for everything else, which the Python path then handles in full:
 
 * ``build(kernel, args)``: ``LaunchOp(kernel, args)`` when every argument is a safetile
-  ``Partition``, ``Shared`` or ``Tensor`` (exact types) or a plain ``int``/``float``/``bool``,
+  ``Partition``, ``Shared`` or ``Tensor``, a raw ``torch.Tensor`` (replaced by its own alias, as
+  ``prepare_runtime`` does) (exact types) or a plain ``int``/``float``/``bool``,
   and the launch's key is the latest plan's key fact for fact (identity, as the interned facts
   are compared): no environment override, no callable precondition, the compiled code's
   captured Python state unchanged, torch memory not moved. Ownership is checked and moved
@@ -36,7 +37,7 @@ typedef struct {
       *Plan;
   PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
       *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
-      *s_running, *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
+      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device, *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
       *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
       *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
   /* slot offsets */
@@ -156,7 +157,8 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   OFF(ExecContext, "entry", x_entry); OFF(ExecContext, "lent", x_lent);
   OFF(InFlight, "enqueued", i_enqueued); OFF(InFlight, "_event", i_event); OFF(InFlight, "_added", i_added);
   STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release");
-  STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx");
+  STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx"); STR(s_detach, "detach");
+  STR(s_dtype, "dtype"); STR(s_shape, "shape"); STR(s_stride, "stride"); STR(s_get_device, "get_device");
   STR(s_data_ptr, "data_ptr"); STR(s_ptr, "ptr"); STR(s_caches, "caches"); STR(s_config_key, "config_key");
   STR(s_callables, "callable_preconditions"); STR(s_bound, "bound"); STR(s_checked, "checked");
   STR(s_device, "device"); STR(s_device_index, "device_index"); STR(s_handle, "handle"); STR(s_pins, "pins");
@@ -213,6 +215,40 @@ static int cached_facts(PyObject *a, PyObject **facts, PyObject **data) {
 }
 
 static PyObject *call0(PyObject *f) { return PyObject_Vectorcall(f, NULL, 0, NULL); }
+
+/* ``x.detach()`` when its facts (data_ptr, dtype, shape, stride(), get_device(): prepare_runtime's key
+   part of a raw torch tensor, read from the alias) equal ``part``, compared as tuples compare; NULL
+   with no error when they differ. */
+static PyObject *raw_alias(PyObject *x, PyObject *part) {
+  if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return NULL;
+  PyObject *al = PyObject_CallMethodNoArgs(x, S.s_detach);
+  if (al == NULL) return NULL;
+  if (Py_TYPE(al) != S.torch_Tensor) {
+    Py_DECREF(al);
+    return NULL;
+  }
+  for (int k = 0; k < 5; k++) {
+    PyObject *now;
+    switch (k) {
+      case 0: now = PyObject_CallMethodNoArgs(al, S.s_data_ptr); break;
+      case 1: now = PyObject_GetAttr(al, S.s_dtype); break;
+      case 2: now = PyObject_GetAttr(al, S.s_shape); break;
+      case 3: now = PyObject_CallMethodNoArgs(al, S.s_stride); break;
+      default: now = PyObject_CallMethodNoArgs(al, S.s_get_device); break;
+    }
+    if (now == NULL) {
+      Py_DECREF(al);
+      return NULL;
+    }
+    int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(part, k), now, Py_EQ);
+    Py_DECREF(now);
+    if (eq != 1) {
+      Py_DECREF(al);
+      return NULL;  /* an error (eq < 0) stays set */
+    }
+  }
+  return al;
+}
 
 /* Every read the compiled code recorded (CaptureSet.entries: (holder, key, value)) still gives the
    very object recorded, for the holders read here (functions, cells, dicts). 0 answers nothing: the
@@ -395,6 +431,14 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
       if (ok == 0 || f != part) goto none_plan;
       Py_INCREF(d);
       PyTuple_SET_ITEM(runtime, i, d);
+    } else if (t == S.torch_Tensor) {
+      /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime) */
+      PyObject *al = raw_alias(x, part);
+      if (al == NULL) {
+        if (PyErr_Occurred()) goto error_plan;
+        goto none_plan;
+      }
+      PyTuple_SET_ITEM(runtime, i, al);
     } else if (t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type) {
       /* the key part is (type, value), compared as tuples compare: identity, then equality */
       if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || PyTuple_GET_ITEM(part, 0) != (PyObject *)t)
