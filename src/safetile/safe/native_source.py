@@ -37,7 +37,8 @@ typedef struct {
       *Plan;
   PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
       *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
-      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device, *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
+      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device,
+      *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
       *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
       *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
   /* slot offsets */
