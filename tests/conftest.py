@@ -18,6 +18,21 @@ _CACHE = tempfile.mkdtemp(prefix="safetile-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)
 os.environ["SAFETILE_CACHE_DIR"] = _CACHE
 
+# The safe launch's common case has a C twin (safe/native.py), loaded in the background after a
+# process's first compile. The suite loads it up front so every test takes the same path a warm
+# process takes; ``SAFETILE_SAFE_NATIVE=0`` runs the whole suite on the Python path instead (CI does
+# both for the safety tests). Mutation runs mutate the Python path, so they keep it.
+if os.environ.get("MUTANT_UNDER_TEST"):
+    os.environ["SAFETILE_SAFE_NATIVE"] = "0"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _safe_native_loaded():
+    from safetile.safe.native import FAST
+    FAST.load(build=True)
+    yield
+
+
 # mutmut's stats pass (``MUTANT_UNDER_TEST=stats``) records callers in a context variable. A
 # finalizer run by the cyclic collector in the middle of CPython 3.11's ``ContextVar.set`` calls
 # traced code, re-enters it and frees the context's map under it (a segfault). In that pass only,

@@ -40,6 +40,15 @@ def backend_override() -> str | None:
     return None if v is None else _decode(v)
 
 
+def backend_source() -> tuple[dict, bytes] | None:
+    """The mapping and encoded name :func:`backend_override` reads (``SAFETILE_BACKEND`` is set
+    when the name is in the mapping), for the safe launch's C path; None where ``os.environ``
+    has no such mapping."""
+    if _BACKEND_KEY is None or not isinstance(_data, dict):
+        return None
+    return _data, _BACKEND_KEY
+
+
 def debug() -> bool:
     """``SAFETILE_DEBUG`` (any non-empty value; default unset): errors keep safetile's own
     traceback and cause instead of showing only the user's line."""
@@ -138,6 +147,18 @@ def lean_launch() -> bool:
     """``SAFETILE_LEAN_LAUNCH`` (default on; '0', 'off' or 'false' turns it off): launch compiled
     kernels through safetile's one lean C launcher instead of Triton's per-signature one."""
     return os.environ.get("SAFETILE_LEAN_LAUNCH", "1") not in _OFF
+
+
+def safe_native() -> bool:
+    """``SAFETILE_SAFE_NATIVE`` (default on; '0', 'off' or 'false' turns it off): the safe launch's
+    common case runs through its C twin (safe/native.py) where one could be built."""
+    return os.environ.get("SAFETILE_SAFE_NATIVE", "1") not in _OFF
+
+
+def c_compiler() -> str:
+    """``CC`` (default '': the compiler Python was built with): the C compiler safetile's small
+    extension modules are built with (runtime/native.py)."""
+    return os.environ.get("CC", "")
 
 
 def pipeline_loops() -> int:

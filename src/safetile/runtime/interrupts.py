@@ -50,11 +50,11 @@ _PACKAGE = os.path.dirname(os.path.dirname(__file__))  # the form co_filename ha
 PROTECTED = (
     "safe/__init__.py", "safe/checks.py", "safe/claims.py", "safe/deviceop.py", "safe/entry.py",
     "safe/factories.py", "safe/facts.py", "safe/forking.py", "safe/graph.py", "safe/launch.py", "safe/memory.py",
-    "safe/ownership.py", "safe/partition.py", "safe/race.py", "safe/streams.py", "safe/tensor.py",
+    "safe/native.py", "safe/ownership.py", "safe/partition.py", "safe/race.py", "safe/streams.py", "safe/tensor.py",
     "integrations/distributed.py", "integrations/torch.py",
 )
 # Modules of safe/ and integrations/ that change no shared state (compile-time, pure, presentation): walked past.
-NEUTRAL = ("safe/device.py", "safe/errors.py", "safe/picture.py", "safe/preconditions.py",
+NEUTRAL = ("safe/device.py", "safe/errors.py", "safe/native_source.py", "safe/picture.py", "safe/preconditions.py",
                 "safe/tile_api.py", "safe/types.py", "safe/verify.py")
 
 RESEND_EVERY = 0.001  # s between looks at a held-back interrupt (a delivery is sent once the last one arrived)

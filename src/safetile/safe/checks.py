@@ -59,7 +59,7 @@ class BoundLaunch(Protocol):
     def __call__(self, stream: int) -> None: ...
 
 
-@dataclass
+@dataclass(slots=True)  # slots: the safe launch's C path reads them at their offsets (native.py)
 class Plan:
     """A validated launch: what to run, where, and which memory it writes and reads."""
 

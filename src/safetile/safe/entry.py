@@ -30,6 +30,7 @@ from ..runtime.interrupts import interruptible
 from ..runtime.kernel import Kernel
 from ..ops.values import Array, Tile
 from .device import MappedMutTensor, MutTensor, RefTensor
+from .native import FAST
 from .preconditions import Precondition
 from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
 from .verify import verify_entry
@@ -228,6 +229,11 @@ class EntryKernel:
         global _LaunchOp
         if kwargs:
             self._positional(kwargs)
+        build = FAST.build  # the common case in C (safe/native.py); None: not loaded, or not that case
+        if build is not None:
+            op = build(self, args)
+            if op is not None:
+                return op
         if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
             from .launch import LaunchOp
             _LaunchOp = LaunchOp
@@ -263,6 +269,7 @@ class EntryKernel:
             with self.caches.compile_lock:
                 c = cache.get(cache_key)
                 if c is None:
+                    FAST.start()  # the C launch path: loaded, or built in the background, once
                     fn = compile_entry(self.fn, self.param_names, keys, generics, self.hints)
                     verify_entry(fn, keys)  # what runs keeps the ownership rules, whatever the Python did
                     shim = Kernel(self.fn, self.hints)

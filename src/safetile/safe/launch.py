@@ -17,7 +17,7 @@ import itertools
 import weakref
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
 from .memory import REGISTRY, moved_message, notify_all, own_alias, wait_until
+from .native import FAST
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
@@ -202,12 +203,17 @@ class _OpRef(weakref.ref):
 
 # ------------------------------------------------------------------------------ running
 
-def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
-    """Run a checked launch on its backend (no ownership bookkeeping), if its torch memory has not
-    moved since it was checked."""
+def check_pins(plan: Plan, runtime: tuple) -> None:
+    """Refuse a launch whose torch memory moved (a storage reallocated) since it was checked."""
     for i, name, ptr in plan.pins:
         if runtime[i].data_ptr() != ptr:
             raise AliasError(moved_message(name, "the launch was checked"))
+
+
+def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
+    """Run a checked launch on its backend (no ownership bookkeeping), if its torch memory has not
+    moved since it was checked."""
+    check_pins(plan, runtime)
     c = plan.compiled
     if plan.backend == "cpu":
         if plan.device != "cpu":
@@ -453,6 +459,11 @@ class LaunchOp(DeviceOp, Unique):
     # ------------------------------------------------------------------ execution
 
     def _run(self, ctx: ExecContext):
+        run = FAST.run  # the common case in C (safe/native.py); None: not loaded, or not that case
+        if run is not None:
+            done = run(self, ctx)
+            if done is not None:
+                return done
         acquire()
         try:  # (zero cost)
             state = self._state
@@ -463,6 +474,10 @@ class LaunchOp(DeviceOp, Unique):
         if state != "built":
             raise DeviceOpError(f"{self.label} has {self._state_text()}; a launch runs once (use .shared() "
                                 "to reuse a result, or a graph to replay)")
+        return self._execute(ctx)
+
+    def _execute(self, ctx: ExecContext):
+        """The launch, once it is ``running``: claim its memory, submit it, give the arguments back."""
         args = self.args
         try:
             plan = self._plan
@@ -487,20 +502,30 @@ class LaunchOp(DeviceOp, Unique):
                 try:
                     bound = plan.bound  # set only for GPU plans: run_plan's common case, inline
                     if bound and stream.device_index == bound.device:
+                        check_pins(plan, self._runtime)
                         bound(stream.handle)
                     else:
                         run_plan(plan, self._runtime, stream)
                 finally:
                     entry.set_enqueued()
-        except BaseException:
-            self._give_back(args, ctx)
-            self._state = "failed"
-            notify_all()
-            raise
+        except BaseException as e:
+            self._fail(ctx, e)
         self._give_back(args, ctx)
         self._state = "done"
         notify_all()
         return args
+
+    def _fail(self, ctx: ExecContext, exc: BaseException | None = None) -> NoReturn:
+        """The launch failed after it started: give the arguments back and raise ``exc`` (None: the
+        torch memory of its plan moved since it was checked; the C path leaves the wording here)."""
+        self._give_back(self.args, ctx)
+        self._state = "failed"
+        notify_all()
+        if exc is None:
+            if self._plan is not None:
+                check_pins(self._plan, self._runtime)
+            exc = AliasError(f"{self.label}: its torch memory moved since the launch was checked")
+        raise exc
 
     def _resolve(self, ctx: ExecContext) -> tuple[tuple, Plan]:
         """Run the DeviceOp arguments, take what they produced, check the launch."""

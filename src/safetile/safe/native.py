@@ -1,0 +1,109 @@
+"""The safe launch's common case in C (native_source.py says exactly what it accepts).
+
+A chained safe launch was ~14 Python frames of bookkeeping against the unchecked launch's one
+C call (bench/NOTES.md, issue 9 "no regression"). ``FAST.build(kernel, args)`` and
+``FAST.run(op, ctx)`` do that bookkeeping in C for the case that dominates (a plan launched
+again with the same facts) and answer ``None`` for everything else, which then takes the
+Python path: the checks themselves stay in Python and are not duplicated, the C code only
+finds the existing plan and moves ownership as ``LaunchOp._take``/``_give_back`` do.
+
+The module is built once per installation (``runtime/native.py``), in the background beside a
+safe kernel's first compile; until it is loaded (or where it cannot be built, or with
+``SAFETILE_SAFE_NATIVE=0``) both entry points are ``None`` and every launch takes the Python path.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..runtime import env
+from ..runtime.native import NativeModule
+from .native_source import SOURCE
+
+MODULE = NativeModule("safetile_safe_native", SOURCE)
+
+
+class FastPath:
+    """The loaded C entry points (``None`` until loaded, or when unavailable or turned off).
+
+    Each attribute is replaced whole, once; readers take it without locking."""
+
+    __slots__ = ("build", "run", "_lock", "_tried")
+
+    def __init__(self) -> None:
+        self.build: Callable[[Any, tuple], Any] | None = None
+        self.run: Callable[[Any, Any], Any] | None = None
+        self._lock = threading.Lock()
+        self._tried = False
+
+    def load(self, build: bool) -> bool:
+        """Load the module (building it first when ``build``) and set the entry points; True when set."""
+        if self.build is not None:
+            return True
+        if not env.safe_native() or env.backend_source() is None:
+            return False
+        m = MODULE.get(build)
+        if m is None:
+            return False
+        with self._lock:
+            if self.build is None:
+                m.setup(*_objects())
+                self.run = m.run
+                self.build = m.build
+        return True
+
+    def start(self) -> None:
+        """On a safe kernel's first compile: load the module if built, else build it in the background."""
+        if self._tried or self.build is not None:
+            return
+        self._tried = True
+        if not self.load(build=False) and env.safe_native():
+            t = MODULE.prebuild()
+            if t is not None:
+                threading.Thread(target=_load_after, args=(self, t), daemon=True,
+                                 name="safetile-safe-native-load").start()
+
+    def off(self) -> None:
+        """Back to the Python path (tests compare both)."""
+        with self._lock:
+            self.build = self.run = None
+
+
+def _load_after(fast: FastPath, t: threading.Thread) -> None:
+    t.join()
+    fast.load(build=False)
+
+
+def _objects() -> tuple[dict, dict]:
+    """What the C code reads: the classes whose slots it uses and the runtime's shared objects."""
+    try:
+        from ..backends.triton.launcher import Bound
+    except ImportError:  # no GPU backend: no plan is ever bound
+        class Bound:  # type: ignore[no-redef]
+            __slots__ = ("call", "grid", "tail", "device")
+    from ..frontend.captures import ABSENT, FUNCTION_STATE, CaptureSet, _unchanged
+    from . import memory, ownership, streams
+    from .checks import Plan
+    from .deviceop import ExecContext
+    from .entry import KernelCaches
+    from .facts import ArgFacts
+    from .launch import LaunchOp, _op_ids, _OpRef, _TorchTensor
+    from .partition import Partition, Shared
+    from .tensor import Tensor
+    classes = {"Partition": Partition, "Shared": Shared, "Tensor": Tensor, "LaunchOp": LaunchOp,
+               "KernelCaches": KernelCaches, "ExecContext": ExecContext, "InFlight": memory.InFlight,
+               "torch_Tensor": _TorchTensor, "ArgFacts": ArgFacts, "CaptureSet": CaptureSet,
+               "Bound": Bound, "Plan": Plan}
+    source = env.backend_source()
+    assert source is not None  # checked by load()
+    data, key = source
+    objects = {"OpRef": _OpRef, "op_ids": _op_ids, "acquire": ownership.OWNERSHIP.acquire,
+               "release": ownership.OWNERSHIP.release, "local": streams._local, "internal": ownership._internal,
+               "unchanged": _unchanged, "env_data": data, "env_key": key, "registry": memory.REGISTRY,
+               "waiters": memory._WAITERS, "notify_all": memory.notify_all,
+               "caller_location": ownership.caller_location, "function_state": FUNCTION_STATE, "absent": ABSENT}
+    return classes, objects
+
+
+FAST = FastPath()

@@ -1,0 +1,804 @@
+"""The C source of the safe launch's common case (built and loaded by native.py).
+
+Two functions, each the exact equivalent of a Python path for the case it accepts, and a
+refusal (``None``) for everything else, which the Python path then handles in full:
+
+* ``build(kernel, args)``: ``LaunchOp(kernel, args)`` when every argument is a safetile
+  ``Partition``, ``Shared`` or ``Tensor``, a raw ``torch.Tensor`` (replaced by its own alias, as
+  ``prepare_runtime`` does) (exact types) or a plain ``int``/``float``/``bool``,
+  and the launch's key is the latest plan's key fact for fact (identity, as the interned facts
+  are compared): no environment override, no callable precondition, the compiled code's
+  captured Python state unchanged, torch memory not moved. Ownership is checked and moved
+  under ``OWNERSHIP`` as ``LaunchOp._take`` does; any refusal undoes the moves and answers
+  ``None`` (the Python path then raises the worded error).
+* ``run(op, ctx)``: ``LaunchOp._run`` when the plan is bound (a GPU launch resolved once), the
+  terminal already has an in-flight entry holding this plan's extents and nothing else is
+  registered (a chain launching one plan again), and the op is still ``built``. Past the state
+  change it never answers ``None``: a lost registry race continues in ``LaunchOp._execute``
+  and a failure in ``LaunchOp._fail``.
+
+The attributes of safetile's slotted classes are read and written at their slot offsets,
+found once from the classes' member descriptors (``setup``); the objects are checked to be
+of exactly those classes first, so the layout is theirs.
+"""
+
+SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <frameobject.h>
+#include <string.h>
+
+#define MAX_ARGS 64
+
+typedef struct {
+  int ready;
+  PyTypeObject *Partition, *Shared, *Tensor, *LaunchOp, *KernelCaches, *ExecContext, *InFlight, *torch_Tensor, *Bound,
+      *Plan;
+  PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
+      *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
+      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device,
+      *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
+      *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
+      *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
+  /* slot offsets */
+  Py_ssize_t o_moved, o_holder, o_lent;                   /* Owned */
+  Py_ssize_t p_tensor, p_facts, p_released;               /* Partition */
+  Py_ssize_t s_tensor, s_facts, s_holders, s_unwrapped;   /* Shared */
+  Py_ssize_t t_data, t_torch, t_facts, t_borrow;          /* Tensor */
+  Py_ssize_t f_extent;                                    /* ArgFacts */
+  Py_ssize_t c_last, c_captured;                          /* KernelCaches */
+  Py_ssize_t cs_check, cs_entries;                        /* CaptureSet */
+  Py_ssize_t b_call, b_grid, b_tail, b_device;            /* launcher.Bound */
+  Py_ssize_t pl_bound, pl_checked, pl_pins;               /* Plan */
+  Py_ssize_t l_state, l_kernel, l_args, l_arity, l_id, l_site, l_plan, l_runtime, l_inflight, l_ref, l_into;
+  Py_ssize_t x_stream, x_recorder, x_entry, x_lent;       /* ExecContext */
+  Py_ssize_t i_enqueued, i_event, i_added;                /* InFlight */
+} State;
+
+static State S;
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+static inline void slot_set(PyObject *o, Py_ssize_t off, PyObject *v) {
+  PyObject **p = (PyObject **)((char *)o + off);
+  PyObject *old = *p;
+  Py_XINCREF(v);
+  *p = v;
+  Py_XDECREF(old);
+}
+
+static int offset_of(PyObject *cls, const char *name, Py_ssize_t *out) {
+  PyObject *d = PyObject_GetAttrString(cls, name);
+  if (d == NULL) return -1;
+  if (!Py_IS_TYPE(d, &PyMemberDescr_Type) || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+    PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", cls, name);
+    Py_DECREF(d);
+    return -1;
+  }
+  *out = ((PyMemberDescrObject *)d)->d_member->offset;
+  Py_DECREF(d);
+  return 0;
+}
+
+static int take_type(PyObject *o, PyTypeObject **out) {
+  if (!PyType_Check(o)) {
+    PyErr_SetString(PyExc_TypeError, "setup: expected a class");
+    return -1;
+  }
+  Py_INCREF(o);
+  *out = (PyTypeObject *)o;
+  return 0;
+}
+
+/* setup(classes: dict, objects: dict): the classes, the runtime's objects, found once. */
+static PyObject *setup(PyObject *self, PyObject *args) {
+  PyObject *c, *o;
+  if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &c, &PyDict_Type, &o)) return NULL;
+  if (S.ready) Py_RETURN_NONE;
+#define CLS(field, key) do { PyObject *v = PyDict_GetItemString(c, key); \
+    if (v == NULL || take_type(v, &S.field) < 0) { \
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, key); \
+      return NULL; \
+    } } while (0)
+#define OBJ(field, key) do { PyObject *v = PyDict_GetItemString(o, key); \
+    if (v == NULL) { PyErr_SetString(PyExc_KeyError, key); return NULL; } Py_INCREF(v); S.field = v; } while (0)
+#define OFF(cls, name, field) do { if (offset_of((PyObject *)S.cls, name, &S.field) < 0) return NULL; } while (0)
+#define STR(field, text) do { S.field = PyUnicode_InternFromString(text); if (S.field == NULL) return NULL; } while (0)
+  CLS(Partition, "Partition"); CLS(Shared, "Shared"); CLS(Tensor, "Tensor"); CLS(LaunchOp, "LaunchOp");
+  CLS(KernelCaches, "KernelCaches"); CLS(ExecContext, "ExecContext"); CLS(InFlight, "InFlight");
+  CLS(torch_Tensor, "torch_Tensor"); CLS(Bound, "Bound"); CLS(Plan, "Plan");
+  PyTypeObject *argfacts, *captureset;
+  {
+    PyObject *v = PyDict_GetItemString(c, "ArgFacts");
+    PyObject *w = PyDict_GetItemString(c, "CaptureSet");
+    if (v == NULL || w == NULL || !PyType_Check(v) || !PyType_Check(w)) {
+      PyErr_SetString(PyExc_KeyError, "ArgFacts/CaptureSet");
+      return NULL;
+    }
+    argfacts = (PyTypeObject *)v;
+    captureset = (PyTypeObject *)w;
+  }
+  OBJ(OpRef, "OpRef"); OBJ(op_ids, "op_ids"); OBJ(acquire, "acquire"); OBJ(release, "release");
+  OBJ(local, "local"); OBJ(internal, "internal"); OBJ(unchanged, "unchanged"); OBJ(env_data, "env_data");
+  OBJ(env_key, "env_key"); OBJ(registry, "registry"); OBJ(waiters, "waiters"); OBJ(notify_all, "notify_all");
+  OBJ(caller_location, "caller_location");
+  OBJ(function_state, "function_state"); OBJ(absent, "absent");
+  if (!PyList_Check(S.waiters) || !PyDict_Check(S.internal)) {
+    PyErr_SetString(PyExc_TypeError, "setup: waiters is a list, internal a dict");
+    return NULL;
+  }
+  OFF(Partition, "_moved", o_moved); OFF(Partition, "_holder", o_holder); OFF(Partition, "_lent", o_lent);
+  OFF(Partition, "_tensor", p_tensor); OFF(Partition, "_facts", p_facts); OFF(Partition, "_released", p_released);
+  OFF(Shared, "_tensor", s_tensor); OFF(Shared, "_facts", s_facts); OFF(Shared, "_holders", s_holders);
+  OFF(Shared, "_unwrapped", s_unwrapped);
+  OFF(Tensor, "_data", t_data); OFF(Tensor, "_torch", t_torch); OFF(Tensor, "_facts", t_facts);
+  OFF(Tensor, "_borrow", t_borrow);
+  {
+    Py_ssize_t a, b, c2;  /* Owned's slots are at one offset in every subclass: check Tensor's */
+    OFF(Tensor, "_moved", i_enqueued); a = S.i_enqueued;
+    OFF(Tensor, "_holder", i_enqueued); b = S.i_enqueued;
+    OFF(Tensor, "_lent", i_enqueued); c2 = S.i_enqueued;
+    if (a != S.o_moved || b != S.o_holder || c2 != S.o_lent) {
+      PyErr_SetString(PyExc_TypeError, "setup: Owned slots differ between Partition and Tensor");
+      return NULL;
+    }
+  }
+  if (offset_of((PyObject *)argfacts, "extent", &S.f_extent) < 0) return NULL;
+  OFF(KernelCaches, "last", c_last); OFF(KernelCaches, "captured", c_captured);
+  if (offset_of((PyObject *)captureset, "check", &S.cs_check) < 0) return NULL;
+  if (offset_of((PyObject *)captureset, "entries", &S.cs_entries) < 0) return NULL;
+  OFF(Bound, "call", b_call); OFF(Bound, "grid", b_grid); OFF(Bound, "tail", b_tail); OFF(Bound, "device", b_device);
+  OFF(Plan, "bound", pl_bound); OFF(Plan, "checked", pl_checked); OFF(Plan, "pins", pl_pins);
+  OFF(LaunchOp, "_state", l_state); OFF(LaunchOp, "kernel", l_kernel); OFF(LaunchOp, "args", l_args);
+  OFF(LaunchOp, "arity", l_arity); OFF(LaunchOp, "id", l_id); OFF(LaunchOp, "_site", l_site);
+  OFF(LaunchOp, "_plan", l_plan); OFF(LaunchOp, "_runtime", l_runtime); OFF(LaunchOp, "_inflight", l_inflight);
+  OFF(LaunchOp, "_ref", l_ref); OFF(LaunchOp, "_into", l_into);
+  OFF(ExecContext, "stream", x_stream); OFF(ExecContext, "recorder", x_recorder);
+  OFF(ExecContext, "entry", x_entry); OFF(ExecContext, "lent", x_lent);
+  OFF(InFlight, "enqueued", i_enqueued); OFF(InFlight, "_event", i_event); OFF(InFlight, "_added", i_added);
+  STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release");
+  STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx"); STR(s_detach, "detach");
+  STR(s_dtype, "dtype"); STR(s_shape, "shape"); STR(s_stride, "stride"); STR(s_get_device, "get_device");
+  STR(s_data_ptr, "data_ptr"); STR(s_ptr, "ptr"); STR(s_caches, "caches"); STR(s_config_key, "config_key");
+  STR(s_callables, "callable_preconditions"); STR(s_bound, "bound"); STR(s_checked, "checked");
+  STR(s_device, "device"); STR(s_device_index, "device_index"); STR(s_handle, "handle"); STR(s_pins, "pins");
+  STR(s_entries, "_entries"); STR(s_lock, "_lock"); STR(s_execute, "_execute"); STR(s_fail, "_fail");
+  S.empty = PyTuple_New(0);
+  S.one = PyLong_FromLong(1);
+  if (S.empty == NULL || S.one == NULL) return NULL;
+  S.ready = 1;
+  Py_RETURN_NONE;
+}
+
+/* 1: equal, 0: not, -1: error */
+static int ptr_unmoved(PyObject *data, PyObject *facts) {
+  if (Py_TYPE(data) != S.torch_Tensor) return 0;
+  PyObject *ext = SLOT(facts, S.f_extent);
+  if (ext == NULL) return 0;
+  PyObject *now = PyObject_CallMethodNoArgs(data, S.s_data_ptr);
+  if (now == NULL) return -1;
+  PyObject *was = PyObject_GetAttr(ext, S.s_ptr);
+  if (was == NULL) { Py_DECREF(now); return -1; }
+  int eq = PyObject_RichCompareBool(now, was, Py_EQ);
+  Py_DECREF(now);
+  Py_DECREF(was);
+  return eq;
+}
+
+/* The facts of a Partition/Shared/Tensor as prepare_runtime reads them when they are cached and
+   unmoved, and its data; 1: found, 0: not the common case, -1: error. Borrowed references. */
+static int cached_facts(PyObject *a, PyObject **facts, PyObject **data) {
+  PyTypeObject *t = Py_TYPE(a);
+  PyObject *f, *tensor;
+  if (t == S.Tensor) {
+    tensor = a;
+    f = SLOT(a, S.t_facts);
+  } else if (t == S.Partition) {
+    tensor = SLOT(a, S.p_tensor);
+    f = SLOT(a, S.p_facts);
+  } else {
+    tensor = SLOT(a, S.s_tensor);
+    f = SLOT(a, S.s_facts);
+  }
+  if (f == NULL || f == Py_None || tensor == NULL || Py_TYPE(tensor) != S.Tensor) return 0;
+  PyObject *d = SLOT(tensor, S.t_data), *torch = SLOT(tensor, S.t_torch);
+  if (d == NULL || torch == NULL) return 0;
+  if (torch == Py_True) {
+    int ok = ptr_unmoved(d, f);
+    if (ok <= 0) return ok;
+  } else if (torch != Py_False) {
+    return 0;
+  }
+  *facts = f;
+  *data = d;
+  return 1;
+}
+
+static PyObject *call0(PyObject *f) { return PyObject_Vectorcall(f, NULL, 0, NULL); }
+
+/* ``x.detach()`` when its facts (data_ptr, dtype, shape, stride(), get_device(): prepare_runtime's key
+   part of a raw torch tensor, read from the alias) equal ``part``, compared as tuples compare; NULL
+   with no error when they differ. */
+static PyObject *raw_alias(PyObject *x, PyObject *part) {
+  if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return NULL;
+  PyObject *al = PyObject_CallMethodNoArgs(x, S.s_detach);
+  if (al == NULL) return NULL;
+  if (Py_TYPE(al) != S.torch_Tensor) {
+    Py_DECREF(al);
+    return NULL;
+  }
+  for (int k = 0; k < 5; k++) {
+    PyObject *now;
+    switch (k) {
+      case 0: now = PyObject_CallMethodNoArgs(al, S.s_data_ptr); break;
+      case 1: now = PyObject_GetAttr(al, S.s_dtype); break;
+      case 2: now = PyObject_GetAttr(al, S.s_shape); break;
+      case 3: now = PyObject_CallMethodNoArgs(al, S.s_stride); break;
+      default: now = PyObject_CallMethodNoArgs(al, S.s_get_device); break;
+    }
+    if (now == NULL) {
+      Py_DECREF(al);
+      return NULL;
+    }
+    int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(part, k), now, Py_EQ);
+    Py_DECREF(now);
+    if (eq != 1) {
+      Py_DECREF(al);
+      return NULL;  /* an error (eq < 0) stays set */
+    }
+  }
+  return al;
+}
+
+/* Every read the compiled code recorded (CaptureSet.entries: (holder, key, value)) still gives the
+   very object recorded, for the holders read here (functions, cells, dicts). 0 answers nothing: the
+   caller runs CaptureSet.check, which also accepts an equal constant re-assigned. */
+static int captures_identical(PyObject *entries) {
+  if (entries == NULL || !PyTuple_CheckExact(entries)) return 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
+    PyObject *e = PyTuple_GET_ITEM(entries, i);
+    if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3) return 0;
+    PyObject *h = PyTuple_GET_ITEM(e, 0), *k = PyTuple_GET_ITEM(e, 1), *v = PyTuple_GET_ITEM(e, 2);
+    if (k == S.function_state) {  /* (code, defaults, kwdefaults, closure), as _function_state reads them */
+      if (!PyFunction_Check(h) || !PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != 4) return 0;
+      PyObject *now[4] = {PyFunction_GET_CODE(h), PyFunction_GET_DEFAULTS(h), PyFunction_GET_KW_DEFAULTS(h),
+                          PyFunction_GET_CLOSURE(h)};
+      for (int j = 0; j < 4; j++)
+        if ((now[j] == NULL ? Py_None : now[j]) != PyTuple_GET_ITEM(v, j)) return 0;
+    } else if (k == Py_None) {
+      if (!PyCell_Check(h)) return 0;
+      PyObject *now = PyCell_GET(h);
+      if ((now == NULL ? S.absent : now) != v) return 0;
+    } else if (PyDict_CheckExact(h)) {
+      PyObject *now = PyDict_GetItemWithError(h, k);
+      if (now == NULL) {
+        if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        now = S.absent;
+      }
+      if (now != v) return 0;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* caller_location(): the first frame outside safetile, from the innermost Python frame; NULL with
+   no error when a file is not in the cache yet (the caller asks the Python function). */
+static PyObject *site(int *unknown) {
+  *unknown = 0;
+  PyFrameObject *f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f != NULL) {
+    PyCodeObject *code = PyFrame_GetCode(f);
+    PyObject *skip = PyDict_GetItemWithError(S.internal, code->co_filename);
+    if (skip == NULL) {
+      Py_DECREF(code);
+      Py_DECREF(f);
+      if (!PyErr_Occurred()) *unknown = 1;
+      return NULL;
+    }
+    if (skip == Py_False) {
+      PyObject *r = Py_BuildValue("(Oi)", code->co_filename, PyFrame_GetLineNumber(f));
+      Py_DECREF(code);
+      Py_DECREF(f);
+      return r;
+    }
+    Py_DECREF(code);
+    PyFrameObject *back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_RETURN_NONE;
+}
+
+static int lock(PyObject *acq) {
+  PyObject *r = call0(acq);
+  if (r == NULL) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
+static void unlock(PyObject *rel) {
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  PyObject *r = call0(rel);
+  Py_XDECREF(r);
+  if (r == NULL) PyErr_Clear();  /* only a release of an unheld lock fails: never ours */
+  PyErr_Restore(et, ev, tb);
+}
+
+/* undo the first n moves of ``args`` made by ``take`` (OWNERSHIP held) */
+static int undo(PyObject *const *args, Py_ssize_t n, PyObject *ref) {
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *a = args[i];
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == S.Shared) {
+      PyObject *h = SLOT(a, S.s_holders);
+      PyObject *m = PyNumber_Subtract(h, S.one);
+      if (m == NULL) return -1;
+      slot_set(a, S.s_holders, m);
+      Py_DECREF(m);
+    } else if ((t == S.Partition || t == S.Tensor) && SLOT(a, S.o_holder) == ref) {
+      slot_set(a, S.o_moved, Py_None);
+      slot_set(a, S.o_holder, Py_None);
+    }
+  }
+  return 0;
+}
+
+/* LaunchOp._take's common case (OWNERSHIP held): 1 moved, 0 refused (nothing moved), -1 error. */
+static int take(PyObject *const *args, Py_ssize_t n, PyObject *ref, PyObject *ctx) {
+  Py_ssize_t i;
+  for (i = 0; i < n; i++) {
+    PyObject *a = args[i];
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == S.Shared) {
+      PyObject *u = SLOT(a, S.s_unwrapped), *h = SLOT(a, S.s_holders);
+      if (u != Py_None || h == NULL || !PyLong_CheckExact(h)) break;
+      PyObject *m = PyNumber_Add(h, S.one);
+      if (m == NULL) { undo(args, i, ref); return -1; }
+      slot_set(a, S.s_holders, m);
+      Py_DECREF(m);
+    } else if (t == S.Partition || t == S.Tensor) {
+      if (SLOT(a, S.o_moved) != Py_None) break;
+      if (t == S.Partition) {
+        if (SLOT(a, S.p_released) != Py_False) break;
+      } else if (SLOT(a, S.t_borrow) != Py_None) {
+        break;
+      }
+      PyObject *lent = SLOT(a, S.o_lent);
+      if (lent == NULL || (lent != Py_None && lent != ctx)) break;
+      slot_set(a, S.o_moved, ref);
+      slot_set(a, S.o_holder, ref);
+    }
+  }
+  if (i == n) return 1;
+  if (undo(args, i, ref) < 0) return -1;
+  return 0;
+}
+
+static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
+  if (!S.ready || na != 2 || !PyTuple_CheckExact(a[1])) Py_RETURN_NONE;
+  PyObject *kernel = a[0], *argt = a[1];
+  Py_ssize_t n = PyTuple_GET_SIZE(argt);
+  if (n > MAX_ARGS) Py_RETURN_NONE;
+  PyObject *const *args = &PyTuple_GET_ITEM(argt, 0);
+  /* SAFETILE_BACKEND (os.environ's own mapping, as backend_override reads it): part of the key */
+  PyObject *override = PyDict_GetItemWithError(S.env_data, S.env_key);
+  if (override == NULL && PyErr_Occurred()) return NULL;
+  PyObject *result = NULL, *caches = NULL, *config = NULL, *callables = NULL, *op = NULL, *ref = NULL,
+           *runtime = NULL, *id = NULL, *loc = NULL, *ctx = NULL;
+  caches = PyObject_GetAttr(kernel, S.s_caches);
+  if (caches == NULL) goto error;
+  config = PyObject_GetAttr(kernel, S.s_config_key);
+  if (config == NULL) goto error;
+  callables = PyObject_GetAttr(kernel, S.s_callables);
+  if (callables == NULL) goto error;
+  if (Py_TYPE(caches) != S.KernelCaches || !PyTuple_CheckExact(callables) || PyTuple_GET_SIZE(callables) != 0)
+    goto none;
+  PyObject *last = SLOT(caches, S.c_last);
+  if (last == NULL || !PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != 2) goto none;
+  PyObject *seen = PyTuple_GET_ITEM(last, 0), *plan = PyTuple_GET_ITEM(last, 1);
+  if (plan == Py_None || !PyTuple_CheckExact(seen) || PyTuple_GET_SIZE(seen) != 3 ||
+      PyTuple_GET_ITEM(seen, 0) != config)
+    goto none;
+  if (override == NULL) {
+    if (PyTuple_GET_ITEM(seen, 1) != Py_None) goto none;
+  } else {  /* the key holds the decoded value: compare it encoded as os.environ encodes */
+    PyObject *was = PyTuple_GET_ITEM(seen, 1);
+    if (!PyUnicode_CheckExact(was) || !PyBytes_CheckExact(override)) goto none;
+    PyObject *enc = PyUnicode_EncodeFSDefault(was);
+    if (enc == NULL) goto error;
+    int eq = PyBytes_GET_SIZE(enc) == PyBytes_GET_SIZE(override) &&
+             memcmp(PyBytes_AS_STRING(enc), PyBytes_AS_STRING(override), PyBytes_GET_SIZE(enc)) == 0;
+    Py_DECREF(enc);
+    if (!eq) goto none;
+  }
+  PyObject *parts = PyTuple_GET_ITEM(seen, 2);
+  if (!PyTuple_CheckExact(parts) || PyTuple_GET_SIZE(parts) != n) goto none;
+  Py_INCREF(plan);  /* held: ``last`` may be replaced by another thread while the checks call out */
+  Py_INCREF(parts);
+  runtime = PyTuple_New(n);
+  if (runtime == NULL) goto error_plan;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *x = args[i], *part = PyTuple_GET_ITEM(parts, i);
+    PyTypeObject *t = Py_TYPE(x);
+    if (t == S.Partition || t == S.Shared || t == S.Tensor) {
+      PyObject *f, *d;
+      int ok = cached_facts(x, &f, &d);
+      if (ok < 0) goto error_plan;
+      if (ok == 0 || f != part) goto none_plan;
+      Py_INCREF(d);
+      PyTuple_SET_ITEM(runtime, i, d);
+    } else if (t == S.torch_Tensor) {
+      /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime) */
+      PyObject *al = raw_alias(x, part);
+      if (al == NULL) {
+        if (PyErr_Occurred()) goto error_plan;
+        goto none_plan;
+      }
+      PyTuple_SET_ITEM(runtime, i, al);
+    } else if (t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type) {
+      /* the key part is (type, value), compared as tuples compare: identity, then equality */
+      if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || PyTuple_GET_ITEM(part, 0) != (PyObject *)t)
+        goto none_plan;
+      int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(part, 1), x, Py_EQ);
+      if (eq < 0) goto error_plan;
+      if (!eq) goto none_plan;
+      Py_INCREF(x);
+      PyTuple_SET_ITEM(runtime, i, x);
+    } else {
+      goto none_plan;
+    }
+  }
+  {  /* the Python state the compiled code folded in: unchanged? (else the Python path refreshes) */
+    PyObject *captured = SLOT(caches, S.c_captured);
+    if (captured == NULL) goto none_plan;
+    PyObject *check = SLOT(captured, S.cs_check);
+    if (check == NULL) goto none_plan;
+    if (check != S.unchanged && !captures_identical(SLOT(captured, S.cs_entries))) {
+      Py_INCREF(check);
+      PyObject *r = call0(check);
+      Py_DECREF(check);
+      if (r == NULL) goto error_plan;
+      int same = r == Py_True;
+      Py_DECREF(r);
+      if (!same) goto none_plan;
+    }
+  }
+  {
+    int unknown;
+    loc = site(&unknown);
+    if (loc == NULL) {
+      if (!unknown) goto error_plan;
+      /* a file met for the first time: the Python function decides (and remembers), from the same frame */
+      PyObject *depth = PyLong_FromLong(1);
+      if (depth == NULL) goto error_plan;
+      PyObject *one[1] = {depth};
+      loc = PyObject_Vectorcall(S.caller_location, one, 1, NULL);
+      Py_DECREF(depth);
+      if (loc == NULL) goto error_plan;
+    }
+  }
+  ctx = PyObject_GetAttr(S.local, S.s_ctx);
+  if (ctx == NULL) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) goto error_plan;
+    PyErr_Clear();
+    ctx = Py_None;
+    Py_INCREF(ctx);
+  }
+  id = PyIter_Next(S.op_ids);
+  if (id == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
+    goto error_plan;
+  }
+  op = S.LaunchOp->tp_new(S.LaunchOp, S.empty, NULL);
+  if (op == NULL) goto error_plan;
+  if (Py_TYPE(op) != S.LaunchOp) goto none_plan;
+  slot_set(op, S.l_state, S.s_new);  /* "built" once the arguments are moved in */
+  {
+    PyObject *one[1] = {op};
+    ref = PyObject_Vectorcall(S.OpRef, one, 1, NULL);
+    if (ref == NULL) goto error_plan;
+  }
+  if (lock(S.acquire) < 0) goto error_plan;
+  int took = take(args, n, ref, ctx);
+  unlock(S.release);
+  if (took < 0) goto error_plan;
+  if (took == 0) goto none_plan;  /* refused: nothing moved; the Python path words the error */
+  PyObject *arity = PyLong_FromSsize_t(n);
+  if (arity == NULL) {
+    lock(S.acquire);
+    undo(args, n, ref);
+    unlock(S.release);
+    goto error_plan;
+  }
+  slot_set(op, S.l_kernel, kernel);
+  slot_set(op, S.l_args, argt);
+  slot_set(op, S.l_arity, arity);
+  Py_DECREF(arity);
+  slot_set(op, S.l_id, id);
+  slot_set(op, S.l_site, loc);
+  slot_set(op, S.l_plan, plan);
+  slot_set(op, S.l_runtime, runtime);
+  slot_set(op, S.l_inflight, Py_None);
+  slot_set(op, S.l_ref, ref);
+  slot_set(op, S.l_into, ref);
+  slot_set(op, S.l_state, S.s_built);
+  result = op;
+  op = NULL;
+  goto done_plan;
+none_plan:
+  result = Py_None;
+  Py_INCREF(result);
+done_plan:
+error_plan:
+  Py_DECREF(plan);
+  Py_DECREF(parts);
+  goto out;
+none:
+  result = Py_None;
+  Py_INCREF(result);
+  goto out;
+error:
+out:
+  Py_XDECREF(caches);
+  Py_XDECREF(config);
+  Py_XDECREF(callables);
+  Py_XDECREF(op);
+  Py_XDECREF(ref);
+  Py_XDECREF(runtime);
+  Py_XDECREF(id);
+  Py_XDECREF(loc);
+  Py_XDECREF(ctx);
+  return result;
+}
+
+/* Bound.__call__(handle): call(gx, gy, gz, handle, *tail) */
+static PyObject *call_bound(PyObject *bound, PyObject *handle) {
+  PyObject *call = SLOT(bound, S.b_call), *grid = SLOT(bound, S.b_grid), *tail = SLOT(bound, S.b_tail);
+  if (call == NULL || grid == NULL || tail == NULL || !PyTuple_CheckExact(grid) || PyTuple_GET_SIZE(grid) != 3 ||
+      !PyTuple_CheckExact(tail) || PyTuple_GET_SIZE(tail) > 1020) {
+    PyErr_SetString(PyExc_TypeError, "a bound launch with an unexpected layout");
+    return NULL;
+  }
+  PyObject *stack[1024];
+  Py_ssize_t n = 4 + PyTuple_GET_SIZE(tail);
+  stack[0] = PyTuple_GET_ITEM(grid, 0);
+  stack[1] = PyTuple_GET_ITEM(grid, 1);
+  stack[2] = PyTuple_GET_ITEM(grid, 2);
+  stack[3] = handle;
+  for (Py_ssize_t i = 4; i < n; i++) stack[i] = PyTuple_GET_ITEM(tail, i - 4);
+  Py_INCREF(call);
+  Py_INCREF(tail);  /* the stack borrows from it */
+  PyObject *r = PyObject_Vectorcall(call, stack, n, NULL);
+  Py_DECREF(tail);
+  Py_DECREF(call);
+  return r;
+}
+
+/* The plan's torch memory where it was checked (run_plan's pins check): 1 yes, 0 moved, -1 error. */
+static int pins_hold(PyObject *plan, PyObject *runtime) {
+  PyObject *pins = SLOT(plan, S.pl_pins);
+  if (pins == NULL) return 0;
+  Py_INCREF(pins);
+  if (!PyTuple_CheckExact(pins)) { Py_DECREF(pins); return 0; }
+  int ok = 1;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pins) && ok == 1; i++) {
+    PyObject *pin = PyTuple_GET_ITEM(pins, i);
+    if (!PyTuple_CheckExact(pin) || PyTuple_GET_SIZE(pin) != 3) { ok = 0; break; }
+    Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(pin, 0));
+    if (k < 0 || k >= PyTuple_GET_SIZE(runtime)) { PyErr_Clear(); ok = 0; break; }
+    PyObject *now = PyObject_CallMethodNoArgs(PyTuple_GET_ITEM(runtime, k), S.s_data_ptr);
+    if (now == NULL) { ok = -1; break; }
+    ok = PyObject_RichCompareBool(now, PyTuple_GET_ITEM(pin, 2), Py_EQ);
+    Py_DECREF(now);
+  }
+  Py_DECREF(pins);
+  return ok;
+}
+
+static int notify(void) {
+  if (PyList_GET_SIZE(S.waiters) == 0) return 0;
+  PyObject *r = call0(S.notify_all);
+  if (r == NULL) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
+/* LaunchOp._give_back(args, ctx) (OWNERSHIP taken here) */
+static int give_back(PyObject *argt, PyObject *ref, PyObject *ctx) {
+  if (lock(S.acquire) < 0) return -1;
+  int rc = 0;
+  PyObject *lent = SLOT(ctx, S.x_lent);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argt) && rc == 0; i++) {
+    PyObject *a = PyTuple_GET_ITEM(argt, i);
+    PyTypeObject *t = Py_TYPE(a);
+    if (t == S.Shared) {
+      PyObject *m = PyNumber_Subtract(SLOT(a, S.s_holders), S.one);
+      if (m == NULL) { rc = -1; break; }
+      slot_set(a, S.s_holders, m);
+      Py_DECREF(m);
+    } else if ((t == S.Partition || t == S.Tensor) && SLOT(a, S.o_holder) == ref) {
+      slot_set(a, S.o_moved, Py_None);
+      slot_set(a, S.o_holder, Py_None);
+      if (SLOT(a, S.o_lent) != ctx) {
+        slot_set(a, S.o_lent, ctx);
+        if (lent == NULL || !PyList_Check(lent) || PyList_Append(lent, a) < 0) {
+          if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "ExecContext.lent is not a list");
+          rc = -1;
+        }
+      }
+    }
+  }
+  unlock(S.release);
+  return rc;
+}
+
+static PyObject *fail(PyObject *op, PyObject *ctx) {
+  /* the launch failed after it started: LaunchOp._fail gives the arguments back and re-raises */
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  PyErr_NormalizeException(&et, &ev, &tb);
+  if (tb != NULL) PyException_SetTraceback(ev, tb);
+  PyObject *r = PyObject_CallMethodObjArgs(op, S.s_fail, ctx, ev, NULL);
+  Py_XDECREF(et);
+  Py_XDECREF(ev);
+  Py_XDECREF(tb);
+  Py_XDECREF(r);
+  if (r != NULL) PyErr_SetString(PyExc_SystemError, "LaunchOp._fail returned");
+  return NULL;
+}
+
+static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
+  if (!S.ready || na != 2) Py_RETURN_NONE;
+  PyObject *op = a[0], *ctx = a[1];
+  if (Py_TYPE(op) != S.LaunchOp || Py_TYPE(ctx) != S.ExecContext) Py_RETURN_NONE;
+  PyObject *plan = SLOT(op, S.l_plan), *argt = SLOT(op, S.l_args), *runtime = SLOT(op, S.l_runtime),
+           *ref = SLOT(op, S.l_ref);
+  PyObject *recorder = SLOT(ctx, S.x_recorder), *entry = SLOT(ctx, S.x_entry), *stream = SLOT(ctx, S.x_stream);
+  if (plan == NULL || plan == Py_None || argt == NULL || !PyTuple_CheckExact(argt) || runtime == NULL ||
+      !PyTuple_CheckExact(runtime) || ref == NULL || recorder != Py_None || entry == NULL ||
+      Py_TYPE(entry) != S.InFlight || stream == NULL)
+    Py_RETURN_NONE;
+  PyObject *result = NULL, *bound = NULL, *checked = NULL, *pdev = NULL, *sdev = NULL, *bdev = NULL,
+           *sidx = NULL, *handle = NULL, *entries = NULL, *reglock = NULL;
+  Py_INCREF(op);
+  Py_INCREF(ctx);
+  Py_INCREF(entry);
+  Py_INCREF(stream);
+  Py_INCREF(plan);
+  if (Py_TYPE(plan) != S.Plan) goto none;
+  bound = SLOT(plan, S.pl_bound);
+  checked = SLOT(plan, S.pl_checked);
+  if (bound == NULL || checked == NULL || Py_TYPE(bound) != S.Bound) {
+    bound = checked = NULL;
+    goto none;
+  }
+  Py_INCREF(bound);
+  Py_INCREF(checked);
+  pdev = PyObject_GetAttr(checked, S.s_device);
+  if (pdev == NULL) goto error;
+  sdev = PyObject_GetAttr(stream, S.s_device);
+  if (sdev == NULL) goto error;
+  int same = PyObject_RichCompareBool(pdev, sdev, Py_EQ);
+  if (same < 0) goto error;
+  if (!same) goto none;
+  bdev = SLOT(bound, S.b_device);
+  if (bdev == NULL) goto none;
+  Py_INCREF(bdev);
+  sidx = PyObject_GetAttr(stream, S.s_device_index);
+  if (sidx == NULL) goto error;
+  same = PyObject_RichCompareBool(bdev, sidx, Py_EQ);
+  if (same < 0) goto error;
+  if (!same) goto none;
+  handle = PyObject_GetAttr(stream, S.s_handle);
+  if (handle == NULL) goto error;
+  /* Registry.reclaim's test: this entry alone is registered and already holds this plan's extents */
+  entries = PyObject_GetAttr(S.registry, S.s_entries);
+  if (entries == NULL) goto error;
+  if (!PyTuple_CheckExact(entries) || PyTuple_GET_SIZE(entries) != 1 || PyTuple_GET_ITEM(entries, 0) != entry)
+    goto none;
+  {
+    PyObject *added = SLOT(entry, S.i_added);
+    if (added == NULL || !PyDict_CheckExact(added)) goto none;
+    PyObject *k = PyLong_FromVoidPtr(plan);
+    if (k == NULL) goto error;
+    int has = PyDict_Contains(added, k);
+    Py_DECREF(k);
+    if (has < 0) goto error;
+    if (!has) goto none;
+  }
+  reglock = PyObject_GetAttr(S.registry, S.s_lock);
+  if (reglock == NULL) goto error;
+  /* built -> running, under OWNERSHIP (from here on, never None) */
+  if (lock(S.acquire) < 0) goto error;
+  PyObject *state = SLOT(op, S.l_state);
+  int built = state != NULL && PyUnicode_CheckExact(state) && PyUnicode_Compare(state, S.s_built) == 0;
+  if (built) slot_set(op, S.l_state, S.s_running);
+  unlock(S.release);
+  if (!built) goto none;  /* the Python path raises the worded error */
+  {
+    PyObject *acq = PyObject_GetAttr(reglock, S.s_acquire);
+    PyObject *rel = acq ? PyObject_GetAttr(reglock, S.s_release) : NULL;
+    int ok = 0;
+    if (rel != NULL && lock(acq) == 0) {
+      PyObject *now = PyObject_GetAttr(S.registry, S.s_entries);
+      ok = now == entries;
+      Py_XDECREF(now);
+      if (ok) {
+        slot_set(entry, S.i_enqueued, Py_False);
+        slot_set(entry, S.i_event, Py_None);
+      }
+      unlock(rel);
+    }
+    Py_XDECREF(acq);
+    Py_XDECREF(rel);
+    if (PyErr_Occurred()) { result = fail(op, ctx); goto out; }
+    if (!ok) {  /* someone registered meanwhile: the rest the Python way (a claim that may wait) */
+      result = PyObject_CallMethodOneArg(op, S.s_execute, ctx);
+      goto out;
+    }
+  }
+  slot_set(op, S.l_inflight, entry);
+  {
+    int held = pins_hold(plan, runtime);
+    PyObject *r = NULL;
+    if (held == 1) r = call_bound(bound, handle);
+    slot_set(entry, S.i_enqueued, Py_True);  /* InFlight.set_enqueued */
+    if (r == NULL) {
+      if (held == 0) {  /* moved since checked: the Python path words the refusal */
+        PyObject *rr = PyObject_CallMethodOneArg(op, S.s_fail, ctx);
+        Py_XDECREF(rr);
+        if (rr != NULL) PyErr_SetString(PyExc_SystemError, "LaunchOp._fail returned");
+        notify();
+        goto out;
+      }
+      notify();
+      result = fail(op, ctx);
+      goto out;
+    }
+    Py_DECREF(r);
+    if (notify() < 0) { result = fail(op, ctx); goto out; }
+  }
+  if (give_back(argt, ref, ctx) < 0) { result = fail(op, ctx); goto out; }
+  slot_set(op, S.l_state, S.s_done);
+  if (notify() < 0) goto out;
+  Py_INCREF(argt);
+  result = argt;
+  goto out;
+none:
+  result = Py_None;
+  Py_INCREF(result);
+  goto out;
+error:
+out:
+  Py_DECREF(op);
+  Py_DECREF(ctx);
+  Py_DECREF(entry);
+  Py_DECREF(stream);
+  Py_DECREF(plan);
+  Py_XDECREF(bound);
+  Py_XDECREF(checked);
+  Py_XDECREF(pdev);
+  Py_XDECREF(sdev);
+  Py_XDECREF(bdev);
+  Py_XDECREF(sidx);
+  Py_XDECREF(handle);
+  Py_XDECREF(entries);
+  Py_XDECREF(reglock);
+  return result;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "Find the classes' slots and the runtime's objects (once)."},
+    {"build", (PyCFunction)(void (*)(void))build, METH_FASTCALL, "LaunchOp(kernel, args)'s common case, or None."},
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL, "LaunchOp._run(ctx)'s common case, or None."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "safetile_safe_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_safetile_safe_native(void) { return PyModule_Create(&module); }
+"""
