@@ -32,6 +32,7 @@ from .partition import MappedPartition, Partition, Shared
 from .tensor import Tensor, _is_torch
 
 SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+_SCALAR = "S"  # the tag of a scalar's type key
 
 
 class ArgFacts:
@@ -111,7 +112,7 @@ def tensor_facts(t: Tensor) -> ArgFacts:
 
 def facts_of(a: Any) -> ArgFacts | None:
     """The facts of a tensor-like argument; None for anything else (scalars, constants, junk)."""
-    ta = type(a)
+    ta = type(a)  # pragma: no mutate (a fast path: the isinstance tests below give the same answers)
     if ta is Tensor:
         return tensor_facts(a)
     if ta is Partition or isinstance(a, Partition):
@@ -164,5 +165,5 @@ def scalar_type_key(a: Any) -> tuple:
     """What the type-level checks read of a scalar: its type (ints: whether they fit int32)."""
     t = type(a)
     if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
-        return ("S", t, -2147483648 <= int(a) < 2147483648)
-    return ("S", t)
+        return (_SCALAR, t, -2147483648 <= int(a) < 2147483648)
+    return (_SCALAR, t)

@@ -123,7 +123,7 @@ def extent_of(data: Any) -> Extent:
         shape = tuple(data.shape)
         strides = tuple([s * itemsize for s in data.stride()])
         dev = data.device
-        device = _device_names.get(dev)
+        device = _device_names.get(dev)  # pragma: no mutate (a cache: str(dev) below gives the same)
         if device is None:
             device = str(dev)
             if len(_device_names) < 64:
