@@ -117,20 +117,20 @@ def facts_of(a: Any) -> ArgFacts | None:
         return tensor_facts(a)
     if ta is Partition or isinstance(a, Partition):
         tf = tensor_facts(a._tensor)
-        f = a._facts
+        f = a._facts  # pragma: no mutate (a cache: wrapper_facts interns, so it gives the same object again)
         if f is None or f.extent is not tf.extent:
             f = a._facts = wrapper_facts("partition", tf, a._pshape)
         return f
     if ta is Shared or isinstance(a, Shared):
         tf = tensor_facts(a._tensor)
-        f = a._facts
+        f = a._facts  # pragma: no mutate (a cache: wrapper_facts interns, so it gives the same object again)
         if f is None or f.extent is not tf.extent:
             f = a._facts = wrapper_facts("shared", tf)
         return f
     if ta is MappedPartition or isinstance(a, MappedPartition):
         p = a._partition
         tf = tensor_facts(p._tensor)
-        f = a._facts
+        f = a._facts  # pragma: no mutate (a cache: wrapper_facts interns, so it gives the same object again)
         if f is None or f.extent is not tf.extent:
             f = a._facts = wrapper_facts("mapped", tf, p._pshape, a._n)
         return f
