@@ -326,3 +326,103 @@ def test_a_host_read_waits_for_a_running_launch_writing_that_memory():
     seen = view.to_numpy()
     runner.join(WAIT)
     assert np.array_equal(seen, np.full(1024, 3.0, np.float32)), "a host read saw a launch half-way"
+
+
+def test_a_cuda_device_past_the_count_names_the_ones_there_are(monkeypatch):
+    """With GPUs present (faked here: two), asking for a third names the range there is."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: False)
+    with pytest.raises(ct.TensorError, match="^" + re.escape("device 'cuda:5' is not available: this process sees 2 "
+                                                             "CUDA GPU(s); use 'cpu' or 'cuda:0'..'cuda:1'") + "$"):
+        ct.zeros(4, device="cuda:5")
+
+
+def test_a_dlpack_export_waits_for_readers_being_submitted():
+    """The consumer of a DLPack export may write the memory: the export waits even for work that
+    only reads it (a copy, by contrast, does not: test_a_copy_only_reads_its_source)."""
+    t = rnd(64, seed=8)
+    entry = InFlight("a test launch", None)
+    REGISTRY.claim(entry, entry, [], [t._extent()])  # reads t, submitting until set_enqueued
+    exported = []
+    exporter = threading.Thread(target=lambda: exported.append(np.from_dlpack(t)), daemon=True)
+    exporter.start()
+    exporter.join(1.0)
+    waited = exporter.is_alive()
+    entry.set_enqueued()
+    REGISTRY.remove(entry)
+    exporter.join(WAIT)
+    assert waited, "a DLPack export went out while work reading the memory was being submitted"
+    assert np.array_equal(exported[0], t.to_numpy())
+    np.from_dlpack(t)  # and one from this thread (so mutmut maps the test to the export)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs os.fork (Linux)")
+def test_a_fork_waits_a_bounded_time_for_a_lock_held_elsewhere(monkeypatch):
+    """A runtime lock held by another thread that never lets go delays a fork by ``LOCK_WAIT`` at
+    most (lowered here), and the child gets a fresh lock."""
+    from test_fork import in_child
+    from safetile.safe import forking
+    monkeypatch.setattr(forking, "LOCK_WAIT", 0.2)
+    held, done = threading.Event(), threading.Event()
+
+    def holder():
+        with REGISTRY._lock:
+            held.set()
+            done.wait(WAIT)
+    threading.Thread(target=holder, daemon=True).start()
+    assert held.wait(WAIT)
+    out = []
+    forker = threading.Thread(target=lambda: out.append(in_child(lambda: str(ct.zeros(4).sync().to_numpy().sum()))),
+                              daemon=True)
+    try:
+        forker.start()
+        forker.join(5)
+        forked_while_held = not forker.is_alive()
+    finally:
+        done.set()
+        forker.join(WAIT)
+    assert forked_while_held, "a fork waited for a lock that another thread holds"
+    assert out == ["0.0"]
+
+
+def test_a_live_graph_holds_the_shared_values_it_reads():
+    t, z = rnd(16, seed=9), ct.zeros(16).sync().partition(16)
+    s = t.shared()
+    g = add(z, s).graph()
+    with pytest.raises(ct.OwnershipError, match=re.escape(f"{s.label} is still held by 1 launch(es) or live "
+                                                          "graph(s)")):
+        s.try_unwrap()
+    g.close()
+    assert np.array_equal(s.try_unwrap().to_numpy(), t.to_numpy())
+
+
+@ct.entry
+def store_a_wrong_tile(z: ct.Mut[ct.f32, "B"]):
+    z.partition((8,)).store(ct.full((4,), 1.0, ct.float32), (0,))
+
+
+def test_a_wrong_tile_stored_through_an_in_kernel_partition_names_it():
+    z = poisoned(16).partition(16)
+    refused([z], lambda: store_a_wrong_tile(z), ct.TileSafetyError,
+            re.escape("z.partition(...).store: 'z.partition((8,))' is a sub-tensor of shape (8,); a store writes "
+                      "it whole, so the tile must have that shape, got (4,)"))
+
+
+def test_compile_takes_arguments_by_position_only():
+    z, x = poisoned(16).partition(16), rnd(16, seed=1)
+    refused([z, x], lambda: add.compile(z, x=x), ct.LaunchTypeError,
+            re.escape("kernel 'add' takes its arguments by position (z, x); got keyword argument(s) x"))
+    assert add.compile(z, x) is not None
+
+
+def test_an_awaited_shared_result_stays_shared():
+    """``await op.shared()`` delivers Shared handles; the terminal ending well keeps them so."""
+    p = ct.zeros(16).sync().partition(16)
+
+    async def main():
+        return await inc(p).shared()
+    (s,) = asyncio.run(main())
+    assert isinstance(s, ct.Shared) and np.array_equal(s.to_numpy(), np.ones(16, np.float32))
+    assert np.array_equal(s.try_unwrap().to_numpy(), np.ones(16, np.float32))

