@@ -489,11 +489,6 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     ctx = Py_None;
     Py_INCREF(ctx);
   }
-  id = PyIter_Next(S.op_ids);
-  if (id == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
-    goto error_plan;
-  }
   op = S.LaunchOp->tp_new(S.LaunchOp, S.empty, NULL);
   if (op == NULL) goto error_plan;
   if (Py_TYPE(op) != S.LaunchOp) goto none_plan;
@@ -508,8 +503,10 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   unlock(S.release);
   if (took < 0) goto error_plan;
   if (took == 0) goto none_plan;  /* refused: nothing moved; the Python path words the error */
-  PyObject *arity = PyLong_FromSsize_t(n);
+  id = PyIter_Next(S.op_ids);  /* numbered once accepted, as the Python path numbers what it builds */
+  PyObject *arity = id == NULL ? NULL : PyLong_FromSsize_t(n);
   if (arity == NULL) {
+    if (id == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
     lock(S.acquire);
     undo(args, n, ref);
     unlock(S.release);
