@@ -426,3 +426,91 @@ def test_an_awaited_shared_result_stays_shared():
     (s,) = asyncio.run(main())
     assert isinstance(s, ct.Shared) and np.array_equal(s.to_numpy(), np.ones(16, np.float32))
     assert np.array_equal(s.try_unwrap().to_numpy(), np.ones(16, np.float32))
+
+
+def test_refusals_of_partitions_name_which_kind():
+    t = ct.zeros((4, 8)).sync().named("p")
+    with pytest.raises(ct.PartitionError, match="^partition_prefix of tensor 'p': "):
+        t.partition_prefix((2, 4, 4))
+    with pytest.raises(ct.PartitionError, match="^partition of tensor 'p': "):
+        t.partition((2,))
+
+
+def test_a_tensor_label_shows_its_element_type_and_shape():
+    assert re.fullmatch(r"tensor#\d+\[float32 2x3\]", ct.zeros((2, 3)).sync().label)
+    assert ct.zeros((2, 3), dtype=ct.int8).sync().named("q").label == "tensor 'q'"
+
+
+def test_a_view_with_a_zero_step_is_refused_like_a_negative_one():
+    t = ct.zeros(8).sync()
+    for step in (0, -1):
+        with pytest.raises(ct.TensorError, match="^tensor slices need a positive step$"):
+            t[::step]
+
+
+def test_sharing_collects_an_export_kept_alive_only_by_a_reference_cycle():
+    """A DLPack export that only a reference cycle keeps (a stored traceback, say) does not block
+    ``shared()``: the cycle is collected and the export with it."""
+    import gc
+    t = rnd(16, seed=10)
+
+    class Holder:
+        pass
+    enabled = gc.isenabled()
+    gc.disable()  # the cycle stays until shared() collects it
+    try:
+        h = Holder()
+        h.me, h.export = h, np.from_dlpack(t)
+        del h
+        s = t.shared()
+    finally:
+        if enabled:
+            gc.enable()
+    assert np.array_equal(s.to_numpy(), rnd(16, seed=10).to_numpy())
+
+
+def test_the_registry_forgets_an_entry_that_is_not_the_latest():
+    first, second = InFlight("first", None), InFlight("second", None)
+    a, b = ct.zeros(4).sync(), ct.zeros(4).sync()
+    REGISTRY.claim(first, first, [a._extent()], [])
+    REGISTRY.claim(second, second, [b._extent()], [])
+    first.set_enqueued()
+    second.set_enqueued()
+    REGISTRY.remove(first)  # not the last one registered
+    assert first not in REGISTRY._entries and second in REGISTRY._entries
+    REGISTRY.remove(second)
+    assert second not in REGISTRY._entries
+
+
+@ct.entry
+def scale_by(z: ct.Mut[ct.f32, "B"], a: float):
+    z.store(z.load() * a)
+
+
+def test_a_mapped_partition_where_a_scalar_is_declared_is_named():
+    z, m = poisoned(64).partition(16), poisoned(64).partition(16).map(2)
+    refused([z, m], lambda: scale_by(z, m), ct.LaunchTypeError,
+            re.escape("argument 'a' of kernel 'scale_by' is a scalar (float32), got MappedPartition"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs os.fork (Linux)")
+def test_after_a_fork_memory_a_running_launch_wrote_names_that_launch():
+    from test_fork import in_child
+    t = ct.zeros(1024).sync()
+    view = t[:]
+    op = spin_write(t.partition(64), 3.0, 20000)  # built here: mutmut maps the test to the launch
+    runner = threading.Thread(target=op.sync, daemon=True)
+    runner.start()
+    while not any(not e.enqueued for e in REGISTRY._entries):
+        assert runner.is_alive()
+        threading.Event().wait(0.0005)
+
+    def child():
+        try:
+            view.to_numpy()
+            return "ran"
+        except ct.ForkError as e:
+            return str(e)
+    out = in_child(child)
+    runner.join(WAIT)
+    assert out.startswith("a host read is refused: this memory was being written by launch 'spin_write' (op #"), out

@@ -290,7 +290,7 @@ def test_a_failed_await_frees_its_values_once_the_work_has_ended():
 
 def test_a_terminal_never_drives_gpu_work_from_a_stream_it_was_given_for_another_device():
     from safetile.safe.deviceop import ExecContext
-    ctx = ExecContext(ct.Stream("cpu"), pinned=True)
+    ctx = ExecContext(ct.Stream("cpu"), label="a test terminal", pinned=True)
     with pytest.raises(ct.DeviceOpError, match="runs on cuda:0, but this terminal drives .*the stream given"):
         ctx.switch("cuda:0", "launch 'k'")
     assert ctx.stream.device == "cpu"

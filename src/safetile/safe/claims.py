@@ -70,7 +70,7 @@ class Claims:
                 weakref.finalize(holder, self._forget, token)
                 self._live[kind][token] = (list(extents), label)
             finally:
-                self._checking.active = False
+                self._checking.active = False  # pragma: no mutate (read only for its truth)
         return token
 
     def release(self, token: int | None) -> None:

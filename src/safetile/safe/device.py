@@ -329,7 +329,7 @@ class RefPartition:
 
     def load(self, index) -> Tile:
         """The tile at grid ``index`` (a tuple of integers or scalar tiles)."""
-        return _load(self._ref, tuple(index) if isinstance(index, tuple) else index, self._shape)
+        return _load(self._ref, index, self._shape)
 
     def num_tiles(self, axis):
         """How many tiles along ``axis`` (a run-time int32 unless the size is static)."""

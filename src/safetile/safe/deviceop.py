@@ -36,8 +36,7 @@ class ExecContext:
 
     __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo", "keep")
 
-    def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal",
-                 pinned: bool = True):
+    def __init__(self, stream: Stream, recorder: Any = None, *, label: Any, pinned: bool = True):
         self.stream = stream
         self.recorder = recorder  # graph.Recorder while capturing
         self.entry: InFlight | None = None

@@ -228,7 +228,7 @@ def copy(src: Any) -> DeviceOp:
     dev = "cpu" if isinstance(src, np.ndarray) else src.device  # a checked Tensor, Shared or Partition, or torch
 
     def make(device):
-        data = _source_data(src, "copy")
+        data = _source_data(src, "copy")  # pragma: no mutate (checked when built: its label names a foreign type)
         with REGISTRY.host_access(extent_of(data), False, "a copy"):
             return _to(data, device)
     return Alloc("copy", normalize_device(str(dev)), make)
@@ -240,7 +240,7 @@ def to_device(src: Any, device: Any = None) -> DeviceOp:
     dev = normalize_device(device)
 
     def make(device):
-        data = _source_data(src, "to_device")
+        data = _source_data(src, "to_device")  # pragma: no mutate (as in copy)
         with REGISTRY.host_access(extent_of(data), False, "a copy"):
             return _to(data, device)
     return Alloc(f"to_device({dev})", dev, make)

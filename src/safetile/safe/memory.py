@@ -241,6 +241,11 @@ def wait_uninterrupted(wait) -> BaseException | None:
                 pending = e
 
 
+def _named(label: Any) -> str:
+    """An entry's label as text: an operation (a launch, a copy) by its own label, not its repr."""
+    return str(getattr(label, "label", label))
+
+
 class InFlight:
     """The memory one terminal's unfinished work uses (extents written and read).
 
@@ -391,7 +396,8 @@ class Registry:
                     if e is entry or e.done or not e.conflicts_any(writes, reads):
                         continue
                     if e.abandoned:
-                        raise ForkError(f"{entry.label} is refused: this memory was being written by {e.label} in "
+                        raise ForkError(f"{_named(entry.label)} is refused: this memory was being written by "
+                                        f"{_named(e.label)} in "
                                         "the parent process when it forked; its contents are undefined in this "
                                         "child (use memory made after the fork)")
                     if not e.enqueued:
@@ -440,7 +446,7 @@ class Registry:
         for e in self._entries:
             if e.done or not e.writes:
                 continue
-            a = InFlight(f"{e.label}", None, writes=e.writes)
+            a = InFlight(_named(e.label), None, writes=e.writes)
             a.abandoned = True
             a.enqueued = False
             kept.append(a)

@@ -114,7 +114,7 @@ class RaceDetector:
         bs = run.blockset
         full = np.broadcast_shapes(*(e.shape for e in elems), *extra_shapes)
         rank = len(full) - nb
-        ids = np.asarray(bs.ids, dtype=np.int64)
+        ids = np.asarray(bs.ids, dtype=np.int64)  # pragma: no mutate (Python ints: int64 here by default)
         ids = np.broadcast_to(ids, bs.batch_shape).reshape(bs.batch_shape + (1,) * rank)
         full = np.broadcast_shapes(full, ids.shape)
         valid = np.ones(full, dtype=bool)
@@ -170,7 +170,7 @@ class RaceDetector:
             pos = np.searchsorted(sorted_addr, starts)
             ok = (pos < len(sorted_addr)) & (sorted_addr[np.minimum(pos, len(sorted_addr) - 1)] == starts)
             if ok.all():
-                coords = np.stack(np.unravel_index(order[pos], shape), axis=1).astype(np.int64)
+                coords = np.stack(np.unravel_index(order[pos], shape), axis=1).astype(np.int64)  # pragma: no mutate
                 return name, coords
         a0 = int(starts.min())
         return "<memory>", ((starts - a0)[:, None]).astype(np.int64)
@@ -198,7 +198,7 @@ class RaceDetector:
         report.written_elements = int(np.unique(start[writes]).size)
         # reads matter only where someone writes or updates atomically
         changed = np.unique(addr[kind != READ])
-        keep = (kind != READ) | np.isin(addr, changed)
+        keep = (kind != READ) | np.isin(addr, changed)  # pragma: no mutate (speed: what it drops is never racy)
         addr, ids, kind, start = addr[keep], ids[keep], kind[keep], start[keep]
         if not addr.size:
             return report
