@@ -514,3 +514,17 @@ def test_after_a_fork_memory_a_running_launch_wrote_names_that_launch():
     out = in_child(child)
     runner.join(WAIT)
     assert out.startswith("a host read is refused: this memory was being written by launch 'spin_write' (op #"), out
+
+
+def test_strides_are_integers_in_elements():
+    t = ct.zeros((3, 4), dtype=ct.float64).sync()
+    assert t.strides == (4, 1) and all(type(s) is int for s in t.strides)
+    assert t[:, ::2].strides == (4, 2) and all(type(s) is int for s in t[:, ::2].strides)
+
+
+def test_a_shared_op_keeps_its_arity_for_unzip():
+    z, x = ct.zeros(16).sync().partition(16), rnd(16, seed=11)
+    want = x.to_numpy()
+    zs, xs = add(z, x).shared().unzip()  # no count given: the launch's arity (its two parameters)
+    out, x2 = ct.zip(zs, xs).sync()
+    assert np.array_equal(out.to_numpy(), want) and np.array_equal(x2.to_numpy(), want)
