@@ -289,7 +289,7 @@ class DeviceOp(Handle):
                 raise
             ctx.end()
             return value
-        completed = False
+        completed = False  # pragma: no mutate (read only for its truth: None would read the same)
         try:
             value = self._execute_on(ctx)
             ctx.stream.synchronize()  # the stream it ended on (a chain may move to its GPU's stream)
@@ -301,7 +301,7 @@ class DeviceOp(Handle):
     def _job(self, ctx: ExecContext) -> Any:
         """The terminal's work, run on its CPU stream's worker thread: it retires the in-flight entry
         itself when the work is over, whoever waits for it (the waiter may have been interrupted)."""
-        completed = False
+        completed = False  # pragma: no mutate (read only for its truth: None would read the same)
         try:
             v = self._execute_on(ctx)
             if ctx.stream.is_cuda:  # the chain moved to its GPU's stream: wait here, not in the waiter
@@ -337,7 +337,7 @@ class DeviceOp(Handle):
             ctx.end()
             return value
         import torch
-        completed = False
+        completed = False  # pragma: no mutate (read only for its truth: None would read the same)
         try:
             value = self._execute_on(ctx)
             event = torch.cuda.Event()

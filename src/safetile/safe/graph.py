@@ -298,7 +298,7 @@ class Graph(Handle, Unique):
         try:
             stream = self.stream
             entry = InFlight(self._label, stream)
-            completed = False
+            completed = False  # pragma: no mutate (read only for its truth: None would read the same)
             try:
                 REGISTRY.claim(entry, self, self._writes, self._reads)
                 if self._cuda_graph is not None:
