@@ -528,3 +528,54 @@ def test_a_shared_op_keeps_its_arity_for_unzip():
     zs, xs = add(z, x).shared().unzip()  # no count given: the launch's arity (its two parameters)
     out, x2 = ct.zip(zs, xs).sync()
     assert np.array_equal(out.to_numpy(), want) and np.array_equal(x2.to_numpy(), want)
+
+
+def test_refusals_of_moved_values_name_the_action():
+    t = ct.zeros(16).sync()
+    p = t.partition(16)
+    op = inc(p)
+    for action, verb in ((p.grid, "inspected"), (lambda: ct.memcpy(p, np.zeros(16, np.float32)), "copied into")):
+        with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{p.label} cannot be {verb}: it was moved")):
+            action()
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{t.label} cannot be shared: it was moved")):
+        t.shared()
+    op.sync()
+
+
+def test_one_block_may_walk_a_whole_mapped_partition():
+    p = ct.zeros(64).sync().partition(16)
+    with pytest.raises(ct.PartitionError):
+        p.map(0)
+    m = p.map(1)
+    assert m.grid() == (1, 1, 1)
+
+
+@ct.kernel
+def one_element_race(out):
+    ct.store(out, index=(0,), tile=ct.full((1,), 1.0, ct.float32))
+
+
+def test_a_race_on_a_one_element_argument_is_located_in_it():
+    rep = ct.detect_races(one_element_race, (2, 1, 1), (np.zeros(1, np.float32),), raise_on_race=False)
+    assert [(c.array, c.lo, c.hi, c.count) for c in rep.conflicts] == [("out", (0,), (0,), 1)], rep.describe()
+
+
+def test_an_annotation_error_names_the_annotation():
+    with pytest.raises(ct.TileDeclarationError, match="^" + re.escape("ct.Mut: static sizes must be positive (or -1 "
+                                                                      "for dynamic), got 0")):
+        ct.Mut[ct.f32, (0,)]
+
+
+def test_a_self_overlapping_output_names_its_strides_in_elements():
+    from numpy.lib.stride_tricks import as_strided
+    v = as_strided(np.zeros(4, np.float32), shape=(16,), strides=(0,))
+    z = ct.from_dlpack(v).partition(16)
+    refused([z], lambda: inc(z), ct.AliasError, re.escape("(shape (16,), strides (0,)) gives several"))
+
+
+def test_a_graph_for_one_device_refuses_a_stream_of_another():
+    from safetile.safe.graph import _stream_for
+    with pytest.raises(ct.DeviceOpError, match="graph"):
+        _stream_for("cuda:0", ct.Stream("cpu"), "graph()")
+    s = ct.Stream("cpu")
+    assert _stream_for("cpu", s, "graph()") is s
