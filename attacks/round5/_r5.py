@@ -59,7 +59,7 @@ def child_main(scenario):
     counter = count_c_builds() if os.environ.get("R5_COUNT") == "1" else None
 
     def rec(label, value):
-        log.append([label, value if isinstance(value, (int, float, str, bool, type(None), list)) else repr(value)])
+        log.append([label, value if isinstance(value, (int, float, str, bool, type(None), list, dict)) else repr(value)])
     try:
         scenario(rec)
     except BaseException as e:  # noqa: BLE001
