@@ -34,14 +34,15 @@ def scenario(rec):
     s = ct.from_dlpack(sa.copy()).shared()
     for _ in range(5):
         z, x, s, _ = k(z, x, s, 2.0).sync()
-    stop = threading.Event()
-    pause = threading.Event()
+    # plain flags, not threading.Event: an interrupt inside Event.set() (stdlib code, not
+    # interrupt-safe) would leave its lock taken and hang this harness
+    flags = {"stop": False, "pause": True}  # the sender starts paused; the loop below clears it
     rnd = random.Random(7)
 
     def sender():
-        while not stop.is_set():
+        while not flags["stop"]:
             time.sleep(rnd.uniform(0.0001, 0.003))
-            if not pause.is_set():
+            if not flags["pause"]:
                 os.kill(os.getpid(), signal.SIGINT)
     cnt = {"interrupts": 0, "it": 0}
     stuck = []
@@ -49,7 +50,7 @@ def scenario(rec):
 
     def drain():
         """Pause the sender and let every pending interrupt arrive."""
-        pause.set()
+        flags["pause"] = True
         for _ in range(100):
             try:
                 time.sleep(0.002)
@@ -80,39 +81,63 @@ def scenario(rec):
     th = threading.Thread(target=sender, daemon=True)
     th.start()
     t_end = time.time() + 4.0
-    while True:
-        try:
-            if time.time() >= t_end:
-                break
-            pause.clear()
-            one_iteration(box)
-        except KeyboardInterrupt:
-            cnt["interrupts"] += 1
-            drain()
-            # recover with the documented API only
-            op = box["op"]
-            box["op"] = None
-            if op is not None:
-                try:
-                    op.cancel()
-                except ct.DeviceOpError:
-                    pass
-            del op
+    state = {"recover": False, "done": False}
+
+    def recover():
+        drain()
+        op = box["op"]
+        box["op"] = None
+        if op is not None:
+            try:
+                op.cancel()
+            except ct.DeviceOpError:
+                pass
+        del op
+        bad = [repr(v) for v in (box["z"], box["x"]) if "moved" in repr(v) or "in use" in repr(v)]
+        if bad:
+            gc.collect()
             bad = [repr(v) for v in (box["z"], box["x"]) if "moved" in repr(v) or "in use" in repr(v)]
             if bad:
-                gc.collect()
-                bad = [repr(v) for v in (box["z"], box["x"]) if "moved" in repr(v) or "in use" in repr(v)]
-            if bad:
                 stuck.append(bad[0][:250])
-        except BaseException as e:  # noqa: BLE001
+        state["recover"] = False
+
+    for _attempt in range(100000):  # a KeyboardInterrupt may land anywhere in our own code too
+        try:
+            while True:
+                try:
+                    if state["recover"]:
+                        recover()
+                    if time.time() >= t_end:
+                        state["done"] = True
+                        break
+                    flags["pause"] = False
+                    one_iteration(box)
+                except KeyboardInterrupt:
+                    state["recover"] = True
+                    cnt["interrupts"] += 1
+                except BaseException as e:  # noqa: BLE001
+                    state["recover"] = True
+                    if not is_safetile_error(e):
+                        other.append(exc_str(e)[:200])
+        except KeyboardInterrupt:
+            state["recover"] = True
+            cnt["interrupts"] += 1
+        if state["done"]:
+            break
+    try:
+        recover()
+    except KeyboardInterrupt:
+        recover()
+    flags["pause"] = True
+    flags["stop"] = True
+    for _ in range(1000):
+        try:
+            th.join()
             drain()
-            if not is_safetile_error(e):
-                other.append(exc_str(e)[:200])
-    drain()
-    stop.set()
-    th.join()
-    drain()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:
+            cnt["interrupts"] += 1
     z, x, s = box["z"], box["x"], box["s"]
     interrupts, it = cnt["interrupts"], cnt["it"]
     rec("interrupts", interrupts > 10)

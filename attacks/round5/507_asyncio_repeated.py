@@ -40,6 +40,7 @@ def scenario(rec):
     errs = []
     spy_ran = []
     spy_refused = [0]
+    repr_says_free = []
     stash = {}
 
     async def worker(i):
@@ -111,10 +112,22 @@ def scenario(rec):
         z = ct.from_dlpack(zb).partition(32)
         outcomes = []
         for i in range(6):
-            op = slow(z, s, 20000)
+            # the values of the previous (cancelled) await come back when its work ends: retry
+            for _ in range(800):
+                try:
+                    op = slow(z, s, 20000)
+                    break
+                except ct.UseAfterMoveError as e:
+                    if "moved" not in repr(z) and "in use" not in repr(z) and "lent" not in repr(z):
+                        repr_says_free.append(str(e)[:160])
+                    await asyncio.sleep(0.01)
+            else:
+                errs.append(f"cancel {i}: z never came back: {repr(z)[:200]}")
+                return outcomes
             for _ in range(3):
                 op = op.then(lambda v: slow(v[0], v[1], 20000))
             task = asyncio.ensure_future(_aw(op))
+            del op
             await asyncio.sleep(0.01 * (i + 1))
             if i % 2:
                 task.cancel()
@@ -123,23 +136,11 @@ def scenario(rec):
                     await task
                 else:
                     await asyncio.wait_for(asyncio.shield(task), 0.001)
+                outcomes.append("finished")
             except (asyncio.CancelledError, asyncio.TimeoutError):
                 outcomes.append("cancelled/timed out")
             except BaseException as e:  # noqa: BLE001
                 errs.append("cancel: " + exc_str(e))
-            if not task.done():
-                try:
-                    await task
-                except BaseException:  # noqa: BLE001
-                    pass
-            # the values come back when the work ends: poll until usable
-            for _ in range(400):
-                if "moved" not in repr(z) and "in use" not in repr(z):
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                errs.append(f"cancel {i}: z never came back: {repr(z)[:200]}")
-                return outcomes
         return outcomes
 
     async def main():
@@ -157,11 +158,22 @@ def scenario(rec):
     rec("errors", errs[:3])
     rec("spy launches that ran", spy_ran[:3])
     rec("spy refused", spy_refused[0] == 60)
-    try:
-        s.try_unwrap()
-        rec("Shared unwraps", True)
-    except BaseException as e:  # noqa: BLE001
-        rec("Shared unwraps", exc_str(e)[:200])
+    rec("note: repr said free while a launch refused it as in use", repr_says_free[:1])
+    # the last cancelled await's work may still run (or its withdrawn launch wait for collection):
+    # the Shared must come free once that work ends and the dropped launch is collected
+    import gc
+    import time
+    last = None
+    for _ in range(100):
+        try:
+            s.try_unwrap()
+            last = True
+            break
+        except BaseException as e:  # noqa: BLE001
+            last = exc_str(e)[:200]
+            gc.collect()
+            time.sleep(0.05)
+    rec("Shared unwraps", last)
 
 
 def check(log):

@@ -7,7 +7,16 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from _common import *  # noqa: E402,F401,F403
-from _common import _hang  # noqa: E402,F401
+from _common import _hang, _t  # noqa: E402,F401
+
+import threading  # noqa: E402
+
+if os.environ.get("R5_CHILD") != "1":
+    # the parent runs three children one after another: give it a longer watchdog
+    _t.cancel()
+    _pt = threading.Timer(float(os.environ.get("R5_PARENT_TIMEOUT", "400")), _hang)
+    _pt.daemon = True
+    _pt.start()
 
 CHILD = os.environ.get("R5_CHILD") == "1"
 
@@ -15,6 +24,32 @@ CHILD = os.environ.get("R5_CHILD") == "1"
 def native_module():
     from safetile.safe import native
     return native
+
+
+def wait_c_loaded(limit=40.0):
+    """The C twin is compiled and loaded in the background after the first launches: launch a
+    throwaway kernel until it is there (so the scenario's repeats can take it)."""
+    nat = native_module()
+    if os.environ.get("SAFETILE_SAFE_NATIVE") == "0":
+        return False
+    try:  # load it now without launching anything (so both runs create the same objects)
+        if nat.FAST.load(True) and nat.FAST.build is not None:
+            return True
+    except Exception:  # noqa: BLE001
+        pass
+
+    @ct.entry
+    def _warm(z: ct.Mut[ct.f32, "B"]):
+        z.store(ct.full((B,), 1.0, ct.float32))
+    p = ct.from_dlpack(np.zeros(8, np.float32)).partition(8)
+    import time
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        (p,) = _warm(p).sync()
+        if nat.FAST.build is not None:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def count_c_builds():
@@ -56,6 +91,11 @@ def c_path_loaded():
 def child_main(scenario):
     """In the child: run scenario(log) and print the log as one JSON line."""
     log = []
+    _t.cancel()  # the child's own watchdog: longer (the parent has its own)
+    _w = threading.Timer(float(os.environ.get("R5_CHILD_TIMEOUT", "150")), _hang)
+    _w.daemon = True
+    _w.start()
+    wait_c_loaded()
     counter = count_c_builds() if os.environ.get("R5_COUNT") == "1" else None
 
     def rec(label, value):
@@ -65,7 +105,14 @@ def child_main(scenario):
     except BaseException as e:  # noqa: BLE001
         import traceback
         rec("SCENARIO-RAISED", f"{type(e).__module__}.{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}")
+    import signal
     import time
+    for _ in range(100):
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:
+            continue
     for _ in range(40):
         if c_path_loaded() or os.environ.get("SAFETILE_SAFE_NATIVE") == "0":
             break
@@ -78,7 +125,7 @@ def child_main(scenario):
     os._exit(0)
 
 
-def run_child(path, native, extra_env=None, timeout=120):
+def run_child(path, native, extra_env=None, timeout=170):
     env = dict(os.environ)
     env["R5_CHILD"] = "1"
     env["SAFETILE_SAFE_NATIVE"] = "1" if native else "0"
@@ -131,7 +178,7 @@ def differential(path, scenario, check=None, what="", extra_env=None):
     return problems, on_, off_
 
 
-def each_mode(path, scenario, check, what="", extra_env=None, timeout=120):
+def each_mode(path, scenario, check, what="", extra_env=None, timeout=170):
     """Parent side: run the scenario with the C twin on (counting C hits in a separate pass when
     count=True) and off; no comparison of logs (thread interleavings differ), check() each."""
     if CHILD:
