@@ -142,7 +142,18 @@ def exc_str(e):
     return f"{type(e).__module__}.{type(e).__name__}: {e}"
 
 
-def differential(path, scenario, check=None, what="", extra_env=None):
+def _norm_ids(x):
+    import re
+    if isinstance(x, str):
+        return re.sub(r"op #\d+", "op #N", x)
+    if isinstance(x, list):
+        return [_norm_ids(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _norm_ids(v) for k, v in x.items()}
+    return x
+
+
+def differential(path, scenario, check=None, what="", extra_env=None, normalize_op_ids=False):
     """Parent side: run the scenario with the C twin on and off; every log line must be equal.
     check(log) -> list of problems found in one log (e.g. wrong results), applied to both."""
     if CHILD:
@@ -162,6 +173,8 @@ def differential(path, scenario, check=None, what="", extra_env=None):
         problems.append("the C twin was not loaded in the native run")
     on_ = [x for x in on if x[0] != "__c_loaded__"]
     off_ = [x for x in off if x[0] != "__c_loaded__"]
+    if normalize_op_ids:  # op numbering is 517's subject; compare everything else
+        on_, off_ = _norm_ids(on_), _norm_ids(off_)
     diffs = []
     for i in range(max(len(on_), len(off_))):
         a = on_[i] if i < len(on_) else None
