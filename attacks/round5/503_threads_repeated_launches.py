@@ -117,6 +117,38 @@ def scenario(rec):
     rec("B other outcomes", other[:3])
     rec("B partition usable afterwards", repr(box[0]))
 
+    # (B2) the same with `then` chains of 10 (values given back inside a chain are lent to it;
+    # a thread grabbing the partition object meanwhile must be refused)
+    zb2 = np.zeros(64, np.float32)
+    box2 = [ct.from_dlpack(zb2).partition(64)]
+    chains = [0] * T
+    other2 = []
+
+    def worker_b2(i):
+        barrier.wait()
+        for _ in range(60):
+            p = box2[0]
+            try:
+                op = inc(p, s)
+            except ct.UseAfterMoveError:
+                continue
+            except BaseException as e:  # noqa: BLE001
+                other2.append("B2 build: " + exc_str(e))
+                continue
+            for _ in range(9):
+                op = op.then(lambda v: inc(v[0], v[1]))
+            try:
+                op.sync()
+                chains[i] += 1
+            except BaseException as e:  # noqa: BLE001
+                other2.append("B2 run: " + exc_str(e))
+    ths = [threading.Thread(target=worker_b2, args=(i,)) for i in range(T)]
+    [t.start() for t in ths]
+    [t.join() for t in ths]
+    rec("B2 final == 10 x chains that ran", bool(zb2[0] == 10 * sum(chains) and np.all(zb2 == zb2[0])))
+    rec("B2 detail", f"chains {sum(chains)} final {float(zb2[0])}")
+    rec("B2 other outcomes", other2[:3])
+
     # (C)
     other = []
     p0 = s.try_unwrap().partition(64)
@@ -185,6 +217,10 @@ def check(log):
         bad.append(f"A: try_unwrap afterwards: {d.get('A try_unwrap afterwards')}")
     if d.get("B final == launches that ran") is not True:
         bad.append(f"B: {d.get('B detail')}")
+    if d.get("B2 final == 10 x chains that ran") is not True:
+        bad.append(f"B2: {d.get('B2 detail')}")
+    if d.get("B2 other outcomes"):
+        bad.append(f"B2: {d['B2 other outcomes']}")
     if d.get("B other outcomes"):
         bad.append(f"B: {d['B other outcomes']}")
     if d.get("C reads were whole versions 0..40") is not True:

@@ -6,14 +6,23 @@ type, its sign), since tile code runs arbitrary Python on it at compile time (`c
 
 Attack: repeated launches of one kernel whose constant compares equal (and hashes equal) to the
 previous one but is a different value: True after 1, 1 after True, 1.0 after 1, (True,) after
-(1,), (-0.0, 1.0) after (0.0, 1.0), in both orders; the kernel's compile-time code looks at the
+(1,), (-0.0, 1.0) after (0.0, 1.0), in both orders, and a frozen-dataclass config `Cfg(n=1, scale=3.0)`
+after `Cfg(n=1, scale=2.0)` whose `scale` is `field(compare=False)`; the kernel's compile-time code looks at the
 value's type (`isinstance(c, bool)`, `isinstance(c, float)`) or sign (`math.copysign`). Each
 result must be what a fresh compile for that value gives (computed here in Python). Run with the
 C twin on and off.
 """
 from _r5 import *
 
+import dataclasses
 import math
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    """A hashable config whose equality ignores a field (a common Python pattern)."""
+    n: int
+    scale: float = dataclasses.field(compare=False, default=1.0)
 
 
 def expect(kind, v):
@@ -25,6 +34,8 @@ def expect(kind, v):
         return 2.0 if isinstance(v[0], bool) else 3.0
     if kind == "tuple-sign":
         return math.copysign(1.0, v[0])
+    if kind == "dataclass":
+        return v.scale
     raise AssertionError(kind)
 
 
@@ -45,7 +56,11 @@ def scenario(rec):
     def kts(z: ct.Mut[ct.f32, "B"], c: ct.Constant[tuple]):
         z.store(ct.full((B,), 1.0, ct.float32) * ct.static_eval(math.copysign(1.0, c[0])))
 
-    cases = [("int-or-bool", kb, [1, True, 1, True]), ("int-or-bool", kb, [True, 1]),
+    @ct.entry
+    def kd(z: ct.Mut[ct.f32, "B"], c: ct.Constant[Cfg]):
+        z.store(ct.full((B,), 1.0, ct.float32) * ct.static_eval(c.scale))
+
+    cases = [("dataclass", kd, [Cfg(1, 2.0), Cfg(1, 3.0)]), ("int-or-bool", kb, [1, True, 1, True]), ("int-or-bool", kb, [True, 1]),
              ("num-type", kn, [1.0, 1, 1.0]), ("num-type", kn, [1, 1.0]),
              ("tuple-bool", ktb, [(1,), (True,)]), ("tuple-bool", ktb, [(True,), (1,)]),
              ("tuple-sign", kts, [(0.0, 1.0), (-0.0, 1.0)]), ("tuple-sign", kts, [(-0.0, 1.0), (0.0, 1.0)])]
