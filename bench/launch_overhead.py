@@ -151,6 +151,8 @@ def main() -> None:
     res: dict[str, float] = {}
     from safetile.backends.triton import lean
     lean._loader.get(build=True)  # ct.launch's C reader where a C compiler is at hand, as on a GPU host
+    from safetile.safe.native import FAST
+    res["safe launch C path loaded (1 = yes)"] = float(FAST.load(build=True))  # as a warm process has it
 
     x = torch.randn(1024)
     y = torch.randn(1024)

@@ -218,7 +218,7 @@ def reader(request, monkeypatch, tmp_path_factory):
         from test_lean_launch import built_loader
         monkeypatch.setattr(lean, "_loader", built_loader(tmp_path_factory))
     else:
-        monkeypatch.setattr(lean, "_loader", lean._Loader())  # not loaded: the Python reader
+        monkeypatch.setattr(lean, "_loader", lean.new_loader())  # not loaded: the Python reader
     return request.param
 
 

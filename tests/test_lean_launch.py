@@ -20,7 +20,7 @@ from safetile.backends.triton import lean  # noqa: E402
 _cuda = torch.cuda.is_available()
 
 
-def built_loader(tmp_path_factory) -> lean._Loader:
+def built_loader(tmp_path_factory) -> lean.NativeModule:
     """A loader holding the lean module, built into this test process's own cache (one file per
     worker, so every test module of the worker loads the same one)."""
     if shutil.which("gcc") is None and shutil.which("clang") is None:
@@ -30,9 +30,9 @@ def built_loader(tmp_path_factory) -> lean._Loader:
     mp = pytest.MonkeyPatch()
     mp.setenv("SAFETILE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lean-cache"))
     try:
-        loader = lean._Loader()
+        loader = lean.new_loader()
         assert loader.get(build=True) is not None, "the lean launcher did not build"
-        assert lean._path().exists()  # built into safetile's cache: a later process loads it without Triton
+        assert loader.path().exists()  # built into safetile's cache: a later process loads it without Triton
         return loader
     finally:
         mp.undo()

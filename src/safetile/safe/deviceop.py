@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from .errors import DeviceOpError, LaunchTypeError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
+from .native import FAST
 from .ownership import OWNERSHIP, Handle, LazyText
 from ..runtime.interrupts import interruptible
 from .streams import Stream, default_pool, executing, execution, wait_done
@@ -435,7 +436,10 @@ class _Chained(DeviceOp):
                     if isinstance(v, _Chained):
                         op = v
                         break
-                    v = v._run(ctx)  # a launch (the chained-launch idiom): no spine to walk
+                    # a launch (the chained-launch idiom): no spine to walk; its common case in C directly
+                    run = FAST.run
+                    done = run(v, ctx) if run is not None else None
+                    v = v._run(ctx) if done is None else done
             else:
                 return v
 
@@ -453,7 +457,7 @@ def _callable(f: Any, what: str) -> Callable:
 
 class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
-        self.op, self.f = op, _callable(f, "then")
+        self.op, self.f = op, f if callable(f) else _callable(f, "then")  # (no frame when callable)
 
     @interruptible  # the user's closure: its callers handle any exception from it
     def _apply(self, v, ctx):

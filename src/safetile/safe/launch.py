@@ -522,7 +522,8 @@ class LaunchOp(DeviceOp, Unique):
         self._state = "failed"
         notify_all()
         if exc is None:
-            check_pins(self._plan, self._runtime)
+            if self._plan is not None:
+                check_pins(self._plan, self._runtime)
             exc = AliasError(f"{self.label}: its torch memory moved since the launch was checked")
         raise exc
 

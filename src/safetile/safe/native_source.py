@@ -4,7 +4,8 @@ Two functions, each the exact equivalent of a Python path for the case it accept
 refusal (``None``) for everything else, which the Python path then handles in full:
 
 * ``build(kernel, args)``: ``LaunchOp(kernel, args)`` when every argument is a safetile
-  ``Partition``, ``Shared`` or ``Tensor`` (exact types) or a plain ``int``/``float``/``bool``,
+  ``Partition``, ``Shared`` or ``Tensor``, a raw ``torch.Tensor`` (replaced by its own alias, as
+  ``prepare_runtime`` does) (exact types) or a plain ``int``/``float``/``bool``,
   and the launch's key is the latest plan's key fact for fact (identity, as the interned facts
   are compared): no environment override, no callable precondition, the compiled code's
   captured Python state unchanged, torch memory not moved. Ownership is checked and moved
@@ -35,7 +36,9 @@ typedef struct {
   PyTypeObject *Partition, *Shared, *Tensor, *LaunchOp, *KernelCaches, *ExecContext, *InFlight, *torch_Tensor, *Bound,
       *Plan;
   PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
-      *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built, *s_running, *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
+      *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
+      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device,
+      *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
       *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
       *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
   /* slot offsets */
@@ -94,7 +97,10 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &c, &PyDict_Type, &o)) return NULL;
   if (S.ready) Py_RETURN_NONE;
 #define CLS(field, key) do { PyObject *v = PyDict_GetItemString(c, key); \
-    if (v == NULL || take_type(v, &S.field) < 0) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, key); return NULL; } } while (0)
+    if (v == NULL || take_type(v, &S.field) < 0) { \
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, key); \
+      return NULL; \
+    } } while (0)
 #define OBJ(field, key) do { PyObject *v = PyDict_GetItemString(o, key); \
     if (v == NULL) { PyErr_SetString(PyExc_KeyError, key); return NULL; } Py_INCREF(v); S.field = v; } while (0)
 #define OFF(cls, name, field) do { if (offset_of((PyObject *)S.cls, name, &S.field) < 0) return NULL; } while (0)
@@ -115,7 +121,8 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   }
   OBJ(OpRef, "OpRef"); OBJ(op_ids, "op_ids"); OBJ(acquire, "acquire"); OBJ(release, "release");
   OBJ(local, "local"); OBJ(internal, "internal"); OBJ(unchanged, "unchanged"); OBJ(env_data, "env_data");
-  OBJ(env_key, "env_key"); OBJ(registry, "registry"); OBJ(waiters, "waiters"); OBJ(notify_all, "notify_all"); OBJ(caller_location, "caller_location");
+  OBJ(env_key, "env_key"); OBJ(registry, "registry"); OBJ(waiters, "waiters"); OBJ(notify_all, "notify_all");
+  OBJ(caller_location, "caller_location");
   OBJ(function_state, "function_state"); OBJ(absent, "absent");
   if (!PyList_Check(S.waiters) || !PyDict_Check(S.internal)) {
     PyErr_SetString(PyExc_TypeError, "setup: waiters is a list, internal a dict");
@@ -150,7 +157,9 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   OFF(ExecContext, "stream", x_stream); OFF(ExecContext, "recorder", x_recorder);
   OFF(ExecContext, "entry", x_entry); OFF(ExecContext, "lent", x_lent);
   OFF(InFlight, "enqueued", i_enqueued); OFF(InFlight, "_event", i_event); OFF(InFlight, "_added", i_added);
-  STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release"); STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx");
+  STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release");
+  STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx"); STR(s_detach, "detach");
+  STR(s_dtype, "dtype"); STR(s_shape, "shape"); STR(s_stride, "stride"); STR(s_get_device, "get_device");
   STR(s_data_ptr, "data_ptr"); STR(s_ptr, "ptr"); STR(s_caches, "caches"); STR(s_config_key, "config_key");
   STR(s_callables, "callable_preconditions"); STR(s_bound, "bound"); STR(s_checked, "checked");
   STR(s_device, "device"); STR(s_device_index, "device_index"); STR(s_handle, "handle"); STR(s_pins, "pins");
@@ -207,6 +216,40 @@ static int cached_facts(PyObject *a, PyObject **facts, PyObject **data) {
 }
 
 static PyObject *call0(PyObject *f) { return PyObject_Vectorcall(f, NULL, 0, NULL); }
+
+/* ``x.detach()`` when its facts (data_ptr, dtype, shape, stride(), get_device(): prepare_runtime's key
+   part of a raw torch tensor, read from the alias) equal ``part``, compared as tuples compare; NULL
+   with no error when they differ. */
+static PyObject *raw_alias(PyObject *x, PyObject *part) {
+  if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return NULL;
+  PyObject *al = PyObject_CallMethodNoArgs(x, S.s_detach);
+  if (al == NULL) return NULL;
+  if (Py_TYPE(al) != S.torch_Tensor) {
+    Py_DECREF(al);
+    return NULL;
+  }
+  for (int k = 0; k < 5; k++) {
+    PyObject *now;
+    switch (k) {
+      case 0: now = PyObject_CallMethodNoArgs(al, S.s_data_ptr); break;
+      case 1: now = PyObject_GetAttr(al, S.s_dtype); break;
+      case 2: now = PyObject_GetAttr(al, S.s_shape); break;
+      case 3: now = PyObject_CallMethodNoArgs(al, S.s_stride); break;
+      default: now = PyObject_CallMethodNoArgs(al, S.s_get_device); break;
+    }
+    if (now == NULL) {
+      Py_DECREF(al);
+      return NULL;
+    }
+    int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(part, k), now, Py_EQ);
+    Py_DECREF(now);
+    if (eq != 1) {
+      Py_DECREF(al);
+      return NULL;  /* an error (eq < 0) stays set */
+    }
+  }
+  return al;
+}
 
 /* Every read the compiled code recorded (CaptureSet.entries: (holder, key, value)) still gives the
    very object recorded, for the holders read here (functions, cells, dicts). 0 answers nothing: the
@@ -389,6 +432,14 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
       if (ok == 0 || f != part) goto none_plan;
       Py_INCREF(d);
       PyTuple_SET_ITEM(runtime, i, d);
+    } else if (t == S.torch_Tensor) {
+      /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime) */
+      PyObject *al = raw_alias(x, part);
+      if (al == NULL) {
+        if (PyErr_Occurred()) goto error_plan;
+        goto none_plan;
+      }
+      PyTuple_SET_ITEM(runtime, i, al);
     } else if (t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type) {
       /* the key part is (type, value), compared as tuples compare: identity, then equality */
       if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || PyTuple_GET_ITEM(part, 0) != (PyObject *)t)
@@ -438,11 +489,6 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     ctx = Py_None;
     Py_INCREF(ctx);
   }
-  id = PyIter_Next(S.op_ids);
-  if (id == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
-    goto error_plan;
-  }
   op = S.LaunchOp->tp_new(S.LaunchOp, S.empty, NULL);
   if (op == NULL) goto error_plan;
   if (Py_TYPE(op) != S.LaunchOp) goto none_plan;
@@ -457,8 +503,10 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   unlock(S.release);
   if (took < 0) goto error_plan;
   if (took == 0) goto none_plan;  /* refused: nothing moved; the Python path words the error */
-  PyObject *arity = PyLong_FromSsize_t(n);
+  id = PyIter_Next(S.op_ids);  /* numbered once accepted, as the Python path numbers what it builds */
+  PyObject *arity = id == NULL ? NULL : PyLong_FromSsize_t(n);
   if (arity == NULL) {
+    if (id == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
     lock(S.acquire);
     undo(args, n, ref);
     unlock(S.release);

@@ -18,14 +18,12 @@ ignored, and the kernel is compiled the usual way.
 """
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -34,13 +32,13 @@ from typing import Any
 from collections.abc import Callable
 
 from ...runtime import env
+from ...runtime.native import SCRATCH, cache_dir
 from .codegen import CODEGEN_VERSION, Generated
 
 _MAGIC = "# safetile-kernel "
 _lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[Any, Generated]] = {}  # (digest, interpreted) -> (jit fn, meta)
 _preludes: dict[bool, dict] = {}
-_tmpdir: str | None = None
 
 
 def _exec_file(path: Path, name: str, namespace: dict | None, interp: bool):
@@ -72,22 +70,8 @@ def prelude_namespace(interp: bool) -> dict:
     return ns
 
 
-def cache_dir() -> Path | None:
-    """The on-disk cache directory, or None when disabled."""
-    if env.cache_disabled():
-        return None
-    where = env.cache_dir_setting()
-    if where.lower() in ("off", "none", "0", "false", "disable", "disabled"):
-        return None
-    return Path(where) if where else Path.home() / ".cache" / "safetile"
-
-
 def _scratch_dir() -> Path:
-    global _tmpdir
-    if _tmpdir is None:
-        _tmpdir = tempfile.mkdtemp(prefix="safetile-src-")
-        atexit.register(shutil.rmtree, _tmpdir, True)
-    return Path(_tmpdir)
+    return SCRATCH.get()
 
 
 _backend_hash: str | None = None

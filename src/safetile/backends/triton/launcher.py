@@ -211,7 +211,10 @@ def compile_fitting(src, target, options: dict, shared_limit: int | None = None)
     ``num_ctas`` > 1 that Triton fails to plan is compiled with one CTA, and a binary that needs
     more shared memory than a block has (a deep software pipeline of big tiles: the 128x256x128
     tiles of NVIDIA's batched-matmul sample, the 32x1024 tiles of its LayerNorm backward) is
-    compiled again with fewer pipeline stages. Hints never make a correct kernel fail."""
+    compiled again with fewer pipeline stages. An ``occupancy`` hint caps registers per thread
+    (``maxnreg``); where that cap makes ptxas spill (NVIDIA's attention sample at d=128 with
+    128x128 tiles and occupancy 2: 0.17x SDPA), the kernel is compiled again without the cap and
+    the binary that spills less is kept. Hints never make a correct kernel fail, nor spill."""
     import triton
     opts = dict(options)
     try:
@@ -227,7 +230,25 @@ def compile_fitting(src, target, options: dict, shared_limit: int | None = None)
         stages -= 1
         opts["num_stages"] = stages
         compiled = triton.compile(src, target=target, options=opts)
+    if opts.get("maxnreg"):
+        spills = _spills(compiled)
+        if spills:
+            free = {k: v for k, v in opts.items() if k != "maxnreg"}
+            other = triton.compile(src, target=target, options=free)
+            if _spills(other) < spills:
+                compiled = other
     return compiled
+
+
+def _spills(compiled) -> int:
+    """How many registers ptxas spilled in this binary (it is loaded on the current GPU to ask)."""
+    try:
+        from triton.runtime.driver import driver
+        utils = driver.active.utils
+        device = driver.active.get_current_device()
+        return int(utils.load_binary(compiled.name, compiled.kernel, compiled.metadata.shared, device)[3])
+    except Exception:  # noqa: BLE001 - no GPU or another Triton: keep what was compiled
+        return 0
 
 
 # ---------------------------------------------------------------------------- variants

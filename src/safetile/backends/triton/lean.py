@@ -13,8 +13,8 @@ as Triton's launcher does (including its two scratch pointers, 0 here: variants 
 scratch memory keep Triton's launcher).
 
 The module is built once per installation with Triton's own build helper (the C compiler
-Triton builds its launchers with) into safetile's cache, beside the kernel's first compile;
-a warm process loads it without Triton. Anything unexpected (no compiler, a parameter type it
+Triton builds its launchers with) into safetile's cache (``runtime/native.py``), beside the
+kernel's first compile; a warm process loads it without Triton. Anything unexpected (no compiler, a parameter type it
 does not know, 16-CTA clusters) leaves the variant on Triton's launcher; ``SAFETILE_LEAN_LAUNCH=0``
 turns it off.
 
@@ -23,17 +23,11 @@ host the Python reader's bytecode, not its torch attribute reads, was most of it
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import platform
-import sysconfig
 import threading
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from ...runtime import env
+from ...runtime.native import NativeModule
 from . import cache
 from .lean_source import SOURCE
 
@@ -54,82 +48,26 @@ def type_codes(signature: dict[str, str]) -> bytes | None:
     return bytes(out)
 
 
-def _path() -> Path:
-    """Where this source's build lives for this Python and Triton: safetile's cache, or this
-    process's scratch folder when the cache is off."""
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    h = hashlib.sha256("\0".join((SOURCE, suffix, platform.machine(), cache.triton_version())).encode())
-    root = cache.cache_dir() or cache._scratch_dir()
-    return root / "launchers" / f"lean_{h.hexdigest()[:32]}{suffix}"
-
-
-class _Loader:
-    """The built module, loaded once per process (guarded: threads may ask at once)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._module: ModuleType | None = None
-        self._failed = False
-
-    def loaded(self) -> ModuleType | None:
-        """The module if this process has loaded it (never builds or loads)."""
-        return self._module
-
-    def get(self, build: bool) -> ModuleType | None:
-        """The module, built first when missing and ``build`` (Triton imported); None when it
-        cannot be had (no C compiler, a failed build, a load error)."""
-        m = self._module
-        if m is not None or self._failed:
-            return m
-        with self._lock:
-            if self._module is None and not self._failed:
-                path = _path()
-                try:
-                    if not path.exists():
-                        if not build:
-                            return None
-                        _build(path)
-                    self._module = _load(path)
-                except Exception:  # noqa: BLE001 - Triton's launcher keeps working without it
-                    self._failed = True
-            return self._module
-
-
-def _build(path: Path) -> None:
-    import tempfile
-
+def _build(name: str, source_file: str, folder: str) -> str:
+    """Build with Triton's own helper: its compiler and the CUDA headers it ships."""
     from triton.backends.nvidia import driver as nv
     from triton.runtime.build import _build as triton_build
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, _NAME + ".c")
-        with open(src, "w") as f:
-            f.write(SOURCE)
-        so = triton_build(_NAME, src, tmp, [], nv.include_dirs, ["dl"], [])  # libcuda: opened at run time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
-        with open(so, "rb") as src_f, open(part, "wb") as dst:
-            dst.write(src_f.read())
-        os.replace(part, path)
+    return triton_build(name, source_file, folder, [], nv.include_dirs, ["dl"], [])  # libcuda: opened at run time
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(_NAME, path)
-    assert spec is not None and spec.loader is not None  # an extension module's file has its loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def new_loader() -> NativeModule:
+    """The lean module's loader (one per process: ``_loader``; tests make their own)."""
+    return NativeModule(_NAME, SOURCE, _build, tag=cache.triton_version())
 
 
-_loader = _Loader()
+_loader = new_loader()
 
 
 def prebuild() -> threading.Thread | None:
     """Build the module in the background (beside a kernel's first compile) when it is missing."""
-    if not env.lean_launch() or _loader._module is not None or _path().exists():
+    if not env.lean_launch():
         return None
-    t = threading.Thread(target=_loader.get, args=(True,), name="safetile-lean-launcher-build", daemon=True)
-    t.start()
-    return t
+    return _loader.prebuild()
 
 
 def reader(table: dict, kinds: tuple[str, ...], generic, tensor_type, const_types: frozenset, current_device,
