@@ -221,3 +221,18 @@ def test_dependent_launches_interleaved_with_torch_ops():
         ref = ref * 0.25
     torch.cuda.synchronize()
     torch.testing.assert_close(z.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,shape,grid", [("scores_kt", (256, 64), (4, 4)), ("scores_kt4", (2, 2, 256, 64), (4, 4, 4))])
+def test_tiles_read_transposed_through_descriptors_match_torch(name, shape, grid):
+    """A product operand read in another axis order (an attention kernel's Kᵀ tile) goes through a
+    tensor descriptor and a register permute on sm_90+: checked against torch in float16."""
+    spec = importlib.util.spec_from_file_location("_codegen_cases", Path(__file__).with_name("test_triton_codegen.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    kernel = getattr(mod, name)
+    q = torch.randn(shape, device="cuda", dtype=torch.float16)
+    k = torch.randn(shape, device="cuda", dtype=torch.float16)
+    s = torch.full((*shape[:-1], shape[-2]), float("nan"), device="cuda")
+    ct.launch(None, grid, kernel, (q, k, s, 64, 64))
+    torch.testing.assert_close(s, q.float() @ k.float().transpose(-1, -2), rtol=2e-3, atol=2e-3)

@@ -222,3 +222,42 @@ def test_gpu_host_read_of_a_view_waits_for_a_running_chain():
     th.join()
     a = seen[0]
     assert (a == a[0]).all() and 0 <= a[0] <= 20, "a host read saw a chain's launch half done"
+
+
+def _cuda_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    return torch
+
+
+@pytest.mark.gpu
+def test_chained_gpu_launches_keep_their_memory_until_the_terminal_has_waited():
+    """The next step of a chain may drop the previous launch's inputs while the GPU still runs it;
+    torch's allocator would then hand that memory to work on its own stream at once. The terminal
+    holds each submitted launch's arguments (raw tensors' aliases included) until it has waited,
+    so the result is right even when the next step fills new memory straight away."""
+    import gc
+    import weakref
+    torch = _cuda_or_skip()
+    n = 1 << 24
+    z = ct.from_dlpack(torch.zeros(n, device="cuda")).partition(1024)
+    probe: dict = {}
+
+    def second(v):
+        x = torch.full((n,), 2.0, device="cuda")  # only this launch refers to it
+        op = axpy(v[0], 1.0, x)
+        probe["alias"] = weakref.ref(op._runtime[2])
+        return op
+
+    def third(v):
+        probe["alive"] = probe["alias"]() is not None
+        gc.collect()
+        noise = torch.full((n,), -1e9, device="cuda")  # may take the freed memory, on torch's stream
+        return axpy(v[0], 1.0, noise + 1e9 + 3.0)
+
+    z, _, _ = axpy(z, 1.0, torch.zeros(n, device="cuda")).then(second).then(third).sync()
+    assert probe["alive"]
+    gc.collect()
+    assert probe["alias"]() is None
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), np.full(n, 5.0, np.float32))

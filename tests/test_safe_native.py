@@ -473,3 +473,31 @@ def test_raw_torch_inputs_are_aliased_in_c_and_a_repointed_one_is_a_new_key(nati
     assert native.built == built
     z, _, _ = op.sync()
     np.testing.assert_array_equal(z.unpartition().to_numpy(), np.full(256, 6, np.float32))
+
+
+def test_a_bound_launch_keeps_its_memory_until_the_terminal_has_waited(native):
+    """A chained launch's arguments may be dropped by the next step while the GPU still runs it
+    (torch's allocator would hand that memory to work on another stream): the terminal holds each
+    submitted launch's runtime arguments, raw tensors' aliases included, until it has waited."""
+    import weakref
+    rec = Recorder()
+    y = ct.from_dlpack(np.ones(256, np.float32)).shared()
+    z = ct.from_dlpack(np.zeros(256, np.float32)).partition(64)
+    xt = torch.ones(256)
+    bind_stub(add, (z, xt, y), rec)
+    probe: dict = {}
+
+    def second(v):
+        op = add(v[0], xt, v[2])
+        probe["alias"] = weakref.ref(op._runtime[1])  # safetile's alias of xt for this launch
+        return op
+
+    def third(v):
+        probe["alive while running"] = probe["alias"]() is not None  # the second launch is gone by now
+        return add(v[0], xt, v[2])
+
+    z, _, y = add(z, xt, y).then(second).then(third).sync()
+    gc.collect()
+    assert native.ran == 2 and len(rec.calls) == 3
+    assert probe["alive while running"]
+    assert probe["alias"]() is None  # and let go once the terminal has waited

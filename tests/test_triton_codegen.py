@@ -256,3 +256,47 @@ def test_exp2_in_the_interpreter_matches_numpy():
     bf = torch.from_numpy(x.numpy()).to(torch.bfloat16).to(torch.float64).numpy()
     ref = np.exp2(xs) + torch.from_numpy(np.exp2(bf)).to(torch.bfloat16).to(torch.float64).numpy() + 2 ** 0.75
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5)
+
+
+@ct.kernel
+def scores_kt(Q, K, S, T: ct.Constant[int], D: ct.Constant[int]):
+    """S = Q Kᵀ with K's tile read transposed (order), 2-D and as the 4-D tiles of an attention kernel."""
+    q = ct.load(Q, (ct.bid(0), 0), (T, D))
+    k = ct.load(K, (0, ct.bid(1)), (D, T), order=(1, 0))
+    ct.store(S, (ct.bid(0), ct.bid(1)), ct.mma(q, k, ct.zeros((T, T), ct.float32)))
+
+
+@ct.kernel
+def scores_kt4(Q, K, S, T: ct.Constant[int], D: ct.Constant[int]):
+    b, h = ct.bid(2) // 2, ct.bid(2) % 2
+    q = ct.reshape(ct.load(Q, (b, h, ct.bid(0), 0), (1, 1, T, D)), (T, D))
+    k = ct.reshape(ct.load(K, (b, h, 0, ct.bid(1)), (1, 1, D, T), order=(0, 1, 3, 2)), (D, T))
+    s = ct.mma(q, k, ct.zeros((T, T), ct.float32))
+    ct.store(S, (b, h, ct.bid(0), ct.bid(1)), ct.reshape(s, (1, 1, T, T)))
+
+
+def test_a_tile_read_transposed_for_a_product_is_a_descriptor_load_permuted():
+    q = torch.randn(128, 64, dtype=torch.float16)
+    src = _source(scores_kt, (q, q, torch.empty(128, 128), 64, 64))
+    assert src.count("make_tensor_descriptor") == 3, src  # Q, K (in its own order) and S
+    assert re.search(r"tl\.permute\(desc\d+\.load\(\[\w+ \* 64, 0\]\), \(1, 0\)\)", src), src  # K's rows at bid(1)
+    q4 = torch.randn(2, 2, 128, 64, dtype=torch.float16)
+    src4 = _source(scores_kt4, (q4, q4, torch.empty(2, 2, 128, 128), 64, 64))
+    assert re.search(r"(\w+) = tl\.reshape\(desc\d+\.load\(\[.*\]\), \[64, 64\]\)\n\s+\w+ = tl\.permute\(\1, \(1, 0\)\)",
+                     src4), src4
+
+
+@pytest.mark.parametrize("kernel,shape", [(scores_kt, (64, 32)), (scores_kt4, (2, 2, 64, 32))])
+def test_tiles_read_transposed_match_numpy_on_every_backend(kernel, shape):
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal(shape).astype(np.float32)
+    k = rng.standard_normal(shape).astype(np.float32)
+    want = q.astype(np.float64) @ np.swapaxes(k, -1, -2)
+    grid = (4, 4) if len(shape) == 2 else (4, 4, 4)
+    s = np.full(want.shape, np.nan, np.float32)
+    ct.launch(None, grid, kernel, (q, k, s, 16, 32))
+    np.testing.assert_allclose(s, want, rtol=1e-4, atol=1e-4)
+    st = torch.full(want.shape, float("nan"))
+    with triton_interpreter():
+        ct.launch(None, grid, kernel, (torch.from_numpy(q), torch.from_numpy(k), st, 16, 32))
+    np.testing.assert_allclose(st.numpy(), want, rtol=1e-4, atol=1e-4)

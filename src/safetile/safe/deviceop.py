@@ -34,7 +34,7 @@ class ExecContext:
     on the CPU and moves to a stream of the device of the first GPU work it drives (``switch``).
     A stream given by the caller (``sync_on``) is kept: GPU work of another device is refused."""
 
-    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo")
+    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo", "keep")
 
     def __init__(self, stream: Stream, recorder: Any = None, label: Any = "a running terminal",
                  pinned: bool = True):
@@ -50,6 +50,10 @@ class ExecContext:
         # into Shared handles, ``op.partition()``): run if the terminal fails or its capture is refused,
         # so no argument stays moved into a handle nobody holds (``rollback``)
         self.undo: list[Callable[[], None]] = []
+        # the memory of the GPU work it submitted (each launch's runtime arguments, each step): a launch's
+        # arguments may be dropped by the next step while the GPU still runs it, and torch's allocator
+        # would hand their memory to work on another stream; held until the terminal's work is over
+        self.keep: list = []
 
     @property
     def capturing(self) -> bool:
@@ -77,6 +81,8 @@ class ExecContext:
             self.recorder.record(op.label, step, writes, reads, device, values, raw, pins)
             return
         entry = self.begin(op, op, writes, reads, device)
+        if self.stream.is_cuda:
+            self.keep.append(step)  # what the step runs on, alive until the work is over
         try:
             step(self.stream)
         finally:
@@ -121,6 +127,7 @@ class ExecContext:
         combinators moved is given back (``rollback``)."""
         if not completed:
             self.rollback()
+        keep, self.keep = self.keep, []
         e = self.entry
         if e is None:
             return
@@ -128,6 +135,8 @@ class ExecContext:
             e.set_enqueued()  # and what was submitted before is covered by the stream's event
         if completed or not self.stream.is_cuda:
             REGISTRY.remove(e)
+        elif keep:
+            e.keep = e.keep + keep  # GPU work that may still run: its memory lives until it is seen over
 
     def rollback(self) -> None:
         """Undo the combinators' moves (latest first): the terminal failed, or its capture was refused."""

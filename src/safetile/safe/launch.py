@@ -499,6 +499,8 @@ class LaunchOp(DeviceOp, Unique):
                     entry = ctx.begin(self, plan, plan.writes, plan.reads, device)
                     stream = ctx.stream  # begin may have moved the terminal to a stream of the device
                 self._inflight = entry
+                if stream.is_cuda:  # the arguments' memory outlives this op until the terminal's work is over
+                    ctx.keep.append(self._runtime)
                 try:
                     bound = plan.bound  # set only for GPU plans: run_plan's common case, inline
                     if bound and stream.device_index == bound.device:

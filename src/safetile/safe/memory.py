@@ -252,7 +252,7 @@ class InFlight:
     CUDA event recorded on the entry's stream when someone first needs it after a
     submission. ``done`` is set when the terminal has waited for its work."""
 
-    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added", "abandoned")
+    __slots__ = ("label", "stream", "writes", "reads", "done", "enqueued", "_event", "_added", "abandoned", "keep")
 
     def __init__(self, label: Any, stream: Any, writes=(), reads=()):
         self.label = label  # text, or an object formatted with str() only when shown
@@ -266,6 +266,8 @@ class InFlight:
         # a chain launching one cached plan again adds nothing
         self._added: dict[int, Any] = {}
         self.abandoned = False  # work of the parent process that was running when it forked (child only)
+        # what GPU work of a failed terminal runs on (its arguments' memory), held until that work is over
+        self.keep: list = []
 
     def add(self, key: Any, writes, reads) -> None:
         """Add the extents of one launch (once per distinct ``key``: its plan)."""
@@ -283,6 +285,7 @@ class InFlight:
 
     def set_done(self) -> None:
         self.done = True
+        self.keep = []
         notify_all()
 
     def conflicts(self, ext: Extent, writing: bool) -> bool:
@@ -320,6 +323,7 @@ class InFlight:
             ok = self.stream.torch_stream.query()  # the whole stream idle: no event needed
         if ok:
             self.done = True
+            self.keep = []
         return ok
 
     def submitted(self) -> bool:
