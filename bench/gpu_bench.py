@@ -183,7 +183,8 @@ def parse_args(argv=None):
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x4x3,128x64x4x3")
+    p.add_argument("--attn-configs-64", default="128x128x8x3x2,128x128x4x3,128x64x4x3",
+                   help="BMxBNxWARPSxSTAGES[xOCCUPANCY] list")
     p.add_argument("--attn-configs-128", default="128x128x8x3,128x64x8x3")
     p.add_argument("--attn-kernels", default="0,1", help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA)")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")

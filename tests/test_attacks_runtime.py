@@ -19,6 +19,7 @@ import pytest
 import safetile as ct
 
 from attack_helpers import add, inc, poisoned, refused, rnd
+from safetile.safe.errors import DeviceOpError, OwnershipError
 
 
 def run_threads(*fns):
@@ -426,3 +427,43 @@ def test_a_finalizer_partitioning_during_a_partition_does_not_deadlock():
     th.start()
     th.join(60)
     assert not th.is_alive(), "a finalizer re-entering partition() deadlocked the thread"
+
+
+@pytest.mark.threads
+def test_leaving_a_borrow_while_another_thread_launches_its_partition():
+    """Red team round 5 (520): a launch another thread builds while the borrow block is being left
+    is either refused (the partition is released first) or cancelled / waited for by the exit: once
+    the exit returns, nothing writes the tensor, so a Shared made from it stays as it was."""
+    import time
+    x = ct.from_dlpack(np.ones(256, np.float32)).shared()
+    for _ in range(20):
+        t = ct.from_dlpack(np.zeros(256, np.float32))
+        leaving = threading.Event()
+        stop = threading.Event()
+
+        def hammer(p):
+            while not stop.is_set():
+                try:
+                    op = add(p, x)
+                except OwnershipError:  # released: the borrow has ended
+                    return
+                if leaving.is_set():
+                    time.sleep(0.01)  # built in the window: run it late
+                try:
+                    p, _ = op.sync()
+                except DeviceOpError:  # cancelled by the exit: it never runs
+                    return
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exit may cancel the late launch (LaunchDroppedWarning)
+            with ct.borrow_mut(t) as b:
+                th = threading.Thread(target=hammer, args=(b.partition(64),))
+                th.start()
+                time.sleep(0.002)
+                leaving.set()
+        s = t.shared()
+        before = s.to_numpy().copy()
+        time.sleep(0.02)
+        stop.set()
+        th.join()
+        np.testing.assert_array_equal(s.to_numpy(), before)

@@ -236,3 +236,25 @@ def test_tiles_read_transposed_through_descriptors_match_torch(name, shape, grid
     s = torch.full((*shape[:-1], shape[-2]), float("nan"), device="cuda")
     ct.launch(None, grid, kernel, (q, k, s, 64, 64))
     torch.testing.assert_close(s, q.float() @ k.float().transpose(-1, -2), rtol=2e-3, atol=2e-3)
+
+
+@ct.kernel
+def _exp2_ftz(x, out, T: ct.Constant[int]):
+    ct.store(out, (ct.bid(0),), ct.exp2(ct.load(x, (ct.bid(0),), (T,)), flush_to_zero=True))
+
+
+def test_exp2_flush_to_zero_flushes_inputs_and_results_on_the_gpu():
+    """float32 exp2 with flush_to_zero is the .ftz instruction alone (no compare-and-select around
+    it): results below the normal range are +0, subnormal inputs count as zero (2 ** 0 = 1), the
+    rest within the instruction's accuracy."""
+    tiny = np.finfo(np.float32).tiny
+    x = np.concatenate([np.linspace(-200, 100, 1000), [tiny / 3, -tiny / 5, 0.0, -0.0] * 6]).astype(np.float32)
+    x = np.resize(x, 1024).astype(np.float32)
+    xt = torch.from_numpy(x).cuda()
+    out = torch.full((1024,), float("nan"), device="cuda")
+    ct.launch(None, (8,), _exp2_ftz, (xt, out, 128))
+    got = out.cpu().numpy()
+    want = np.exp2(np.where(np.abs(x) < tiny, 0.0, x).astype(np.float64))
+    want = np.where(want < tiny, 0.0, want)
+    np.testing.assert_allclose(got, want, rtol=4e-7, atol=0)
+    assert not np.any((got > 0) & (got < tiny))

@@ -372,3 +372,30 @@ def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path
     with pytest.raises(TypeError):
         reader(None, grid, args, stream=None)
     assert reader(None, grid, list(args))  # not a tuple: the generic reader (same answer)
+
+
+def test_gpu_fast_path_keeps_a_zero_constants_sign(monkeypatch, reader):
+    """0.0 == -0.0, but each Constant compiles to its own kernel (red team round 5, 500): the
+    one-pass key carries a zero's sign, so -0.0 after 0.0 is a miss, in Python and in C."""
+    torch = pytest.importorskip("torch")
+    from safetile.backends.triton import launcher as L
+    from safetile.backends.triton.fastpath import FastPath
+    monkeypatch.setattr(L, "_current_device", lambda: -1)
+    monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
+    monkeypatch.setattr(L, "_get_stream", lambda device: 5)
+
+    class FakeVariant:
+        prefix = ()
+        call = staticmethod(lambda *a: None)
+
+    @ct.kernel
+    def shift(z, c: ct.Constant[float]):
+        ct.store(z, (0,), ct.full((4,), c, ct.float32))
+    z = torch.zeros(4)
+    fast = FastPath(shift)
+    fast.learn(FakeVariant(), (1, 1, 1), (z, 0.0))
+    assert (type(fast.fast).__name__ == "Reader") == (reader == "c")
+    assert fast(None, (1,), (z, 0.0))
+    assert not fast(None, (1,), (z, -0.0))  # another kernel: the checked path compiles it
+    fast.learn(FakeVariant(), (1, 1, 1), (z, -0.0))
+    assert fast(None, (1,), (z, -0.0)) and fast(None, (1,), (z, 0.0))

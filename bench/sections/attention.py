@@ -20,7 +20,7 @@ from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
 from kernels.attention import (attention, attention_2d, attention_bwd_delta, attention_bwd_dkdv,
                                attention_bwd_dq)
 
-NAMES = ("BM", "BN", "warps", "stages")
+NAMES = ("BM", "BN", "warps", "stages", "occ")  # occ (optional): the occupancy hint (blocks per SM)
 LOG2E = 1.4426950408889634
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -41,6 +41,8 @@ def _fwd_launch(cfg, d, seq, causal, q, k, v, o, lse=None):
     scale = LOG2E / math.sqrt(d)
     grid = (ct.cdiv(seq, cfg["BM"]), bh)
     hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
+    if cfg.get("occ"):
+        hints["occupancy"] = cfg["occ"]
     if cfg.get("k2d"):
         flat = [t.view(-1, d) for t in (q, k, v, o)]
         keep = lse is not None

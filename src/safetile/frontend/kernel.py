@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -169,13 +170,31 @@ class ConstSpec:
 
     @staticmethod
     def of(value: Any) -> ConstSpec:
-        return ConstSpec(value, _type_signature(value))
+        return ConstSpec(value, const_signature(value))
 
 
-def _type_signature(value: Any) -> Any:
+def const_signature(value: Any) -> Any:
+    """What ``==`` ignores about a compile-time value, so that values Python calls equal but that
+    compute differently never share a compiled kernel: the type of every element (``1``, ``1.0``
+    and ``True``), the sign of a zero float (``0.0`` and ``-0.0``), and every field of a dataclass
+    (its ``__eq__`` may skip some: ``field(compare=False)``)."""
     if isinstance(value, tuple):
-        return tuple(_type_signature(v) for v in value)
-    return type(value)
+        return tuple(const_signature(v) for v in value)
+    t = type(value)
+    if t is float and value == 0.0:
+        return (t, math.copysign(1.0, value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = []
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            try:
+                hash(v)
+            except TypeError:
+                raise ArgumentError(f"a Constant {t.__name__} must be hashable in every field: {f.name!r} holds "
+                                    f"a {type(v).__name__}") from None
+            fields.append((f.name, v, const_signature(v)))
+        return (t, tuple(fields))
+    return t
 
 
 ArgSpec = ArraySpec | ScalarSpec | ConstSpec | TupleSpec | DataclassSpec

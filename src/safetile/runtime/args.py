@@ -17,7 +17,8 @@ from .. import dtypes as dt
 from ..errors import LaunchTypeError, TileTypeError
 from ..frontend.annotations import ANY, ArrayAnnotation, Kind, param_kind
 from ..frontend.dataclass_values import dataclass_problem
-from ..frontend.kernel import ArgSpec, ArraySpec, ConstSpec, DataclassSpec, ScalarSpec, TileKernel, TupleSpec
+from ..frontend.kernel import (ArgSpec, ArraySpec, ConstSpec, DataclassSpec, ScalarSpec, TileKernel, TupleSpec,
+                               const_signature)
 
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
@@ -260,14 +261,19 @@ _KEYERS: dict[type, Any] = {np.ndarray: _numpy_key}  # torch.Tensor (and subclas
 
 
 def _const_key(a: Any) -> Any:
+    """A Constant's dispatch key: its type and value, and what ``==`` ignores (``const_signature``:
+    the sign of a zero float, element types, dataclass fields outside ``__eq__``)."""
     t = type(a)
-    if t in _PLAIN_CONSTS:
+    if t in _PLAIN_CONSTS and not (t is float and a == 0.0):
         return (t, a)
     if t is tuple or t is list:
         frozen = _freeze(a)
-        return (t, frozen, _type_signature(frozen))
+        return (t, frozen, const_signature(frozen))
     hash(a)  # TypeError: no signature (the checked path reports it)
-    return (t, a)
+    try:
+        return (t, a, const_signature(a))
+    except ArgumentError:
+        raise TypeError("unhashable field") from None  # the checked path reports it
 
 
 def signature(kernel: TileKernel, args: tuple) -> tuple | None:
@@ -314,11 +320,6 @@ def _register(kernel: TileKernel, args: tuple) -> tuple | None:
     if not learned:
         return None
     return signature(kernel, args)
-
-
-def _type_signature(value: Any) -> Any:
-    from ..frontend.kernel import _type_signature as ts
-    return ts(value)
 
 
 def _freeze(v: Any) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .. import dtypes as dt
+from ..frontend.kernel import const_signature
 from ..runtime.env import backend_override
 from ..runtime.launch import normalize_grid
 from .entry import Compiled, EntryKernel, ParamKey
@@ -148,7 +149,7 @@ def check_types(kernel: EntryKernel, facts: tuple) -> TypeCheck:
         if isinstance(decl, ConstParam):
             if isinstance(f, (ArgFacts, Junk)):
                 raise LaunchTypeError(f"{where}: ct.Constant arguments must be hashable values, got {_fact_name(f)}")
-            keys.append(ParamKey("const", value=f))
+            keys.append(ParamKey("const", value=f, signature=const_signature(f)))
             mutable.append(None)
             continue
         if isinstance(decl, ScalarParam):

@@ -52,6 +52,7 @@ class ParamKey:
     shape: tuple = ()  # mut/mapped: sub-tensor shape; ref: static sizes (None = dynamic)
     grid_rank: int = 0
     value: Any = None  # const
+    signature: Any = None  # const: what == ignores about the value (frontend.kernel.const_signature)
 
     def spec(self):
         if self.kind == "const":

@@ -14,6 +14,7 @@ one value. Running the ``LaunchOp`` gives every argument back as the kind it cam
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
 import warnings
 from collections.abc import Sequence
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
+from ..errors import ArgumentError
+from ..frontend.kernel import const_signature
 from ..runtime.env import backend_override
 from .checks import Junk, Plan, check_memory, check_types
 from .deviceop import DeviceOp, ExecContext
@@ -94,7 +97,9 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
             parts.append(tensor_facts(a))
             runtime.append(a._data)
         elif ta in _VALUE_TYPES:
-            parts.append((ta, a))  # 1, 1.0 and True are equal as dict keys: the type keeps them apart
+            # 1, 1.0 and True are equal as dict keys: the type keeps them apart; 0.0 and -0.0 too: the
+            # sign (a plan bakes its scalars into its GPU launch, and Constants compile into the kernel)
+            parts.append((ta, a) if ta is not float or a != 0.0 else (ta, a, math.copysign(1.0, a)))
             runtime.append(a)
         elif ta is _TorchTensor:  # raw torch tensor (a Ref): its alias's facts, read on every launch
             al = a.detach()
@@ -137,11 +142,12 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
 
 
 def _fact_key(a: Any) -> Any:
-    """The key part of an argument that is not a safetile value, an array, a plain scalar or a torch tensor."""
+    """The key part of an argument that is not a safetile value, an array, a plain scalar or a torch
+    tensor (a Constant's tuple or dataclass): its value, and what == ignores about it."""
     try:
         hash(a)
-        return (type(a), a)
-    except TypeError:
+        return (type(a), a, const_signature(a))
+    except (TypeError, ArgumentError):
         return Junk(type(a).__name__)
 
 
@@ -149,7 +155,8 @@ def _check(kernel: EntryKernel, args: tuple, key: tuple, runtime: tuple) -> Plan
     """Run the checks (the type-level part cached separately) and store the plan under ``key``."""
     facts = tuple(_arg_fact(kernel, c, a) for c, a in zip(kernel.const_flags, args))
     tkey = (key[0], key[1], tuple(f.type_key if type(f) is ArgFacts else
-                                  scalar_type_key(f) if isinstance(f, SCALARS) and not c else (type(f), f)
+                                  scalar_type_key(f) if isinstance(f, SCALARS) and not c else
+                                  (type(f), f, const_signature(f))  # a Constant compiles in: what == ignores too
                                   for f, c in zip(facts, kernel.const_flags)))
     caches = kernel.caches
     tc = caches.types.get(tkey)  # pragma: no mutate (a cache: checking the types again gives the same)

@@ -28,6 +28,7 @@ SOURCE = r"""
 #include <structmember.h>
 #include <frameobject.h>
 #include <string.h>
+#include <math.h>
 
 #define MAX_ARGS 64
 
@@ -441,12 +442,20 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
       }
       PyTuple_SET_ITEM(runtime, i, al);
     } else if (t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type) {
-      /* the key part is (type, value), compared as tuples compare: identity, then equality */
-      if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || PyTuple_GET_ITEM(part, 0) != (PyObject *)t)
+      /* the key part is (type, value), and a zero float's sign third (0.0 == -0.0), compared as tuples
+         compare: identity, then equality */
+      int zero = t == &PyFloat_Type && PyFloat_AS_DOUBLE(x) == 0.0;
+      if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 + zero ||
+          PyTuple_GET_ITEM(part, 0) != (PyObject *)t)
         goto none_plan;
       int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(part, 1), x, Py_EQ);
       if (eq < 0) goto error_plan;
       if (!eq) goto none_plan;
+      if (zero) {
+        PyObject *sign = PyTuple_GET_ITEM(part, 2);
+        if (!PyFloat_CheckExact(sign) || PyFloat_AS_DOUBLE(sign) != copysign(1.0, PyFloat_AS_DOUBLE(x)))
+          goto none_plan;
+      }
       Py_INCREF(x);
       PyTuple_SET_ITEM(runtime, i, x);
     } else {

@@ -555,9 +555,11 @@ class MutBorrow(Unique):
         from .errors import LaunchDroppedWarning
         cancelled = []
         interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
-        for p in self._parts:
-            if p._released:
-                continue
+        with OWNERSHIP:  # first no new launch can take them (another thread may be launching them now)
+            ending = [p for p in self._parts if not p._released]
+            for p in ending:
+                p._released = True  # and a mapped partition of it with it (MappedPartition._check)
+        for p in ending:  # then the launches that took them before: cancelled if unrun, else waited for
             top = p._mapped if p._mapped is not None else p
             holder = top.holder
             if holder is not None:
@@ -569,7 +571,6 @@ class MutBorrow(Unique):
             if ctx is not None:
                 interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
-                p._released = True  # and a mapped partition of it with it (MappedPartition._check)
                 CLAIMS.release(p._claim)
         self._tensor._borrow = None
         if cancelled and et is None:

@@ -185,6 +185,8 @@ def float_unary(g: Gen, op):
     """exp's and tanh's FULL and APPROX modes share one implementation (Triton's exp, libdevice's
     tanh), accurate enough for both; exp2 may flush float32 subnormals."""
     d = op.result.type.dtype
+    if op.name == "exp2" and d.name == "float32" and op.attrs.get("flush_to_zero"):
+        return f"_st_exp2_ftz({g.val(op.operands[0])})"  # the instruction flushes both sides itself
     (x,) = _inputs(g, op)
     return _ftz(op, g.down(_FLOAT_UNARY[op.name].format(g.up(x, d)), d))
 

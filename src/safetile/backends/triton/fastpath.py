@@ -18,6 +18,8 @@ Python bytecode between the attribute reads (tests run every fast-path case on b
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from ...runtime.launch import MAX_GRID_DIM, normalize_grid
@@ -94,9 +96,10 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
             keys.append(k)
             flat.append(a)
             placed.append(a)
-        else:  # a Constant: its type and value are part of the key
+        else:  # a Constant: its type and value are part of the key (a zero float's sign too: 0.0 == -0.0)
             guards.append(f"type({a}) in _CONST")
-            keys.append(f"(type({a}), {a})")
+            keys.append(f"((type({a}), {a}) if {a} != 0.0 or type({a}) is not float "
+                        f"else (float, {a}, _sign(1.0, {a})))")
     lines = [
         "def fast(stream, grid, args):",
         "    global last",
@@ -151,7 +154,8 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
     if not unpack:
         lines = [ln for ln in lines if ln not in ("        try:", "        except ValueError:  # another rank",
                                                      "            return generic(stream, grid, args)")]
-    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "table": table, "generic": generic, "last": (None, None),
+    scope = {"_T": L._Tensor, "_CONST": _CONST_TYPES, "_sign": math.copysign, "table": table, "generic": generic,
+             "last": (None, None),
              "current_device": L._cuda_get_device, "get_stream": L._get_stream, "stream_handle": L.stream_handle}
     exec(compile("\n".join(lines), "<safetile fast launch>", "exec"), scope)  # noqa: S102 - our own text
     return scope["fast"]
@@ -195,7 +199,8 @@ class FastPath:
                     key.append(-2147483648 <= a < 2147483648)
                     flat.append(a)
             elif t is float or t is bool:
-                key.append((t, a) if is_const else t)
+                # a zero Constant keys its sign too (0.0 == -0.0, and each compiles to its own kernel)
+                key.append(t if not is_const else (t, a, math.copysign(1.0, a)) if t is float and a == 0.0 else (t, a))
                 if not is_const:
                     flat.append(a)
             elif is_const and (t is str or t is type(None)):

@@ -6,6 +6,7 @@ SOURCE = r"""
 #include "cuda.h"
 #include <dlfcn.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
@@ -402,7 +403,13 @@ static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargs
         go_generic = known == 0;
         goto out;
       }
-      part = PyTuple_Pack(2, (PyObject *)Py_TYPE(a), a);
+      if (PyFloat_CheckExact(a) && PyFloat_AS_DOUBLE(a) == 0.0) {  /* a zero keys its sign: 0.0 == -0.0 */
+        PyObject *sign = PyFloat_FromDouble(copysign(1.0, PyFloat_AS_DOUBLE(a)));
+        part = sign ? PyTuple_Pack(3, (PyObject *)Py_TYPE(a), a, sign) : NULL;
+        Py_XDECREF(sign);
+      } else {
+        part = PyTuple_Pack(2, (PyObject *)Py_TYPE(a), a);
+      }
     }
     }
     if (!part)

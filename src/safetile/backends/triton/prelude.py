@@ -185,6 +185,11 @@ if _INTERPRETED:
     @triton.jit
     def _st_exp2(x):
         return tl.exp2(x)
+
+    @triton.jit
+    def _st_exp2_ftz(x):
+        """float32 2 ** x with subnormal inputs and results flushed (flush_to_zero=True)."""
+        return _st_ftz(tl.exp2(_st_ftz(x)))
 else:
     @triton.jit
     def _st_dot_operand(x):
@@ -206,6 +211,14 @@ else:
                                              is_pure=True, pack=1)
         else:
             return tl.exp2(x)
+
+    @triton.jit
+    def _st_exp2_ftz(x):
+        """float32 2 ** x, subnormals flushed (flush_to_zero=True): the .ftz instruction flushes its
+        input and its result itself, so no compare-and-select on either side (an attention kernel's
+        softmax does one per score)."""
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32,
+                                         is_pure=True, pack=1)
 
 
 # ---------------------------------------------------------------------------- rounding modes and formats
