@@ -579,3 +579,10 @@ def test_a_graph_for_one_device_refuses_a_stream_of_another():
         _stream_for("cuda:0", ct.Stream("cpu"), "graph()")
     s = ct.Stream("cpu")
     assert _stream_for("cpu", s, "graph()") is s
+
+
+@pytest.mark.parametrize("make, name", [(ct.rand, "rand"), (ct.randn, "randn")])
+def test_random_factories_name_themselves_in_shape_errors(make, name):
+    with pytest.raises(ct.TensorError, match="^" + re.escape(f"{name}: a tensor shape is a non-negative integer or "
+                                                             "a tuple of them, got (-1,)")):
+        make(-1)
