@@ -10,7 +10,10 @@ name decides), so the selection of a function's mutants does not change when oth
 verdicts of unchanged functions carry over, and only mutants of changed code run again.
 ``score`` reads the verdicts from ``mutmut results --all true``; a mutant listed in the
 ``--gpu-only`` file (one name a line, ``#`` comments allowed) is one whose code runs only with a
-CUDA device: the score is given with and without them.
+CUDA device: the score is given with and without them. The headline ("raw") counts every mutant
+not killed as not killed. Under mutation tests/conftest.py turns a collection error into a failed
+run (a kill) and runs ``hang_guard`` tests first, so a "timeout" is a hang no test's deadline
+caught (or a harness problem: bench/NOTES.md lists the known ones).
 """
 from __future__ import annotations
 
