@@ -555,19 +555,29 @@ class MutBorrow(Unique):
         from .errors import LaunchDroppedWarning
         cancelled = []
         interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
-        with OWNERSHIP:  # first no new launch can take them (another thread may be launching them now)
+        # No launch may take a partition once the exit has looked at it (another thread may be launching it
+        # right now): one that is free or in a launch is released at once; one lent to a running terminal
+        # (a chain using it) is released when that terminal has ended. Then the launch that took it last,
+        # if any, is cancelled when unrun, else waited for.
+        with OWNERSHIP:
             ending = [p for p in self._parts if not p._released]
             for p in ending:
-                p._released = True  # and a mapped partition of it with it (MappedPartition._check)
-        for p in ending:  # then the launches that took them before: cancelled if unrun, else waited for
+                if (p._mapped if p._mapped is not None else p)._lent is None:
+                    p._released = True  # and a mapped partition of it with it (MappedPartition._check)
+        for p in ending:
             top = p._mapped if p._mapped is not None else p
+            ctx = top._lent
+            if ctx is not None:
+                interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
+            with OWNERSHIP:
+                p._released = True
             holder = top.holder
             if holder is not None:
                 if holder.cancel_unrun():
                     cancelled.append(holder.label)
                 else:
                     interrupt = wait_uninterrupted(holder._wait_finished) or interrupt
-            ctx = top._lent
+            ctx = top._lent  # given back to the terminal that ran that launch
             if ctx is not None:
                 interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
