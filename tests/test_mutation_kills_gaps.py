@@ -586,3 +586,54 @@ def test_random_factories_name_themselves_in_shape_errors(make, name):
     with pytest.raises(ct.TensorError, match="^" + re.escape(f"{name}: a tensor shape is a non-negative integer or "
                                                              "a tuple of them, got (-1,)")):
         make(-1)
+
+
+def test_a_race_report_lists_eight_conflicts_by_default_one_a_line():
+    @ct.kernel
+    def all_zero(x, out, T: ct.Constant[int]):
+        ct.store(out, index=(0,), tile=ct.load(x, index=(ct.bid(0),), shape=(T,)))
+    rep = ct.detect_races(all_zero, (11, 1, 1), (rnd(44).to_numpy(), np.zeros(44, np.float32), 4),
+                          raise_on_race=False)
+    lines = rep.describe().split("\n")
+    assert len(rep.conflicts) == 10 and lines[0].startswith("data race in kernel")
+    assert sum("both write" in line for line in lines) == 8 and lines[-1] == "  ... and 2 more pair(s) of blocks"
+
+
+def test_graph_inside_a_running_chain_is_refused_by_name():
+    z, w = ct.zeros(16).sync().partition(16), ct.zeros(16).sync().partition(16)
+    op = inc(w)
+
+    def nested(value):
+        with pytest.raises(ct.NestedSyncError, match=r"^graph\(\) called while a device operation is executing"):
+            op.graph()
+        return value
+    inc(z).then(nested).sync()
+    assert np.array_equal(w.to_numpy(), np.zeros(16, np.float32))  # the refused op was abandoned: w is back
+
+
+def test_a_host_read_does_not_wait_for_readers_being_submitted():
+    t = rnd(64, seed=12)
+    entry = InFlight("a test launch", None)
+    REGISTRY.claim(entry, entry, [], [t._extent()])  # reads t, submitting until set_enqueued
+    got = []
+    reader = threading.Thread(target=lambda: got.append(t.to_numpy()), daemon=True)
+    reader.start()
+    reader.join(3)
+    finished_beside_the_reader = not reader.is_alive()
+    entry.set_enqueued()
+    REGISTRY.remove(entry)
+    reader.join(WAIT)
+    assert finished_beside_the_reader, "a host read waited for work that only reads the memory"
+    assert np.array_equal(got[0], t.to_numpy())
+
+
+@pytest.mark.parametrize("cond, shown", [
+    ([lambda x: x.ndim == 3 , 0][0], "lambda x: x.ndim == 3"),  # noqa: E203 - a space before the comma
+])
+def test_a_lambdas_text_drops_the_space_before_what_follows_it(cond, shown):
+    @ct.entry(preconditions=[cond])
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, (-1, -1)]):
+        z.store(z.load() + 1.0)
+    z = ct.zeros(16).sync().partition(16)
+    with pytest.raises(ct.PreconditionError, match=re.escape(f"precondition `{shown}` does not hold")):
+        k(z, rnd((4, 4), seed=7))
