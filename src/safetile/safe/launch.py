@@ -51,7 +51,7 @@ _FACT_TYPES = (Partition, Shared, Tensor, MappedPartition)
 _VALUE_TYPES = frozenset({int, float, bool})
 
 
-def _arg_fact(kernel: EntryKernel, is_const: bool, a: Any) -> Any:
+def _arg_fact(is_const: bool, a: Any) -> Any:
     """One argument's fact: ``ArgFacts``, a scalar or constant value (hashable), or ``Junk``."""
     f = facts_of(a)
     if f is not None:
@@ -153,7 +153,7 @@ def _fact_key(a: Any) -> Any:
 
 def _check(kernel: EntryKernel, args: tuple, key: tuple, runtime: tuple) -> Plan:
     """Run the checks (the type-level part cached separately) and store the plan under ``key``."""
-    facts = tuple(_arg_fact(kernel, c, a) for c, a in zip(kernel.const_flags, args))
+    facts = tuple(_arg_fact(c, a) for c, a in zip(kernel.const_flags, args))
     tkey = (key[0], key[1], tuple(f.type_key if type(f) is ArgFacts else
                                   scalar_type_key(f) if isinstance(f, SCALARS) and not c else
                                   (type(f), f, const_signature(f))  # a Constant compiles in: what == ignores too
