@@ -1,4 +1,16 @@
-"""The safe launch's common case in C (native_source.py says exactly what it accepts).
+"""The safe launch's common case in C (the source: native_source.py).
+
+* ``build(kernel, args)``: ``LaunchOp(kernel, args)`` when every argument is an exact
+  ``Partition``, ``Shared``, ``Tensor`` or raw ``torch.Tensor`` (aliased as ``prepare_runtime``
+  does), or a plain ``int``/``float``/``bool``, and the key is the latest plan's fact for fact
+  (identity; scalars as tuples compare them, a zero float with its sign), with the same
+  ``SAFETILE_BACKEND``, no callable precondition, the captured Python state unchanged and torch
+  memory not moved; ownership is moved under ``OWNERSHIP`` as ``LaunchOp._take`` does.
+* ``run(op, ctx)``: ``LaunchOp._run`` for a bound GPU plan whose terminal's in-flight entry is the
+  only one registered and already holds the plan (``Registry.reclaim``'s case); it checks
+  ``Plan.pins``, keeps the arguments' memory with the terminal, submits, and gives the arguments
+  back. Past the state change it never declines: a lost registry race continues in
+  ``LaunchOp._execute``, a failure in ``LaunchOp._fail``.
 
 A chained safe launch was ~14 Python frames of bookkeeping against the unchecked launch's one
 C call (bench/NOTES.md, issue 9 "no regression"). ``FAST.build(kernel, args)`` and

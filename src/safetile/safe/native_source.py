@@ -1,25 +1,8 @@
-"""The C source of the safe launch's common case (built and loaded by native.py).
-
-Two functions, each the exact equivalent of a Python path for the case it accepts, and a
-refusal (``None``) for everything else, which the Python path then handles in full:
-
-* ``build(kernel, args)``: ``LaunchOp(kernel, args)`` when every argument is a safetile
-  ``Partition``, ``Shared`` or ``Tensor``, a raw ``torch.Tensor`` (replaced by its own alias, as
-  ``prepare_runtime`` does) (exact types) or a plain ``int``/``float``/``bool``,
-  and the launch's key is the latest plan's key fact for fact (identity, as the interned facts
-  are compared): no environment override, no callable precondition, the compiled code's
-  captured Python state unchanged, torch memory not moved. Ownership is checked and moved
-  under ``OWNERSHIP`` as ``LaunchOp._take`` does; any refusal undoes the moves and answers
-  ``None`` (the Python path then raises the worded error).
-* ``run(op, ctx)``: ``LaunchOp._run`` when the plan is bound (a GPU launch resolved once), the
-  terminal already has an in-flight entry holding this plan's extents and nothing else is
-  registered (a chain launching one plan again), and the op is still ``built``. Past the state
-  change it never answers ``None``: a lost registry race continues in ``LaunchOp._execute``
-  and a failure in ``LaunchOp._fail``.
-
-The attributes of safetile's slotted classes are read and written at their slot offsets,
-found once from the classes' member descriptors (``setup``); the objects are checked to be
-of exactly those classes first, so the layout is theirs.
+"""The C source of the safe launch's common case (built and loaded by native.py, which says what
+it does and why). ``build`` is ``LaunchOp(kernel, args)`` and ``run`` is ``LaunchOp._run(ctx)`` for
+the case each accepts, each answering ``None`` (before changing anything) for every other case,
+which the Python path then handles in full. Slotted classes are read at their slot offsets, found
+once from their member descriptors (``setup``), on objects checked to be of exactly those classes.
 """
 
 SOURCE = r"""
