@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 from .errors import DeviceOpError, LaunchTypeError, NestedSyncError
 from .memory import REGISTRY, InFlight, notify_all, wait_until
-from .native import FAST
 from .ownership import OWNERSHIP, Handle, LazyText
 from ..runtime.interrupts import interruptible
 from .streams import Stream, default_pool, executing, execution, wait_done
@@ -444,10 +443,7 @@ class _Chained(DeviceOp):
                     if isinstance(v, _Chained):
                         op = v
                         break
-                    # a launch (the chained-launch idiom): no spine to walk; its common case in C directly
-                    run = FAST.run
-                    done = run(v, ctx) if run is not None else None
-                    v = v._run(ctx) if done is None else done
+                    v = v._run(ctx)  # a launch (the chained-launch idiom): no spine to walk
             else:
                 return v
 

@@ -70,10 +70,6 @@ def prelude_namespace(interp: bool) -> dict:
     return ns
 
 
-def _scratch_dir() -> Path:
-    return SCRATCH.get()
-
-
 _backend_hash: str | None = None
 
 
@@ -196,7 +192,7 @@ def load(key: str, make: Callable[[], Generated], interp: bool = False) -> tuple
                 except OSError:
                     path = None
             if path is None or root is None:
-                path = _scratch_dir() / f"st_{key}.py"
+                path = SCRATCH.get() / f"st_{key}.py"
                 _write_atomic(path, text)
             fn = _import(path, key, gen, interp)
         if env.dump_source():
