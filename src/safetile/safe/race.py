@@ -91,11 +91,6 @@ class RaceReport:
     __str__ = describe
 
 
-def _element_index(idx: np.ndarray, s: int, d: int, rank: int, nb: int) -> np.ndarray:
-    lane = np.arange(s, dtype=np.int64).reshape((1,) * nb + tuple(s if a == d else 1 for a in range(rank)))
-    return idx.astype(np.int64).reshape(idx.shape + (1,) * rank) * s + lane
-
-
 class RaceDetector:
     """Collects (block, element address, item size, kind) of every access of one launch."""
 
@@ -108,40 +103,28 @@ class RaceDetector:
         self._size: list[int] = []
         self._kind: list[int] = []
 
-    def _add(self, run, elems: list[np.ndarray], arr: np.ndarray, kind: str, extra_mask=None,
-             extra_shapes=()) -> None:
-        nb = run.nb
+    def record(self, run, arr: np.ndarray, elems: list[np.ndarray], mask: np.ndarray | None, kind: str) -> None:
+        """The hook the CPU backend's memory lowerings call: each block of ``run`` accesses (``kind``) the
+        elements of ``arr`` at the int64 indices ``elems`` (batch axes first) where ``mask`` is set. A mask
+        or a stored value broadcasts to its indices' shape (the front end's rule), so only the indices and
+        the blocks say which elements are touched."""
         bs = run.blockset
-        full = np.broadcast_shapes(*(e.shape for e in elems), *extra_shapes)
-        rank = len(full) - nb
+        full = np.broadcast_shapes(*(e.shape for e in elems))
         ids = np.asarray(bs.ids, dtype=np.int64)  # pragma: no mutate (Python ints: int64 here by default)
-        ids = np.broadcast_to(ids, bs.batch_shape).reshape(bs.batch_shape + (1,) * rank)
+        ids = np.broadcast_to(ids, bs.batch_shape).reshape(bs.batch_shape + (1,) * (len(full) - run.nb))
         full = np.broadcast_shapes(full, ids.shape)
         valid = np.ones(full, dtype=bool)
         for e, n in zip(elems, arr.shape):
             valid &= (e >= 0) & (e < n)
-        if extra_mask is not None:
-            valid &= extra_mask
-        base = arr.__array_interface__["data"][0]
-        addr = np.asarray(np.int64(base))  # a 0-d int64 array (an exact address)
+        if mask is not None:
+            valid &= mask
+        addr = np.asarray(np.int64(arr.__array_interface__["data"][0]))  # a 0-d int64 array (an exact address)
         for e, st in zip(elems, arr.strides):
             addr = addr + e * st
-        self._addr.append(np.broadcast_to(addr, full)[valid].astype(np.int64, copy=False))
+        self._addr.append(np.broadcast_to(addr, full)[valid])
         self._ids.append(np.broadcast_to(ids, full)[valid])
         self._size.append(arr.itemsize)
         self._kind.append(_KINDS[kind])
-
-    # hooks called by the CPU backend's memory lowerings
-    def record_tile(self, run, op, view, index, shape, kind: str = "write") -> None:
-        rank = len(shape)
-        elems = [_element_index(i, s, d, rank, run.nb) for d, (i, s) in enumerate(zip(index, shape))]
-        self._add(run, elems, view, kind)
-
-    def record_elements(self, run, op, arr, elems, value, mask, kind: str = "write", values=()) -> None:
-        elems = [np.asarray(e, dtype=np.int64) for e in elems]
-        shapes = ([np.shape(value)] if value is not None else []) + [np.shape(v) for v in values] + \
-            ([np.shape(mask)] if mask is not None else [])
-        self._add(run, elems, arr, kind, extra_mask=mask, extra_shapes=shapes)
 
     # ------------------------------------------------------------------ analysis
 
@@ -158,8 +141,8 @@ class RaceDetector:
                 continue
             addr = np.asarray(np.int64(arr.__array_interface__["data"][0]))
             for n, st in zip(arr.shape, arr.strides):
-                addr = addr[..., None] + np.arange(n, dtype=np.int64) * st
-            starts, first = np.unique(addr.reshape(-1), return_index=True)
+                addr = addr[..., None] + np.arange(n, dtype=np.int64) * st  # pragma: no mutate (int64 on 64-bit NumPy 2; 1.x on Windows: int32)
+            starts, first = np.unique(addr.ravel(), return_index=True)
             out.append((name, starts, first, arr.shape))
         return out
 
@@ -168,8 +151,7 @@ class RaceDetector:
         (any strides: reversed, permuted, broadcast views included)."""
         for name, sorted_addr, order, shape in tables:
             pos = np.searchsorted(sorted_addr, starts)
-            ok = (pos < len(sorted_addr)) & (sorted_addr[np.minimum(pos, len(sorted_addr) - 1)] == starts)
-            if ok.all():
+            if (sorted_addr[np.minimum(pos, len(sorted_addr) - 1)] == starts).all():  # every one found
                 coords = np.stack(np.unravel_index(order[pos], shape), axis=1).astype(np.int64)  # pragma: no mutate
                 return name, coords
         a0 = int(starts.min())
@@ -194,11 +176,10 @@ class RaceDetector:
         if got is None:
             return report
         addr, ids, kind, start = got
-        writes = kind == WRITE
-        report.written_elements = int(np.unique(start[writes]).size)
-        # reads matter only where someone writes or updates atomically
-        changed = np.unique(addr[kind != READ])
-        keep = (kind != READ) | np.isin(addr, changed)  # pragma: no mutate (speed: what it drops is never racy)
+        report.written_elements = int(np.unique(start[kind == WRITE]).size)
+        # reads of a byte nothing writes or updates atomically race with nothing: dropped, a read left
+        # below is of a byte another access changes
+        keep = (kind != READ) | np.isin(addr, addr[kind != READ])
         addr, ids, kind, start = addr[keep], ids[keep], kind[keep], start[keep]
         if not addr.size:
             return report
@@ -207,13 +188,9 @@ class RaceDetector:
         first = np.r_[True, (addr[1:] != addr[:-1]) | (ids[1:] != ids[:-1]) | (kind[1:] != kind[:-1])]
         addr, ids, kind, start = addr[first], ids[first], kind[first], start[first]  # unique (byte, block, kind)
         group = np.cumsum(np.r_[True, addr[1:] != addr[:-1]]) - 1
-        ngroups = int(group[-1]) + 1
-        new_block = np.r_[True, (addr[1:] != addr[:-1]) | (ids[1:] != ids[:-1])]
-        blocks = np.bincount(group, weights=new_block, minlength=ngroups)
-        has_w = np.bincount(group, weights=kind == WRITE, minlength=ngroups) > 0
-        has_r = np.bincount(group, weights=kind == READ, minlength=ngroups) > 0
-        has_a = np.bincount(group, weights=kind == ATOMIC, minlength=ngroups) > 0
-        racy = (blocks >= 2) & (has_w | (has_a & has_r))
+        blocks = np.bincount(group, weights=np.r_[True, (addr[1:] != addr[:-1]) | (ids[1:] != ids[:-1])])
+        # several blocks touch the byte and one of them plainly: what is left of reads is of changed bytes
+        racy = (blocks >= 2) & (np.bincount(group, weights=kind != ATOMIC) > 0)
         if not racy.any():
             return report
         sel = racy[group]

@@ -112,6 +112,11 @@ def _element_index(idx: np.ndarray, s: int, d: int, rank: int, nb: int) -> np.nd
     return idx.astype(np.int64).reshape(idx.shape + (1,) * rank) * s + lane
 
 
+def _tile_elements(index, shape: tuple, nb: int) -> list[np.ndarray]:
+    """The element indices of the tiles at ``index`` (tile coordinates), one array per axis."""
+    return [_element_index(i, s, d, len(shape), nb) for d, (i, s) in enumerate(zip(index, shape))]
+
+
 @lowers("load")
 def load(run, op, args):
     arr, index = args[0], args[1:]
@@ -119,7 +124,7 @@ def load(run, op, args):
     view = arr.transpose(order)
     nb = run.nb
     if run.race_detector is not None:
-        run.race_detector.record_tile(run, op, view, index, shape, "read")
+        run.race_detector.record(run, view, _tile_elements(index, shape, nb), None, "read")
     fast = _fast_keys(run.blockset, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
@@ -135,7 +140,7 @@ def load(run, op, args):
         # memory behind the view (the same array, or another argument overlapping it)
         return np.array(v, copy=True) if run.may_change(op.operands[0]) else v
     rank = len(shape)
-    elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
+    elems = _tile_elements(index, shape, nb)
     valid = np.ones((1,) * (nb + rank), dtype=bool)
     for e, n in zip(elems, view.shape):
         valid = valid & (e >= 0) & (e < n)
@@ -163,7 +168,7 @@ def store(run, op, args):
     shape = tile.shape[nb:]
     view = arr.transpose(op.attrs["order"])
     if run.race_detector is not None:
-        run.race_detector.record_tile(run, op, view, index, shape)
+        run.race_detector.record(run, view, _tile_elements(index, shape, nb), None, "write")
     fast = _fast_keys(run.blockset, index, view.shape, shape)
     if fast is not None:
         keys, axes = fast
@@ -173,9 +178,7 @@ def store(run, op, args):
             value = value.transpose([in_value.index(a) for a in axes] + list(range(len(axes), value.ndim)))
         _tiles(view, shape, keys)[...] = value
         return None
-    rank = len(shape)
-    elems = [_element_index(i, s, d, rank, nb) for d, (i, s) in enumerate(zip(index, shape))]
-    _scatter(view, elems, tile, None)
+    _scatter(view, _tile_elements(index, shape, nb), tile, None)
     return None
 
 
@@ -205,7 +208,7 @@ def gather(run, op, args):
     elems = [e.astype(np.int64, copy=False) for e in args[1:1 + n]]
     mask = args[1 + n] if op.attrs["has_mask"] else None
     if run.race_detector is not None:
-        run.race_detector.record_elements(run, op, arr, elems, None, mask, "read")
+        run.race_detector.record(run, arr, elems, mask, "read")
     full = np.broadcast_shapes((1,) * run.nb, *(e.shape for e in elems), *(() if mask is None else (mask.shape,)))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):
@@ -226,7 +229,7 @@ def scatter(run, op, args):
     value = args[1 + n]
     mask = args[2 + n] if op.attrs["has_mask"] else None
     if run.race_detector is not None:
-        run.race_detector.record_elements(run, op, arr, elems, value, mask)
+        run.race_detector.record(run, arr, elems, mask, "write")
     _scatter(arr, elems, value, mask)
 
 
@@ -268,8 +271,7 @@ def _atomic_apply(run, op, arr, elems, values: list[np.ndarray], combine, ufunc,
     """
     every_block = run.blockset.batch_shape + (1,) * len(op.result.type.shape)
     if run.race_detector is not None:
-        run.race_detector.record_elements(run, op, arr, elems, np.zeros(every_block, bool), None, "atomic",
-                                          values)
+        run.race_detector.record(run, arr, elems, None, "atomic")
     full = np.broadcast_shapes(every_block, *(e.shape for e in elems), *(v.shape for v in values))
     valid = np.ones(full, dtype=bool)
     for e, size in zip(elems, arr.shape):
