@@ -81,3 +81,22 @@ def test_race_blocks_reading_one_tile_are_no_race():
     rep = ct.detect_races(_all_read_first, (4, 1, 1), (rnd(16).to_numpy(), np.zeros(16, np.float32), 4),
                           raise_on_race=False)
     assert not rep and rep.written_elements == 16 and rep.racy_elements == 0
+
+
+@ct.entry
+def _inc(z: ct.Mut[ct.f32, "B"]):
+    z.store(z.load() + 1.0)
+
+
+def test_race_detector_checks_an_entry_kernels_explicit_grid():
+    """The grid given to ``detect_races`` for an entry kernel is checked like a launch's: one
+    that does not match the partition is refused before anything runs; the matching one runs."""
+    z = ct.from_dlpack(np.zeros(64, np.float32)).partition(16)
+    with pytest.raises(ct.GridError, match=re.escape("launch grid (2, 1, 1) does not match")):
+        ct.detect_races(_inc, (2, 1, 1), (z,))
+    assert not z.is_moved
+    t = z.unpartition()
+    assert not t.to_numpy().any()
+    z = t.partition(16)
+    assert not ct.detect_races(_inc, (4, 1, 1), (z,))
+    assert np.array_equal(z.unpartition().to_numpy(), np.ones(64, np.float32))

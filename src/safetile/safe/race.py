@@ -204,11 +204,11 @@ class RaceDetector:
                 pairs.setdefault(key, []).append(start_l[g0])  # the element (of the first access) holding the byte
         tables = self._tables()
         for (what, a, b), starts in sorted(pairs.items(), key=lambda kv: -len(kv[1])):
+            # distinct element starts, each located at one coordinate (the first element at it)
             name, coords = self._locate(np.unique(np.asarray(starts, dtype=np.int64)), tables)
-            count = int(np.unique(coords, axis=0).shape[0])
             report.conflicts.append(Conflict(name, self._coords(a), self._coords(b),
                                              tuple(int(v) for v in coords.min(axis=0)),
-                                             tuple(int(v) for v in coords.max(axis=0)), count, what))
+                                             tuple(int(v) for v in coords.max(axis=0)), len(coords), what))
         return report
 
 
