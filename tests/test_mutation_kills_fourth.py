@@ -100,3 +100,79 @@ def test_race_detector_checks_an_entry_kernels_explicit_grid():
     z = t.partition(16)
     assert not ct.detect_races(_inc, (4, 1, 1), (z,))
     assert np.array_equal(z.unpartition().to_numpy(), np.ones(64, np.float32))
+
+
+# ----------------------------------------------------------------------------- entry kernels
+
+
+@ct.entry
+def _every_kind(z: ct.Mut[ct.f32, ("B",)], x: ct.Ref[ct.f32, (64,)], y: ct.Ref[ct.f32, -1], a: ct.f32,
+                k: ct.Constant[int]):
+    z.store(ct.load_tile_like(y, z) * a + x.partition((B,)).load((ct.bid(0),)) + float(k))  # noqa: F821
+
+
+def test_every_parameter_kind_reaches_the_triton_backend():
+    """A mutable partition, a Ref of static and of dynamic size, a scalar and a constant, each
+    handed to the Triton backend (in its interpreter) as what it is: the result is the NumPy one."""
+    from triton_interp import triton_interpreter
+    with triton_interpreter():
+        x, y = rnd(64, seed=1), rnd(64, seed=2)
+        z = ct.from_dlpack(np.full(64, np.nan, np.float32)).partition(16)
+        z, *_ = _every_kind.backend("triton")(z, x, y, 3.0, 5).sync()
+    want = y.to_numpy() * np.float32(3.0) + x.to_numpy() + np.float32(5.0)
+    np.testing.assert_allclose(z.unpartition().to_numpy(), want, rtol=1e-6)
+
+
+def test_a_forced_triton_backend_on_host_memory_is_refused_without_the_interpreter():
+    """``k.backend("triton")`` is kept by the launch: host arrays outside Triton's interpreter are
+    refused, naming the way out, and the arguments stay the caller's."""
+    z = ct.from_dlpack(np.zeros(64, np.float32)).partition(16)
+    with pytest.raises(ct.ArgumentError, match=re.escape("the Triton backend runs on CUDA arrays; host arrays need "
+                                                         "TRITON_INTERPRET=1")):
+        _inc.backend("triton")(z).sync()
+    assert not z.is_moved
+    z, = _inc.backend("cpu")(z).sync()
+    assert np.array_equal(z.unpartition().to_numpy(), np.ones(64, np.float32))
+
+
+_ends_its_line = lambda x: x.shape[0] > 100  # a comment is no part of it
+
+
+def test_a_lambda_ending_its_line_is_shown_without_what_follows_it():
+    """The text of a lambda precondition is the lambda: not the line break or comment after it."""
+    @ct.entry(preconditions=[_ends_its_line])
+    def k(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(z.load() + 1.0)
+    with pytest.raises(ct.PreconditionError, match=re.escape("precondition `lambda x: x.shape[0] > 100` does not "
+                                                             "hold")):
+        k(ct.zeros(16).sync().partition(16), rnd(8))
+
+
+# ----------------------------------------------------------------------------- device operations and ownership
+
+
+@pytest.mark.parametrize("cls", [ct.Tensor, ct.Partition, ct.Shared])
+def test_subclassing_an_owned_type_is_refused_naming_it(cls):
+    with pytest.raises(ct.OwnershipError, match=f"^Mine: safetile's {cls.__name__} cannot be subclassed "
+                                                r"\(its ownership checks would be open to overriding\)$"):
+        type("Mine", (cls,), {})
+
+
+@pytest.mark.parametrize("n", ["2", 2.0, True, -1])
+def test_unzip_refuses_a_count_that_is_no_count(n):
+    with pytest.raises(ct.DeviceOpError, match=re.escape(f"unzip(n): n is the number of outputs (an integer >= 0), "
+                                                         f"got {n!r}")):
+        ct.value((1, 2)).unzip(n)
+
+
+def test_unzip_of_an_op_of_unknown_arity_checks_the_count_when_it_runs():
+    """An op whose tuple length is known only when it runs (a ``map``) is split as asked; if it
+    then produces another number of values, each part says so, and right counts work."""
+    a, b = ct.value((1, 2, 3)).map(lambda v: v).unzip(2)
+    for part in (a, b):
+        with pytest.raises(ct.DeviceOpError, match=re.escape("unzip(): the operation produced 3 values, not 2")):
+            part.sync()
+    a, b, c = ct.value((1, 2, 3)).map(lambda v: v).unzip(3)
+    assert (a.sync(), b.sync(), c.sync()) == (1, 2, 3)
+    with pytest.raises(ct.DeviceOpError, match=r"^first\(\): the operation produced 0 values$"):
+        ct.value(()).first().sync()

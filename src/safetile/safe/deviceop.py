@@ -219,7 +219,7 @@ class DeviceOp(Handle):
 
     def inspect(self, f: Callable[[Any], Any]) -> DeviceOp:
         """Call ``f(value)`` for its side effect and pass the value on unchanged."""
-        return Map(self, _callable(f, "inspect"), "inspect")
+        return Map(self, f, "inspect")
 
     def first(self) -> DeviceOp:
         """The first element of a tuple value."""
@@ -232,14 +232,14 @@ class DeviceOp(Handle):
     def unzip(self, n: int | None = None) -> tuple[DeviceOp, ...]:
         """Split an op producing an ``n``-tuple into ``n`` ops (the work still runs once)."""
         if n is None:
-            n = getattr(self, "arity", None)
+            n = self.arity
             if n is None:
                 raise DeviceOpError("unzip(): the number of outputs is not known; pass it: op.unzip(n)")
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise DeviceOpError(f"unzip(n): n is the number of outputs (an integer >= 0), got {n!r}")
-        if getattr(self, "arity", None) not in (None, n):
+        if self.arity not in (None, n):
             raise DeviceOpError(f"unzip({n}): the operation produces {self.arity} values, not {n}")
-        memo = Memo(self, wrap_shared=False)
+        memo = Memo(self, wrap_shared=False)  # pragma: no mutate (None: as falsy as False)
         return tuple(Map(memo, (lambda v, i=i: _item(v, i, "unzip", n)), f"unzip[{i}]") for i in range(n))
 
     def shared(self) -> DeviceOp:
@@ -461,7 +461,7 @@ def _callable(f: Any, what: str) -> Callable:
 
 class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
-        self.op, self.f = op, f if callable(f) else _callable(f, "then")  # (no frame when callable)
+        self.op, self.f = op, _callable(f, "then")
 
     @interruptible  # the user's closure: its callers handle any exception from it
     def _apply(self, v, ctx):
@@ -605,8 +605,9 @@ class Memo(DeviceOp):
         self.arity = op.arity
         self._lock = threading.RLock()
         self._done = False
-        self._value: Any = None
-        self._event: Any = None  # a torch.cuda.Event after the producing stream's work (torch is typed Any)
+        self._value: Any  # set with _done
+        # (a torch.cuda.Event after the producing stream's work, that stream): the value is ready on a GPU
+        self._ready: tuple[Any, Stream] | None = None
         self._error: BaseException | None = None
 
     def _children(self):
@@ -635,12 +636,12 @@ class Memo(DeviceOp):
                     ctx.undo.append(lambda: self._rollback(undo))
                 if ctx.stream.is_cuda and not ctx.capturing:
                     import torch
-                    self._event = torch.cuda.Event()
-                    self._event.record(ctx.stream.torch_stream)
-                    self._producer = ctx.stream
+                    event = torch.cuda.Event()
+                    event.record(ctx.stream.torch_stream)
+                    self._ready = (event, ctx.stream)
                 return self._value
-        if self._event is not None and ctx.stream is not getattr(self, "_producer", None):
-            ctx.stream.torch_stream.wait_event(self._event)
+        if self._ready is not None and ctx.stream is not self._ready[1]:
+            ctx.stream.torch_stream.wait_event(self._ready[0])
         return self._value
 
     def _rollback(self, undo: list) -> None:

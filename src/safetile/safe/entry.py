@@ -263,7 +263,7 @@ class EntryKernel:
     # ------------------------------------------------------------------ specialisation
 
     def specialize(self, keys: tuple[ParamKey, ...], generics: dict[str, Any]) -> Compiled:
-        cache_key = (keys, tuple(sorted(generics.items(), key=lambda kv: kv[0])), tuple(sorted(self.hints.items())))
+        cache_key = (keys, tuple(sorted(generics.items())), tuple(sorted(self.hints.items())))  # names are distinct
         cache = self.caches.compiled
         c = cache.get(cache_key)
         if c is None:

@@ -558,12 +558,12 @@ class LaunchOp(DeviceOp, Unique):
 
 def _check_duplicates(kernel: EntryKernel, values: Sequence[Any]) -> None:
     """The same value passed twice where unsafe (values already moved into this launch)."""
-    seen: dict[int, tuple[str, bool]] = {}
-    for name, mut, a in zip(kernel.param_names, kernel.mut_flags, values):
-        if isinstance(a, (Owned, Shared)):
-            if id(a) in seen and (mut or seen[id(a)][1] or isinstance(a, Owned)):
+    seen: dict[int, str] = {}
+    for name, a in zip(kernel.param_names, values):
+        if isinstance(a, Owned):  # a Shared handle may be read by several parameters (never a mutable one:
+            if id(a) in seen:     # the launch's type check refuses that)
                 raise AliasError(f"kernel {kernel.__name__!r}: the same {a.label} is passed as argument "
-                                 f"{seen[id(a)][0]!r} and argument {name!r}; a mutable argument must not alias "
+                                 f"{seen[id(a)]!r} and argument {name!r}; a mutable argument must not alias "
                                  "any other argument, and a tensor moves into one parameter only")
-            seen[id(a)] = (name, mut)
+            seen[id(a)] = name
 

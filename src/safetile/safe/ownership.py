@@ -63,14 +63,11 @@ def warn_at_caller(message: str, category: type[Warning]) -> None:
     points), whatever frames wrap the ones in between."""
     target = caller_location(2)
     f: FrameType | None = sys._getframe(1)
+    level = 2  # warn's stack level of f (1: this function)
     while f is not None and (f.f_code.co_filename, f.f_lineno) != target:
         f = f.f_back
-    if f is None:
-        warnings.warn(message, category, stacklevel=2)
-        return
-    g = f.f_globals
-    warnings.warn_explicit(message, category, f.f_code.co_filename, f.f_lineno, g.get("__name__"),
-                           g.setdefault("__warningregistry__", {}), g)
+        level += 1
+    warnings.warn(message, category, stacklevel=level if f is not None else 2)
 
 
 def format_location(loc: tuple[str, int] | None) -> str:

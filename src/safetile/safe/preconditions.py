@@ -65,16 +65,16 @@ def _lambda_text(fn: Callable) -> str:
         lines, start = inspect.getsourcelines(fn)
     except (OSError, TypeError):
         return "lambda"
-    line = lines[fn.__code__.co_firstlineno - start] if fn.__code__.co_firstlineno >= start else lines[0]
-    at = line.find("lambda")
-    text = line[at:].rstrip() if at >= 0 else ""
-    while text:  # the longest prefix that is a lambda expression
+    line = lines[fn.__code__.co_firstlineno - start]  # a lambda's first line is the one of its keyword
+    text = line[line.find("lambda"):]
+    while text:  # the longest prefix that parses as a lambda expression (and what follows it: a comment)
         try:
-            if isinstance(ast.parse(text, mode="eval").body, ast.Lambda):
-                return text
+            body = ast.parse(text, mode="eval").body
+            if isinstance(body, ast.Lambda):
+                return text.encode()[:body.end_col_offset].decode()  # (offsets count UTF-8 bytes)
         except SyntaxError:
             pass
-        text = text[:-1].rstrip()
+        text = text[:-1]
     return "lambda"
 
 

@@ -141,7 +141,8 @@ class RaceDetector:
                 continue
             addr = np.asarray(np.int64(arr.__array_interface__["data"][0]))
             for n, st in zip(arr.shape, arr.strides):
-                addr = addr[..., None] + np.arange(n, dtype=np.int64) * st  # pragma: no mutate (int64 on 64-bit NumPy 2; 1.x on Windows: int32)
+                # explicit: the default integer is int64 on 64-bit NumPy 2 but int32 on NumPy 1 on Windows
+                addr = addr[..., None] + np.arange(n, dtype=np.int64) * st  # pragma: no mutate
             starts, first = np.unique(addr.ravel(), return_index=True)
             out.append((name, starts, first, arr.shape))
         return out
