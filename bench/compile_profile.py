@@ -39,6 +39,9 @@ KERNELS = {
     "attention_bn64": "q = torch.randn(16, 1024, 64, dtype=torch.bfloat16)\n"
                       "kern = A.attention.replace_hints(num_warps=4)\n"
                       "args = (q, q, q, torch.empty_like(q), 0.18, 128, 64, 64, True)",
+    "attention_w8": "q = torch.randn(16, 1024, 64, dtype=torch.bfloat16)\n"
+                    "kern = A.attention.replace_hints(num_warps=8, num_stages=3, occupancy=2)\n"
+                    "args = (q, q, q, torch.empty_like(q), 0.18, 128, 128, 64, True)",
     "tiny": "x = torch.zeros(128)\nkern, args = Ba.tiny, (x, 128)",
 }
 

@@ -168,6 +168,13 @@ def pipeline_loops() -> int:
     return int(text) if text.isdigit() else 0
 
 
+def llvm_opt() -> int | None:
+    """``SAFETILE_LLVM_OPT`` (default 0): the level of LLVM's IR optimisation pipeline for safetile's
+    kernels (0, 1 or 2); 3, or anything else, leaves Triton's own (O3)."""
+    text = os.environ.get("SAFETILE_LLVM_OPT", "0")
+    return int(text) if text in ("0", "1", "2") else None
+
+
 def print_buffer_setting() -> str:
     """``SAFETILE_PRINT_BUFFER`` (bytes, a K/M/G suffix allowed; default '', meaning 16 MiB):
     the device buffer that ``ct.printf`` and ``ct.assert_`` records go to (parsed by

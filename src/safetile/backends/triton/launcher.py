@@ -24,7 +24,7 @@ from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
 from ...runtime import env
-from . import cache, direct, lean
+from . import cache, direct, lean, llvm_level
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
 
@@ -185,6 +185,9 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
         opts["maxnreg"] = max(24, min(255, 65536 // (hints["occupancy"] * warps * 32)) // 8 * 8)
+    level = env.llvm_opt()
+    if level is not None:  # not a Triton option: compile_fitting applies it (llvm_level.py)
+        opts["llvm_opt"] = level
     return opts
 
 
@@ -214,27 +217,34 @@ def compile_fitting(src, target, options: dict, shared_limit: int | None = None)
     compiled again with fewer pipeline stages. An ``occupancy`` hint caps registers per thread
     (``maxnreg``); where that cap makes ptxas spill (NVIDIA's attention sample at d=128 with
     128x128 tiles and occupancy 2: 0.17x SDPA), the kernel is compiled again without the cap and
-    the binary that spills less is kept. Hints never make a correct kernel fail, nor spill."""
+    the binary that spills less is kept. Hints never make a correct kernel fail, nor spill.
+    ``options["llvm_opt"]`` (from ``compile_options``) is LLVM's optimisation level for these
+    compiles (llvm_level.py), not a Triton option."""
     import triton
     opts = dict(options)
+    level = opts.pop("llvm_opt", None)
+    keyed = llvm_level.cache_env(level)
+
+    def compile_with(o: dict):
+        with llvm_level.level(level if keyed else None):
+            return triton.compile(src, target=target, options=o, **keyed)
     try:
-        compiled = triton.compile(src, target=target, options=opts)
+        compiled = compile_with(opts)
     except Exception:
         if opts.get("num_ctas", 1) == 1:
             raise
         opts["num_ctas"] = 1
-        compiled = triton.compile(src, target=target, options=opts)
+        compiled = compile_with(opts)
     limit = _shared_limit() if shared_limit is None else shared_limit
     stages = opts.get("num_stages") or 3  # Triton's default for CUDA
     while limit and compiled.metadata.shared > limit and stages > 1:
         stages -= 1
         opts["num_stages"] = stages
-        compiled = triton.compile(src, target=target, options=opts)
+        compiled = compile_with(opts)
     if opts.get("maxnreg"):
         spills = _spills(compiled)
         if spills:
-            free = {k: v for k, v in opts.items() if k != "maxnreg"}
-            other = triton.compile(src, target=target, options=free)
+            other = compile_with({k: v for k, v in opts.items() if k != "maxnreg"})
             if _spills(other) < spills:
                 compiled = other
     return compiled
