@@ -203,7 +203,7 @@ def parse_args(argv=None):
     p.add_argument("--compile-kernels", default=None,
                    help=f"first launches to time (default gemm,attention; known: {','.join(COMPILE_KERNELS)})")
     p.add_argument("--compile-profile", type=int, default=0, help="also profile a cold and a warm first launch")
-    p.add_argument("--compile-reps", type=int, default=1, help="cold and warm first launches per kernel (median)")
+    p.add_argument("--compile-reps", type=int, default=1, help="cold first launches per kernel (median)")
     p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
     p.add_argument("--safe-add-n", type=ints, default=[1 << 28])
     p.add_argument("--safe-gemm-sizes", type=ints, default=[8192])

@@ -224,8 +224,7 @@ def bench_compile(args, res):
         for name in args.compile_kernels:
             row = {"kernel": name}
             colds = [used_copy(f"used-{name}-{i}") for i in range(reps)]
-            phases = [("cold", colds), ("warm", [colds[0]] * reps),
-                      ("warm_no_pyc", [env_for(f"used-{name}-0", pyc=False)])]
+            phases = [("cold", colds), ("warm", colds[:1]), ("warm_no_pyc", [env_for(f"used-{name}-0", pyc=False)])]
             if name == args.compile_kernels[0]:  # nothing cached at all: once is enough
                 phases.insert(0, ("cold_install", [env_for(f"fresh-{name}")]))
             for phase, envs in phases:
