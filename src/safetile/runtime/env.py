@@ -131,26 +131,6 @@ def pinned_triton_interpret(interpreted: bool) -> Iterator[None]:
             os.environ["TRITON_INTERPRET"] = old
 
 
-def triton_backends_in_tree_set() -> bool:
-    """Whether ``TRITON_BACKENDS_IN_TREE`` (Triton's own; default unset) is set: '1' makes Triton
-    find its backends in its own package instead of every installed distribution's entry points."""
-    return "TRITON_BACKENDS_IN_TREE" in os.environ
-
-
-@contextlib.contextmanager
-def pinned_triton_backends_in_tree() -> Iterator[None]:
-    """``TRITON_BACKENDS_IN_TREE=1`` for the duration (safetile's first ``import triton`` where no
-    other distribution adds a Triton backend: backends/triton/cache.py), unless already set."""
-    if triton_backends_in_tree_set():
-        yield
-        return
-    os.environ["TRITON_BACKENDS_IN_TREE"] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop("TRITON_BACKENDS_IN_TREE", None)
-
-
 def tma_enabled() -> bool:
     """``SAFETILE_TMA`` (default on; '0', 'off' or 'false' turns it off): tensor-memory-
     accelerator descriptors for loads and stores on sm_90+."""

@@ -62,69 +62,12 @@ def prelude_namespace(interp: bool) -> dict:
     once per mode so compiled and interpreted kernels can coexist in one process."""
     ns = _preludes.get(interp)
     if ns is None:
-        import_triton()
         # executed from its file under a name per mode; importing it as a module first would
         # run its ~50 ``@triton.jit`` decorations (each reads its function's source) twice
         path = Path(__file__).with_name("prelude.py")
         mod = _exec_file(path, f"safetile.backends.triton._prelude_{'interp' if interp else 'cuda'}", None, interp)
         ns = _preludes[interp] = {k: getattr(mod, k) for k in mod.__all__}
     return ns
-
-
-def _distributions_fingerprint() -> str:
-    """Triton's version and the installed distributions: the ``*.dist-info``/``*.egg-info`` names
-    (name and version) in each ``sys.path`` folder, and the time of each file on it (a zip).
-    Listing folders reads no file, unlike the entry-point scan; folders without distributions
-    (a working directory full of other files) do not count."""
-    h = hashlib.sha256(triton_version().encode())
-    for p in sys.path:
-        try:
-            names = sorted(n for n in os.listdir(p or ".") if n.endswith((".dist-info", ".egg-info")))
-        except NotADirectoryError:
-            names = [f"file:{os.stat(p).st_mtime_ns}"]
-        except OSError:
-            continue
-        if names:
-            h.update(f"{p}\0{','.join(names)}\0".encode())
-    return h.hexdigest()
-
-
-def _only_in_tree_backends() -> bool:
-    """Whether the backends Triton discovered are exactly the ones in its own package."""
-    import triton.backends as tb
-    folder = Path(tb.__file__).parent
-    own = sorted(d.name for d in folder.iterdir() if d.is_dir() and not d.name.startswith("__"))
-    return sorted(tb.backends) == own and all(
-        b.compiler.__module__ == f"triton.backends.{name}.compiler" for name, b in tb.backends.items())
-
-
-def import_triton() -> None:
-    """Import Triton the first time in this process. Its import discovers backends through every
-    installed distribution's entry points (0.02-0.07 s: the larger the environment, the longer);
-    where this installation's record says only Triton's own package adds backends, the import
-    looks there instead (Triton's ``TRITON_BACKENDS_IN_TREE``, pinned during the import only).
-    The record is made once per installation from what a normal import discovered, and keyed by
-    the distributions installed (a new, upgraded or removed one: a new key)."""
-    if "triton" in sys.modules:
-        return
-    root = cache_dir()
-    path = None if root is None else root / f"triton_backends_{_distributions_fingerprint()[:40]}.json"
-    recorded = None
-    if path is not None:
-        try:
-            recorded = json.loads(path.read_text()).get("in_tree_only")
-        except (OSError, ValueError, AttributeError):
-            recorded = None
-    try:
-        if recorded is True:
-            with env.pinned_triton_backends_in_tree():
-                import triton  # noqa: F401
-            return
-        import triton  # noqa: F401,F811
-        if path is not None and recorded is None and not env.triton_backends_in_tree_set():
-            _write_atomic(path, json.dumps({"in_tree_only": _only_in_tree_backends()}))
-    except (ImportError, OSError, AttributeError):  # no Triton (the caller's import says so), or a record not written
-        pass
 
 
 _backend_hash: str | None = None
