@@ -4,7 +4,8 @@
 Each case is one kernel and its arguments; two copies of the kernel (``replace_hints``: each has
 its own compile cache) are compiled, one with ``SAFETILE_LLVM_OPT=3`` and one with the level
 under test, and the script checks that the two binaries differ (else the row says so), checks
-both outputs against a torch reference (outputs poisoned with NaN first), then times the two
+both outputs against a torch reference (|out - ref| <= tol + tol |ref| everywhere; outputs
+poisoned with NaN first), then times the two
 interleaved (``--rounds`` rounds of A then B, each the median of ``--reps`` event-timed
 batches) and reports the median of B / A per case: above 1 means the lower level is slower.
 
@@ -54,7 +55,7 @@ def _gemm(n):
     c = torch.full_like(a, float("nan"))
     grid = (ct.cdiv(n, 128) * ct.cdiv(n, 256),)
     return (G.matmul.replace_hints(num_warps=8, num_stages=3), grid, (a, b, c, 128, 256, 64, 8, True), c,
-            (a.float() @ b.float()).half(), 5e-2 * math.sqrt(n / 1024))
+            (a.float() @ b.float()).half(), 1e-2)
 
 
 def _layernorm_chunked():
@@ -107,13 +108,14 @@ def _built(kernel, grid, args, level: str):
 def run_case(name: str, level: str, rounds: int, reps: int) -> dict:
     kernel, grid, args, out, ref, tol = CASES[name]()
     twin = kernel.replace_hints()
-    cubins = []
-    errs = []
+    cubins, errs, oks = [], [], []
     for k, lv in ((kernel, "3"), (twin, level)):
         out.fill_(float("nan"))
         cubins.append(_built(k, grid, args, lv))
-        errs.append(float((out.float() - ref.float()).abs().max()))
-    ok = all(e <= tol for e in errs)  # a NaN error fails too
+        diff = (out.float() - ref.float()).abs()
+        errs.append(float(diff.max()))
+        oks.append(bool((diff <= tol + tol * ref.float().abs()).all()))  # NaN fails
+    ok = all(oks)
     t_a, t_b = [], []
     for _ in range(rounds):
         t_a.append(time_ms([lambda: ct.launch(None, grid, kernel, args)], reps))
