@@ -1,5 +1,5 @@
-"""Run time of kernels compiled at LLVM's O3 (Triton's level) against safetile's level
-(``SAFETILE_LLVM_OPT``, default 0; llvm_level.py), in one process on one GPU.
+"""Run time of kernels compiled at LLVM's O3 (Triton's level) against a lower level
+(``SAFETILE_LLVM_OPT``, ``--level``, default 0; llvm_level.py), in one process on one GPU.
 
 Each case is one kernel and its arguments; two copies of the kernel (``replace_hints``: each has
 its own compile cache) are compiled, one with ``SAFETILE_LLVM_OPT=3`` and one with the level

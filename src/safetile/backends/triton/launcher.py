@@ -186,7 +186,7 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     if hints.get("occupancy"):
         opts["maxnreg"] = max(24, min(255, 65536 // (hints["occupancy"] * warps * 32)) // 8 * 8)
     level = env.llvm_opt()
-    if level is not None:  # not a Triton option: compile_fitting applies it (llvm_level.py)
+    if level is not None:  # SAFETILE_LLVM_OPT; not a Triton option: compile_fitting applies it (llvm_level.py)
         opts["llvm_opt"] = level
     return opts
 

@@ -1,19 +1,21 @@
-"""LLVM's IR optimisation level for safetile's kernels.
+"""LLVM's IR optimisation level for safetile's kernels (``SAFETILE_LLVM_OPT``; default: Triton's O3).
 
 Triton runs LLVM's O3 pipeline over a kernel's LLVM IR before the NVPTX back end turns it into
 PTX and ptxas into SASS. For safetile's generated kernels that pipeline is ~15 % of a cold
 compile (0.13 of 0.88 CPU s for the benchmark's 128x128 attention, 0.05 of 0.34 for its GEMM,
-sm_90, dev box) and buys little: Triton's own MLIR passes have already simplified the code, and
-the NVPTX back end (at its aggressive level) and ptxas optimise after it. So safetile asks for
-``SAFETILE_LLVM_OPT`` (default 0) instead; bench/NOTES.md, "Session 7", records the SASS and
-run times of both levels.
+sm_90), and O0 leaves the floating-point and tensor-core work of their loops as it was: the
+NVPTX back end (at its aggressive level) and ptxas optimise after it. But the integer and
+address arithmetic around it is not always as good: on an H100, O0 binaries of the 3-D
+attention ran 1-2 % slower (causal at 4 warps, d=128), others the same or faster (bench/NOTES.md,
+"Session 7"). So O0 is an opt-in (``SAFETILE_LLVM_OPT=0``) for work that compiles more than it
+runs, and Triton's level stays the default.
 
 Triton's stage calls ``llvm.optimize_module(module, OPTIMIZE_O3)`` itself, so the level is
-chosen by a wrapper around that function, installed once per process, that changes the level
-only inside :func:`level` on the calling thread (a compile runs on its caller's thread): every
-other compile in the process (a user's own Triton kernels, torch.compile's) keeps Triton's O3.
-The level is part of Triton's cache key for the compile (:func:`cache_env`), so binaries built
-at different levels never stand in for each other.
+chosen by a wrapper around that function, installed once per process when a level is first
+asked for, that changes the level only inside :func:`level` on the calling thread (a compile
+runs on its caller's thread): every other compile in the process (a user's own Triton kernels,
+torch.compile's) keeps Triton's O3. The level is part of Triton's cache key for the compile
+(:func:`cache_env`), so binaries built at different levels never stand in for each other.
 """
 from __future__ import annotations
 
