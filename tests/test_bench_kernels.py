@@ -70,19 +70,25 @@ def test_attention_forward_and_backward(causal):
     np.testing.assert_allclose(o3, ref, rtol=1e-4, atol=1e-5)
     flat = [x.reshape(-1, d) for x in (q, k, v, do)]
     o, lse = np.full_like(flat[0], np.nan), np.full(bh * s, np.nan, np.float32)
-    ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True))
-    np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
+    for split in (True, False):  # causal: split at the diagonal, or one loop masked throughout
+        o[:], lse[:] = np.nan, np.nan
+        ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True, split))
+        np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
     delta = np.full(bh * s, np.nan, np.float32)
     ct.launch(None, (bh * s // bm,), A.attention_bwd_delta, (o, flat[3], delta, bm, d))
     dq, dk, dv = (np.full_like(flat[0], np.nan) for _ in range(3))
-    ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv, (*flat, lse, delta, dk, dv, s, scale, sm, bm, bn, d, causal))
     ct.launch(None, (s // bm, bh), A.attention_bwd_dq, (*flat, lse, delta, dq, s, scale, sm, bm, bn, d, causal))
     dp = do.astype(np.float64) @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
     want = {"dq": ds @ k * sm, "dk": np.swapaxes(ds, -1, -2) @ q * sm, "dv": np.swapaxes(p, -1, -2) @ do}
-    for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
-        np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4, err_msg=name)
+    for split in (True, False):
+        dk[:], dv[:] = np.nan, np.nan
+        ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv,
+                  (*flat, lse, delta, dk, dv, s, scale, sm, bm, bn, d, causal, split))
+        for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
+            np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4,
+                                       err_msg=f"{name} split={split}")
 
 
 def test_kernels_in_other_styles():

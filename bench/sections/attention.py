@@ -20,7 +20,9 @@ from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
 from kernels.attention import (attention, attention_2d, attention_bwd_delta, attention_bwd_dkdv,
                                attention_bwd_dq)
 
-NAMES = ("BM", "BN", "warps", "stages", "occ")  # occ (optional): the occupancy hint (blocks per SM)
+# occ (optional): the occupancy hint (blocks per SM); ws (optional, 1): the warp_specialize hint
+# (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones)
+NAMES = ("BM", "BN", "warps", "stages", "occ", "ws")
 LOG2E = 1.4426950408889634
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -36,19 +38,27 @@ def _inputs(args, d, seq):
     return b, q, k, v
 
 
+def _hints(cfg):
+    hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
+    if cfg.get("occ"):
+        hints["occupancy"] = cfg["occ"]
+    if cfg.get("ws"):
+        hints["warp_specialize"] = True
+    return hints
+
+
 def _fwd_launch(cfg, d, seq, causal, q, k, v, o, lse=None):
     bh = q.shape[0] * q.shape[1]
     scale = LOG2E / math.sqrt(d)
     grid = (ct.cdiv(seq, cfg["BM"]), bh)
-    hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
-    if cfg.get("occ"):
-        hints["occupancy"] = cfg["occ"]
+    hints = _hints(cfg)
     if cfg.get("k2d"):
         flat = [t.view(-1, d) for t in (q, k, v, o)]
         keep = lse is not None
         lse_arg = lse if keep else torch.empty(1, device="cuda")
+        # a warp-specialised causal kernel runs one masked loop (Triton partitions one loop, not two)
         return attention_2d.replace_hints(**hints), grid, (*flat, lse_arg, seq, scale, cfg["BM"], cfg["BN"], d,
-                                                           causal, keep)
+                                                           causal, keep, not cfg.get("ws"))
     return attention.replace_hints(**hints), grid, (*[t.view(bh, seq, d) for t in (q, k, v, o)], scale,
                                                     cfg["BM"], cfg["BN"], d, causal)
 
@@ -150,11 +160,11 @@ def _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta):
     sm = 1.0 / math.sqrt(d)
     flat = [t.view(-1, d) for t in (q, k, v, do)]
     c1, c2 = cfg["dkdv"], cfg["dq"]
-    kd = attention_bwd_dkdv.replace_hints(num_warps=c1["warps"], num_stages=c1["stages"])
-    kq = attention_bwd_dq.replace_hints(num_warps=c2["warps"], num_stages=c2["stages"])
+    kd = attention_bwd_dkdv.replace_hints(**_hints(c1))
+    kq = attention_bwd_dq.replace_hints(**_hints(c2))
     return [((bh * seq // 128,), attention_bwd_delta, (o.view(-1, d), do.view(-1, d), delta, 128, d)),
             ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), seq, sm * LOG2E, sm,
-                                         c1["BM"], c1["BN"], d, causal)),
+                                         c1["BM"], c1["BN"], d, causal, not c1.get("ws"))),
             ((seq // c2["BM"], bh), kq, (*flat, lse, delta, dq.view(-1, d), seq, sm * LOG2E, sm,
                                          c2["BM"], c2["BN"], d, causal))]
 
