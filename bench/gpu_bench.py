@@ -86,8 +86,9 @@ def table(res) -> str:
         line("== flash attention bf16 (TFLOP/s) vs SDPA's default (backend named), and its flash / cuDNN backends")
         for r in res["attention"]:
             c = r["config"]
-            cfg = (f"[BM {c['BM']} BN {c['BN']} w{c['warps']} s{c['stages']}{' occ' + str(c['occ']) if c.get('occ') else ''}"
-                   f"{' ws' if c.get('ws') else ''}{' 2d' if c.get('k2d') else ''}]"
+            tags = [f"occ{c['occ']}" if c.get("occ") else "", "ws" if c.get("ws") else "",
+                    "2d" if c.get("k2d") else "", "persistent" if c.get("k2d") == 2 else ""]
+            cfg = (f"[BM {c['BM']} BN {c['BN']} w{c['warps']} s{c['stages']} {' '.join(t for t in tags if t)}]"
                    if "BM" in c else "")
             line(f"{r['pass']} d={r['d']:<4d} seq={r['seq']:<6d} causal={r['causal']!s:5s}",
                  f"safetile {r['safetile_TFLOPs']:6.1f}", f"default({r.get('torch_backend', '?')}) "
@@ -187,7 +188,8 @@ def parse_args(argv=None):
     p.add_argument("--attn-configs-64", default="128x128x8x3x2,128x128x4x3,128x64x4x3",
                    help="BMxBNxWARPSxSTAGES[xOCCUPANCY[xWS]] list")
     p.add_argument("--attn-configs-128", default="128x128x8x3,128x64x8x3")
-    p.add_argument("--attn-kernels", default="0,1", help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA)")
+    p.add_argument("--attn-kernels", default="0,1",
+                   help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
     p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3", help="BM(queries)xBN(keys)xWxS")
     p.add_argument("--attn-bwd-dkdv-128", default="32x128x8x3,64x64x4x3")

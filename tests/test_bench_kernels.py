@@ -75,6 +75,10 @@ def test_attention_forward_and_backward(causal):
         ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True, split))
         np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
+    for blocks in (1, 3):  # the persistent kernel: fewer blocks than (query block, head) tiles
+        o[:] = np.nan
+        ct.launch(None, (blocks,), A.attention_2d_persistent, (*flat[:3], o, s, scale, bm, bn, d, causal))
+        np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
     delta = np.full(bh * s, np.nan, np.float32)
     ct.launch(None, (bh * s // bm,), A.attention_bwd_delta, (o, flat[3], delta, bm, d))
     dq, dk, dv = (np.full_like(flat[0], np.nan) for _ in range(3))

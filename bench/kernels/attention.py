@@ -118,6 +118,30 @@ def attention_2d(Q, K, V, O, Lse, S, scale, BM: ct.Constant[int], BN: ct.Constan
 
 
 @ct.kernel
+def attention_2d_persistent(Q, K, V, O, S, scale, BM: ct.Constant[int], BN: ct.Constant[int],
+                            D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
+    """``attention_2d`` (no LSE; causal as one masked loop) with one block per SM walking over the
+    (query block, batch*head) tiles, longest first when causal: the next tile's start overlaps
+    this one's end, and no partial last wave is left."""
+    nq = S // BM
+    tiles = nq * (Q.shape[0] // S)
+    for t in range(ct.bid(0), tiles, ct.num_blocks(0)):
+        qb = (nq - 1 - t // (tiles // nq)) if CAUSAL else t % nq
+        bh = t % (tiles // nq) if CAUSAL else t // nq
+        q = ct.load(Q, (bh * nq + qb, 0), (BM, D), allow_tma=True)
+        qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
+        kbase = bh * (S // BN)
+        m_i = ct.full((BM,), float("-inf"), ct.float32)
+        l_i = ct.zeros((BM,), ct.float32)
+        acc = ct.zeros((BM, D), ct.float32)
+        stop = ct.cdiv((qb + 1) * BM, BN) if CAUSAL else S // BN
+        for j in range(stop):
+            m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, CAUSAL)
+        out = acc * (1.0 / l_i)[:, None]
+        ct.store(O, (bh * nq + qb, 0), out.astype(O.dtype), allow_tma=True)
+
+
+@ct.kernel
 def attention_bwd_delta(O, dO, Delta, BM: ct.Constant[int], D: ct.Constant[int]):
     """Delta[r] = sum_d dO[r, d] * O[r, d] over (rows, D) arrays."""
     r = ct.bid(0)

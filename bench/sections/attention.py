@@ -3,8 +3,9 @@
 fused attention) is the baseline; the flash and cuDNN backends are timed beside it.
 
 Forward: per head dim and mask, the ``--attn-configs-*`` tile configs of each kernel kind
-(3-D tiles with pointer loads, 2-D tiles with tensor descriptors) are tried at the probe
-length; every length then runs the fastest of each kind and keeps the faster. Backward
+(3-D tiles with pointer loads, 2-D tiles with tensor descriptors, the 2-D kernel persistent)
+are tried at the probe length; every length then runs the fastest of each kind and keeps the
+faster. Backward
 (dQ, dK, dV from the forward's log-sum-exp rows): the delta, dK/dV and dQ kernels, configs
 picked the same way, against SDPA's backward (``torch.autograd.grad`` of its output)."""
 from __future__ import annotations
@@ -17,8 +18,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import safetile as ct
 from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
-from kernels.attention import (attention, attention_2d, attention_bwd_delta, attention_bwd_dkdv,
-                               attention_bwd_dq)
+from kernels.attention import (attention, attention_2d, attention_2d_persistent, attention_bwd_delta,
+                               attention_bwd_dkdv, attention_bwd_dq)
 
 # occ (optional): the occupancy hint (blocks per SM); ws (optional, 1): the warp_specialize hint
 # (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones)
@@ -52,6 +53,11 @@ def _fwd_launch(cfg, d, seq, causal, q, k, v, o, lse=None):
     scale = LOG2E / math.sqrt(d)
     grid = (ct.cdiv(seq, cfg["BM"]), bh)
     hints = _hints(cfg)
+    if cfg.get("k2d") == 2:  # persistent: one block per SM over the (query block, batch*head) tiles
+        flat = [t.view(-1, d) for t in (q, k, v, o)]
+        sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+        return attention_2d_persistent.replace_hints(**hints), (min(sms * (cfg.get("occ") or 1), grid[0] * bh),), (
+            *flat, seq, scale, cfg["BM"], cfg["BN"], d, causal)
     if cfg.get("k2d"):
         flat = [t.view(-1, d) for t in (q, k, v, o)]
         keep = lse is not None

@@ -186,6 +186,8 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["launch_pdl"] = True
     if hints.get("num_stages"):
         opts["num_stages"] = hints["num_stages"]
+    if facts.warp_specialize:  # Triton 3.6's warp-specialised loops computed NaNs at 3 stages on an
+        opts["num_stages"] = 2  # H100 (every such case, 2026-11-24), right at 2: the depth it gets
     if hints.get("num_ctas") and target >= 90:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
