@@ -185,16 +185,16 @@ def parse_args(argv=None):
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x8x3x2,128x128x4x3,128x64x4x3",
+    p.add_argument("--attn-configs-64", default="128x128x8x3x2,256x128x4x2x0x1,128x128x4x2x0x1",
                    help="BMxBNxWARPSxSTAGES[xOCCUPANCY[xWS]] list")
-    p.add_argument("--attn-configs-128", default="128x128x8x3,128x64x8x3")
-    p.add_argument("--attn-kernels", default="0,1",
+    p.add_argument("--attn-configs-128", default="128x128x4x2x0x1,256x64x4x2x0x1,128x128x8x3")
+    p.add_argument("--attn-kernels", default="1,2",
                    help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
     p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3", help="BM(queries)xBN(keys)xWxS")
-    p.add_argument("--attn-bwd-dkdv-128", default="32x128x8x3,64x64x4x3")
+    p.add_argument("--attn-bwd-dkdv-128", default="64x128x4x2x0x1,32x128x8x3")
     p.add_argument("--attn-bwd-dq-64", default="128x64x8x3,128x32x8x3")
-    p.add_argument("--attn-bwd-dq-128", default="128x64x8x3,128x32x8x3")
+    p.add_argument("--attn-bwd-dq-128", default="128x32x8x3,128x64x8x3")
     p.add_argument("--others-norm-shapes", type=shapes, default=None, help="RxN rows for the chunked row kernels")
     p.add_argument("--others-rms3d-shapes", type=shapes, default=None, help="BxSxH")
     p.add_argument("--others-embedding-shapes", type=shapes, default=None, help="VOCABxDIMxTOKENS")
