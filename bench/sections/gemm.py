@@ -12,7 +12,8 @@ import torch
 
 import safetile as ct
 from benchlib import check, launch, time_graph_ms, time_ms
-from kernels.gemm import matmul, matmul_persistent, matmul_streamk, plan_streamk
+from kernels.gemm import (matmul, matmul_persistent, matmul_splittail, matmul_streamk, plan_splittail,
+                          plan_streamk)
 
 TILE_KEYS = ("BM", "BN", "BK", "warps", "stages")
 
@@ -106,17 +107,28 @@ def bench_gemm(args, res):
 
 
 def _candidate(cfg, kind, tma, a, b, c, sms):
-    """(kernel with its hints, grid, arguments) of one GEMM candidate."""
+    """(kernel with its hints, grid, arguments) of one GEMM candidate. ``cfg`` may also name the
+    band height (``group``, default 8) and a cluster size (``ctas``: Triton's ``num_ctas``)."""
     m, n = c.shape
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    group = cfg.get("group", 8)
     tiles = ct.cdiv(m, bm) * ct.cdiv(n, bn)
     hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
+    if cfg.get("ctas", 1) > 1:
+        hints["num_ctas"] = cfg["ctas"]
     if kind == "tile":
-        return matmul.replace_hints(**hints), (tiles,), (a, b, c, bm, bn, bk, 8, tma)
+        return matmul.replace_hints(**hints), (tiles,), (a, b, c, bm, bn, bk, group, tma)
     nprog = min(sms, tiles)
     if kind == "persistent":
-        return matmul_persistent.replace_hints(**hints), (nprog,), (a, b, c, bm, bn, bk, 8, nprog)
+        return matmul_persistent.replace_hints(**hints), (nprog,), (a, b, c, bm, bn, bk, group, nprog)
+    if kind == "splittail":
+        dp, split = plan_splittail(m, n, a.shape[1], bm, bn, bk, sms)
+        tail = tiles - dp
+        work = torch.empty(max(tail * split, 1) * bm, bn, device=c.device, dtype=torch.float32)
+        locks = torch.zeros(max(tail, 1), device=c.device, dtype=torch.int32)
+        return (matmul_splittail.replace_hints(**hints), (dp + tail * split,),
+                (a, b, c, work, locks, dp, bm, bn, bk, group, split))
     dp, sk = plan_streamk(m, n, bm, bn, sms)
     work = torch.empty(2 * sms * bm, bn, device=c.device, dtype=torch.float32)
     locks = torch.zeros(max(sk, 1), device=c.device, dtype=torch.int32)
-    return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, 8, sms)
+    return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, group, sms)
