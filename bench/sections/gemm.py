@@ -2,9 +2,10 @@
 it): fp16/bf16 in, fp32 accumulate.
 
 Per shape, the candidates are: every ``--gemm-configs`` tile configuration with one tile per
-block (pointer loads, then the best again with tensor descriptors), the persistent kernel with
-the best tiles, and stream-K with the best tiles where the tiles do not fill whole waves. The
-fastest correct one is compared with torch. Small problems are also timed inside CUDA graphs
+block, with tensor descriptors and with pointer loads (``--gemm-tma``); then, with the best of
+those tiles, the persistent kernel, stream-K and split-tail (the last two where the tiles do not
+fill whole waves; stream-K also with ``--gemm-streamk-configs``). The fastest correct one is
+compared with torch. Small problems are also timed inside CUDA graphs
 (kernel time without host launch cost)."""
 from __future__ import annotations
 
@@ -71,17 +72,18 @@ def bench_gemm(args, res):
             def best_of(es):
                 es = [e for e in es if e]
                 return max(es, key=lambda e: e["TFLOPs"] if e["ok"] else -1) if es else None
-            entries = [run(cfg, "tile") for cfg in configs]
+            entries = [run(cfg, "tile", tma) for cfg in configs for tma in args.gemm_tma]
             best = best_of(entries)
             tiles = {k2: best[k2] for k2 in TILE_KEYS}
-            if True in args.gemm_tma:
-                entries.append(run(tiles, "tile", True))
             if args.gemm_persistent:  # these keep more in shared memory: one stage fewer if needed
-                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *parse_configs(args.gemm_streamk_configs)])):
+                more = parse_configs(args.gemm_streamk_configs)
+                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *more]), ("splittail", [tiles])):
                     for cfg in cands:
                         if cfg != tiles and cfg in cands[:cands.index(cfg)]:
                             continue
                         if kind == "streamk" and not plan_streamk(m, n, cfg["BM"], cfg["BN"], sms)[1]:
+                            continue
+                        if kind == "splittail" and plan_splittail(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1] < 2:
                             continue
                         for stages in (cfg["stages"], cfg["stages"] - 1):
                             e = run({**cfg, "stages": stages}, kind)
