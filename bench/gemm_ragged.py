@@ -73,7 +73,7 @@ def parse_candidate(text):
 def applies(kind, cfg, m, n, k, sms):
     """Whether a kind has anything to do on this shape (split kinds need a partial last wave)."""
     if kind == "streamk":
-        return bool(plan_streamk(m, n, cfg["BM"], cfg["BN"], sms)[1])
+        return bool(plan_streamk(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1])
     if kind == "splittail":
         return plan_splittail(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1] > 1
     return True
@@ -99,7 +99,8 @@ def measure(args, sms, save=lambda rows: None):
         row = {"m": m, "n": n, "k": k, "dtype": str(args.dtype), "torch_ms": t_torch,
                "torch_TFLOPs": flop / t_torch / 1e9, "tiles_128x256": tiles, "candidates": []}
         print(f"{m}x{n}x{k}: torch {t_torch * 1e3:7.1f} us {flop / t_torch / 1e9:6.1f} TFLOP/s", flush=True)
-        names = [x for x in args.candidates.split(",") if x] + ([x for x in args.extra.split(",") if x] if si == 0 else [])
+        extra = [x for x in args.extra.split(",") if x] if si == 0 else []
+        names = [x for x in args.candidates.split(",") if x] + extra
         for name in names:
             kind, cfg, tma = parse_candidate(name)
             if not applies(kind, cfg, m, n, k, sms):
@@ -124,7 +125,7 @@ def measure(args, sms, save=lambda rows: None):
                      "ok": ok, "grid": list(grid)}
             row["candidates"].append(entry)
             print(f"  {name:40s} {t * 1e3:7.1f} us {entry['TFLOPs']:6.1f} TFLOP/s ratio {entry['ratio']:.3f}"
-                  f"{'' if ok else '  WRONG (rel err %.2e)' % err}", flush=True)
+                  f"{'' if ok else f'  WRONG (rel err {err:.2e})'}", flush=True)
         rows.append(row)
         save(rows)
         del a, b, c, ref, ref32
@@ -225,7 +226,8 @@ def main(argv=None):
         ok = [c for c in r["candidates"] if c.get("ok")]
         best = min(ok, key=lambda c: c["ms"]) if ok else None
         wrong = sum(1 for c in r["candidates"] if "ok" in c and not c["ok"])
-        print(f"{r['m']}x{r['n']}x{r['k']:<6} torch {r['torch_ms'] * 1e3:6.1f}  best {best['ms'] * 1e3 if best else 0:6.1f} "
+        print(f"{r['m']}x{r['n']}x{r['k']:<6} torch {r['torch_ms'] * 1e3:6.1f}  "
+              f"best {best['ms'] * 1e3 if best else 0:6.1f} "
               f"ratio {best['ratio'] if best else 0:.3f}  [{best['name'] if best else '-'}]"
               f"{f'  {wrong} WRONG' if wrong else ''}")
     return res

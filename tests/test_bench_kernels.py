@@ -29,10 +29,13 @@ def rand(*shape, dtype=np.float32):
 
 
 @pytest.mark.parametrize("m,n,k,bm,bn,bk,nprog", [(96, 80, 64, 32, 32, 16, 5), (70, 50, 48, 16, 16, 16, 7),
-                                                   (64, 64, 32, 32, 32, 16, 4)])
+                                                   (64, 64, 32, 32, 32, 16, 4), (24, 24, 32, 8, 8, 16, 8)])
 def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
+    """The last case has one tile past the whole wave but only 2 K iterations for 8 blocks: it
+    left a tile unwritten (NaN) and its counter set before the plan moved the wave into stream-K."""
     a, b = rand(m, k), rand(k, n)
-    dp, sk = G.plan_streamk(m, n, bm, bn, nprog)
+    dp, sk = G.plan_streamk(m, n, k, bm, bn, bk, nprog)
+    assert sk == 0 or sk * -(-k // bk) >= nprog
     c = np.full((m, n), np.nan, np.float32)
     work = np.full((2 * nprog * bm, bn), np.nan, np.float32)
     locks = np.zeros(max(sk, 1), np.int32)
@@ -44,10 +47,13 @@ def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
 
 
 def test_streamk_plan():
-    assert G.plan_streamk(1024, 1024, 128, 128, 64) == (64, 0)  # whole waves: no split
-    dp, sk = G.plan_streamk(3000, 5000, 128, 256, 132)
+    assert G.plan_streamk(1024, 1024, 1024, 128, 128, 64, 64) == (64, 0)  # whole waves: no split
+    dp, sk = G.plan_streamk(3000, 5000, 4096, 128, 256, 64, 132)
     assert dp + sk == 24 * 20 and dp == 3 * 132 and sk == 84
-    assert G.plan_streamk(100, 100, 128, 128, 4) == (0, 1)  # fewer tiles than blocks: all split
+    assert G.plan_streamk(100, 100, 512, 128, 128, 64, 4) == (0, 1)  # fewer tiles than blocks: all split
+    # 4 tiles x 16 iterations past 31 whole waves, for 132 blocks: a whole wave joins the split
+    assert G.plan_streamk(8192, 8192, 1000, 128, 128, 64, 132) == (30 * 132, 4096 - 30 * 132)
+    assert G.plan_streamk(100, 100, 128, 128, 128, 64, 4) == (1, 0)  # 2 iterations for 4 blocks: no stream-K
 
 
 @pytest.mark.parametrize("backend", ["cpu", "triton"])

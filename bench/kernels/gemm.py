@@ -119,14 +119,23 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
                     ct.atomic_xchg(Locks, (u,), 0)
 
 
-def plan_streamk(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
+def plan_streamk(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
     """(data-parallel tiles, stream-K tiles): whole waves run one tile per block; the tiles of the
     partial last wave are split by K iterations over every block (no split when the tiles fill
     whole waves). Splitting a full wave too balanced no better on an H100 and doubled the
-    partial sums written and read (3000×5000×4096: 15 % slower than one tile per block)."""
+    partial sums written and read (3000×5000×4096: 15 % slower than one tile per block).
+    Every block must get at least one K iteration (a tile's last block counts the others'
+    arrivals, and a block with no iterations never arrives): where the partial wave has fewer
+    iterations than there are blocks, whole waves join it; (tiles, 0) where even all the tiles
+    have too few (8192×8192×1000 with 128×128 tiles: 4 tiles × 16 iterations for 132 blocks)."""
     tiles = -(-m // bm) * -(-n // bn)
+    kt = -(-k // bk)
     dp = tiles // sms * sms
-    return dp, tiles - dp
+    if dp == tiles:
+        return dp, 0
+    while dp > 0 and (tiles - dp) * kt < sms:
+        dp -= sms
+    return (dp, tiles - dp) if (tiles - dp) * kt >= sms else (tiles, 0)
 
 
 @ct.kernel

@@ -81,7 +81,7 @@ def bench_gemm(args, res):
                     for cfg in cands:
                         if cfg != tiles and cfg in cands[:cands.index(cfg)]:
                             continue
-                        if kind == "streamk" and not plan_streamk(m, n, cfg["BM"], cfg["BN"], sms)[1]:
+                        if kind == "streamk" and not plan_streamk(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1]:
                             continue
                         if kind == "splittail" and plan_splittail(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1] < 2:
                             continue
@@ -130,7 +130,7 @@ def _candidate(cfg, kind, tma, a, b, c, sms):
         locks = torch.zeros(max(tail, 1), device=c.device, dtype=torch.int32)
         return (matmul_splittail.replace_hints(**hints), (dp + tail * split,),
                 (a, b, c, work, locks, dp, bm, bn, bk, group, split))
-    dp, sk = plan_streamk(m, n, bm, bn, sms)
+    dp, sk = plan_streamk(m, n, a.shape[1], bm, bn, bk, sms)
     work = torch.empty(2 * sms * bm, bn, device=c.device, dtype=torch.float32)
     locks = torch.zeros(max(sk, 1), device=c.device, dtype=torch.int32)
     return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, group, sms)
