@@ -12,6 +12,9 @@ CPU seconds (the process and its children: ptxas), medians over ``--reps`` proce
 shared machine the CPU seconds are the steadier number.
 
     PYTHONPATH=src python bench/compile_profile.py --reps 5 --out bench/results/compile-session5/x.json
+
+The samples inherit the environment: ``SAFETILE_LLVM_OPT=0`` profiles compiles with LLVM at O0
+(backends/triton/llvm_level.py); ``attention_w8`` is the attention section's first d=64 config.
 """
 from __future__ import annotations
 

@@ -48,6 +48,11 @@ def loop_stages(target: int) -> int:
     return env.pipeline_loops()
 
 
+def warp_specialized(fn: Function, target: int) -> bool:
+    """The ``warp_specialize`` hint, where it can apply (sm_90+)."""
+    return target >= 90 and bool(_resolve(fn.hints.get("warp_specialize", False), target))
+
+
 def pdl_enabled(target: int) -> bool:
     """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
     return target >= 90 and env.pdl_enabled()
@@ -181,6 +186,8 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["launch_pdl"] = True
     if hints.get("num_stages"):
         opts["num_stages"] = hints["num_stages"]
+    if facts.warp_specialize:  # Triton 3.6's warp-specialised loops computed NaNs at 3 stages on an
+        opts["num_stages"] = 2  # H100 (every such case, 2026-11-24), right at 2: the depth it gets
     if hints.get("num_ctas") and target >= 90:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
@@ -362,7 +369,7 @@ class Specialization:
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
-                     0 if interp else loop_stages(target))
+                     0 if interp else loop_stages(target), warp_specialized(self.fn, target) and not interp)
 
     def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
@@ -399,6 +406,10 @@ class Specialization:
         except TileError:
             raise
         except Exception as e:
+            if facts.warp_specialize:  # a loop shape Triton cannot partition (Triton 3.6 on Hopper:
+                # two matrix-product loops in a row, as a causal attention's split loop): compile
+                # it as written, unspecialised
+                return self._build(dataclasses.replace(facts, warp_specialize=False), interp, device)
             plain = dataclasses.replace(facts, tma=False, loop_stages=0)
             if type(e).__name__ == "OutOfResources" and plain != facts:
                 return self._build(plain, interp, device)
@@ -702,5 +713,5 @@ def function_source(fn: Function, arrays: list, target: int | None = None) -> st
             except ImportError:
                 pass
     facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
-                  pdl_enabled(target), loop_stages(target))
+                  pdl_enabled(target), loop_stages(target), warp_specialized(fn, target))
     return generate(fn, facts).source
