@@ -12,6 +12,9 @@ CPU seconds (the process and its children: ptxas), medians over ``--reps`` proce
 shared machine the CPU seconds are the steadier number.
 
     PYTHONPATH=src python bench/compile_profile.py --reps 5 --out bench/results/compile-session5/x.json
+
+The samples inherit the environment: ``SAFETILE_LLVM_OPT=0`` profiles compiles with LLVM at O0
+(backends/triton/llvm_level.py); ``attention_w8`` is the attention section's first d=64 config.
 """
 from __future__ import annotations
 
@@ -39,6 +42,9 @@ KERNELS = {
     "attention_bn64": "q = torch.randn(16, 1024, 64, dtype=torch.bfloat16)\n"
                       "kern = A.attention.replace_hints(num_warps=4)\n"
                       "args = (q, q, q, torch.empty_like(q), 0.18, 128, 64, 64, True)",
+    "attention_w8": "q = torch.randn(16, 1024, 64, dtype=torch.bfloat16)\n"
+                    "kern = A.attention.replace_hints(num_warps=8, num_stages=3, occupancy=2)\n"
+                    "args = (q, q, q, torch.empty_like(q), 0.18, 128, 128, 64, True)",
     "tiny": "x = torch.zeros(128)\nkern, args = Ba.tiny, (x, 128)",
 }
 

@@ -86,7 +86,9 @@ def table(res) -> str:
         line("== flash attention bf16 (TFLOP/s) vs SDPA's default (backend named), and its flash / cuDNN backends")
         for r in res["attention"]:
             c = r["config"]
-            cfg = (f"[BM {c['BM']} BN {c['BN']} w{c['warps']} s{c['stages']}{' 2d' if c.get('k2d') else ''}]"
+            tags = [f"occ{c['occ']}" if c.get("occ") else "", "ws" if c.get("ws") else "",
+                    "2d" if c.get("k2d") else "", "persistent" if c.get("k2d") == 2 else ""]
+            cfg = (f"[BM {c['BM']} BN {c['BN']} w{c['warps']} s{c['stages']} {' '.join(t for t in tags if t)}]"
                    if "BM" in c else "")
             line(f"{r['pass']} d={r['d']:<4d} seq={r['seq']:<6d} causal={r['causal']!s:5s}",
                  f"safetile {r['safetile_TFLOPs']:6.1f}", f"default({r.get('torch_backend', '?')}) "
@@ -166,12 +168,12 @@ def parse_args(argv=None):
     p.add_argument("--gemm-sizes", type=ints, default=None)
     p.add_argument("--gemm-shapes", type=shapes, default=None, help="extra MxNxK shapes")
     p.add_argument("--gemm-dtypes", default="float16,bfloat16")
-    p.add_argument("--gemm-tma", default="1,0", help="include 1 to also time the best config with tensor descriptors")
+    p.add_argument("--gemm-tma", default="1,0", help="time each config with tensor descriptors (1) and/or pointer loads (0)")
     p.add_argument("--gemm-graph-limit", type=int, default=4096,
                    help="also time GEMMs up to this cube root of MNK inside CUDA graphs (kernel time only)")
-    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,128x128x64x8x4",
-                   help="BMxBNxBKxWARPSxSTAGES list")
-    p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent and stream-K GEMMs")
+    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,256x128x64x8x4,128x128x64x8x4",
+                   help="BMxBNxBKxWARPSxSTAGES list (256x128: rows of B not on 128-byte lines; 128x128: 1024^3)")
+    p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
     p.add_argument("--gemm-streamk-configs", default="256x128x64x8x3", help="more tile configs for stream-K (ragged shapes)")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)
@@ -183,15 +185,16 @@ def parse_args(argv=None):
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x8x3x2,128x128x4x3,128x64x4x3",
-                   help="BMxBNxWARPSxSTAGES[xOCCUPANCY] list")
-    p.add_argument("--attn-configs-128", default="128x128x8x3,128x64x8x3")
-    p.add_argument("--attn-kernels", default="0,1", help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA)")
+    p.add_argument("--attn-configs-64", default="128x128x8x3x2,256x128x4x2x0x1,128x128x4x2x0x1",
+                   help="BMxBNxWARPSxSTAGES[xOCCUPANCY[xWS]] list")
+    p.add_argument("--attn-configs-128", default="128x128x4x2x0x1,256x64x4x2x0x1,128x128x8x3")
+    p.add_argument("--attn-kernels", default="1,2",
+                   help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
     p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3", help="BM(queries)xBN(keys)xWxS")
-    p.add_argument("--attn-bwd-dkdv-128", default="32x128x8x3,64x64x4x3")
+    p.add_argument("--attn-bwd-dkdv-128", default="64x128x4x2x0x1,32x128x8x3")
     p.add_argument("--attn-bwd-dq-64", default="128x64x8x3,128x32x8x3")
-    p.add_argument("--attn-bwd-dq-128", default="128x64x8x3,128x32x8x3")
+    p.add_argument("--attn-bwd-dq-128", default="128x32x8x3,128x64x8x3")
     p.add_argument("--others-norm-shapes", type=shapes, default=None, help="RxN rows for the chunked row kernels")
     p.add_argument("--others-rms3d-shapes", type=shapes, default=None, help="BxSxH")
     p.add_argument("--others-embedding-shapes", type=shapes, default=None, help="VOCABxDIMxTOKENS")
@@ -203,6 +206,7 @@ def parse_args(argv=None):
     p.add_argument("--compile-kernels", default=None,
                    help=f"first launches to time (default gemm,attention; known: {','.join(COMPILE_KERNELS)})")
     p.add_argument("--compile-profile", type=int, default=0, help="also profile a cold and a warm first launch")
+    p.add_argument("--compile-reps", type=int, default=1, help="cold first launches per kernel (median)")
     p.add_argument("--mem-budget", type=float, default=None, help="bytes of GPU memory to use (default 60%%)")
     p.add_argument("--safe-add-n", type=ints, default=[1 << 28])
     p.add_argument("--safe-gemm-sizes", type=ints, default=[8192])

@@ -3,6 +3,7 @@ inputs, on the CPU backend (the GPU runs them through bench/gpu_bench.py, which 
 case again before timing it), and the benchmark's command line."""
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ sys.path.insert(0, str(BENCH))
 from kernels import attention as A  # noqa: E402
 from kernels import gemm as G  # noqa: E402
 from kernels import others as O  # noqa: E402
+from triton_interp import triton_interpreter  # noqa: E402
 
 rng = np.random.default_rng(12)
 
@@ -27,10 +29,13 @@ def rand(*shape, dtype=np.float32):
 
 
 @pytest.mark.parametrize("m,n,k,bm,bn,bk,nprog", [(96, 80, 64, 32, 32, 16, 5), (70, 50, 48, 16, 16, 16, 7),
-                                                   (64, 64, 32, 32, 32, 16, 4)])
+                                                   (64, 64, 32, 32, 32, 16, 4), (24, 24, 32, 8, 8, 16, 8)])
 def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
+    """The last case has one tile past the whole wave but only 2 K iterations for 8 blocks: it
+    left a tile unwritten (NaN) and its counter set before the plan moved the wave into stream-K."""
     a, b = rand(m, k), rand(k, n)
-    dp, sk = G.plan_streamk(m, n, bm, bn, nprog)
+    dp, sk = G.plan_streamk(m, n, k, bm, bn, bk, nprog)
+    assert sk == 0 or sk * -(-k // bk) >= nprog
     c = np.full((m, n), np.nan, np.float32)
     work = np.full((2 * nprog * bm, bn), np.nan, np.float32)
     locks = np.zeros(max(sk, 1), np.int32)
@@ -42,10 +47,44 @@ def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
 
 
 def test_streamk_plan():
-    assert G.plan_streamk(1024, 1024, 128, 128, 64) == (64, 0)  # whole waves: no split
-    dp, sk = G.plan_streamk(3000, 5000, 128, 256, 132)
+    assert G.plan_streamk(1024, 1024, 1024, 128, 128, 64, 64) == (64, 0)  # whole waves: no split
+    dp, sk = G.plan_streamk(3000, 5000, 4096, 128, 256, 64, 132)
     assert dp + sk == 24 * 20 and dp == 3 * 132 and sk == 84
-    assert G.plan_streamk(100, 100, 128, 128, 4) == (0, 1)  # fewer tiles than blocks: all split
+    assert G.plan_streamk(100, 100, 512, 128, 128, 64, 4) == (0, 1)  # fewer tiles than blocks: all split
+    # 4 tiles x 16 iterations past 31 whole waves, for 132 blocks: a whole wave joins the split
+    assert G.plan_streamk(8192, 8192, 1000, 128, 128, 64, 132) == (30 * 132, 4096 - 30 * 132)
+    assert G.plan_streamk(100, 100, 128, 128, 128, 64, 4) == (1, 0)  # 2 iterations for 4 blocks: no stream-K
+
+
+@pytest.mark.parametrize("backend", ["cpu", "triton"])
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,slots", [(70, 50, 80, 16, 16, 16, 3), (96, 40, 64, 32, 16, 16, 7),
+                                                   (20, 30, 48, 32, 32, 16, 4)])
+def test_splittail_gemm(m, n, k, bm, bn, bk, slots, backend):
+    """Ragged shapes whose last partial wave is split by K slices (and one with fewer tiles than
+    slots: every tile split); the CPU backend and the generated Triton code in its interpreter."""
+    dp, split = G.plan_splittail(m, n, k, bm, bn, bk, slots, min_slice=1)
+    tiles = -(-m // bm) * -(-n // bn)
+    assert split > 1 and dp < tiles
+    a, b = rand(m, k), rand(k, n)
+    c = np.full((m, n), np.nan, np.float32)
+    work = np.full(((tiles - dp) * split * bm, bn), np.nan, np.float32)
+    locks = np.zeros(tiles - dp, np.int32)
+    ctx = triton_interpreter() if backend == "triton" else contextlib.nullcontext()
+    with ctx:
+        for _ in range(2):  # the counters are left at zero for the next launch
+            c[:] = np.nan
+            ct.launch(None, (dp + (tiles - dp) * split,), G.matmul_splittail,
+                      (a, b, c, work, locks, dp, bm, bn, bk, 2, split))
+            np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+            assert not locks.any()
+
+
+def test_splittail_plan():
+    assert G.plan_splittail(3000, 5000, 4096, 128, 256, 64, 132) == (3 * 132, 3)  # 252 slices: two waves
+    assert G.plan_splittail(4096, 4096, 4096, 128, 128, 64, 64) == (1024, 1)  # whole waves: no split
+    assert G.plan_splittail(2048, 2048, 2048, 128, 256, 64, 132) == (128, 1)  # 128 of 132: nothing to gain
+    assert G.plan_splittail(1024, 1024, 1024, 128, 256, 64, 132) == (0, 4)  # 32 tiles: split-K by 4
+    assert G.plan_splittail(1024, 1024, 128, 128, 256, 64, 132) == (32, 1)  # two K iterations: too short
 
 
 def _attention_ref(q, k, v, causal):
@@ -70,19 +109,29 @@ def test_attention_forward_and_backward(causal):
     np.testing.assert_allclose(o3, ref, rtol=1e-4, atol=1e-5)
     flat = [x.reshape(-1, d) for x in (q, k, v, do)]
     o, lse = np.full_like(flat[0], np.nan), np.full(bh * s, np.nan, np.float32)
-    ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True))
-    np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
+    for split in (True, False):  # causal: split at the diagonal, or one loop masked throughout
+        o[:], lse[:] = np.nan, np.nan
+        ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True, split))
+        np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
+    for blocks in (1, 3):  # the persistent kernel: fewer blocks than (query block, head) tiles
+        o[:] = np.nan
+        ct.launch(None, (blocks,), A.attention_2d_persistent, (*flat[:3], o, s, scale, bm, bn, d, causal))
+        np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
     delta = np.full(bh * s, np.nan, np.float32)
     ct.launch(None, (bh * s // bm,), A.attention_bwd_delta, (o, flat[3], delta, bm, d))
     dq, dk, dv = (np.full_like(flat[0], np.nan) for _ in range(3))
-    ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv, (*flat, lse, delta, dk, dv, s, scale, sm, bm, bn, d, causal))
     ct.launch(None, (s // bm, bh), A.attention_bwd_dq, (*flat, lse, delta, dq, s, scale, sm, bm, bn, d, causal))
     dp = do.astype(np.float64) @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
     want = {"dq": ds @ k * sm, "dk": np.swapaxes(ds, -1, -2) @ q * sm, "dv": np.swapaxes(p, -1, -2) @ do}
-    for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
-        np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4, err_msg=name)
+    for split in (True, False):
+        dk[:], dv[:] = np.nan, np.nan
+        ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv,
+                  (*flat, lse, delta, dk, dv, s, scale, sm, bm, bn, d, causal, split))
+        for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
+            np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4,
+                                       err_msg=f"{name} split={split}")
 
 
 def test_kernels_in_other_styles():

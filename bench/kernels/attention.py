@@ -86,9 +86,13 @@ def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK):
 
 @ct.kernel
 def attention_2d(Q, K, V, O, Lse, S, scale, BM: ct.Constant[int], BN: ct.Constant[int],
-                 D: ct.Constant[int], CAUSAL: ct.Constant[bool], LSE: ct.Constant[bool]):
+                 D: ct.Constant[int], CAUSAL: ct.Constant[bool], LSE: ct.Constant[bool],
+                 SPLIT: ct.Constant[bool]):
     """Forward over (batch*heads*seq, D) arrays (seq S a multiple of BM and BN). With LSE, also
-    writes each row's log2-sum-exp2 of the scaled scores to Lse (batch*heads*seq,) float32."""
+    writes each row's log2-sum-exp2 of the scaled scores to Lse (batch*heads*seq,) float32.
+    Causal with SPLIT: a mask-free loop up to the diagonal, then a masked one; without SPLIT one
+    loop, masked throughout (Triton 3.6 warp-specialises one loop of matrix products on Hopper,
+    not two in a row: the ``warp_specialize`` hint needs this form)."""
     qb, bh = _longest_first(CAUSAL, True)
     q = ct.load(Q, (bh * (S // BM) + qb, 0), (BM, D), allow_tma=True)
     qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
@@ -97,19 +101,44 @@ def attention_2d(Q, K, V, O, Lse, S, scale, BM: ct.Constant[int], BN: ct.Constan
     l_i = ct.zeros((BM,), ct.float32)
     acc = ct.zeros((BM, D), ct.float32)
     if CAUSAL:
-        full = (qb * BM) // BN
         stop = ct.cdiv((qb + 1) * BM, BN)
+        full = (qb * BM) // BN if SPLIT else 0
     else:
         full = S // BN
         stop = full
-    for j in range(full):
-        m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, False)
+    if SPLIT or not CAUSAL:
+        for j in range(full):
+            m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, False)
     for j in range(full, stop):
         m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, True)
     out = acc * (1.0 / l_i)[:, None]
     ct.store(O, (bh * (S // BM) + qb, 0), out.astype(O.dtype), allow_tma=True)
     if LSE:
         ct.store(Lse, (bh * (S // BM) + qb,), m_i + ct.log2(l_i))
+
+
+@ct.kernel
+def attention_2d_persistent(Q, K, V, O, S, scale, BM: ct.Constant[int], BN: ct.Constant[int],
+                            D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
+    """``attention_2d`` (no LSE; causal as one masked loop) with one block per SM walking over the
+    (query block, batch*head) tiles, longest first when causal: the next tile's start overlaps
+    this one's end, and no partial last wave is left."""
+    nq = S // BM
+    tiles = nq * (Q.shape[0] // S)
+    for t in range(ct.bid(0), tiles, ct.num_blocks(0)):
+        qb = (nq - 1 - t // (tiles // nq)) if CAUSAL else t % nq
+        bh = t % (tiles // nq) if CAUSAL else t // nq
+        q = ct.load(Q, (bh * nq + qb, 0), (BM, D), allow_tma=True)
+        qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
+        kbase = bh * (S // BN)
+        m_i = ct.full((BM,), float("-inf"), ct.float32)
+        l_i = ct.zeros((BM,), ct.float32)
+        acc = ct.zeros((BM, D), ct.float32)
+        stop = ct.cdiv((qb + 1) * BM, BN) if CAUSAL else S // BN
+        for j in range(stop):
+            m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, CAUSAL)
+        out = acc * (1.0 / l_i)[:, None]
+        ct.store(O, (bh * nq + qb, 0), out.astype(O.dtype), allow_tma=True)
 
 
 @ct.kernel
@@ -123,9 +152,12 @@ def attention_bwd_delta(O, dO, Delta, BM: ct.Constant[int], D: ct.Constant[int])
 
 @ct.kernel
 def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: ct.Constant[int],
-                       BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
+                       BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool],
+                       SPLIT: ct.Constant[bool]):
     """dK and dV of one key block: loop over the query blocks that see it (all, or from the
-    diagonal on when causal). Arrays are (batch*heads*seq, D); Lse and Delta (batch*heads*seq,)."""
+    diagonal on when causal). Arrays are (batch*heads*seq, D); Lse and Delta (batch*heads*seq,).
+    Causal with SPLIT: only the blocks at the diagonal are masked (a branch in the loop); without,
+    every block is (no branch: the form Triton's warp specialisation accepts)."""
     kb, bh = _longest_first(CAUSAL, False)
     k = ct.load(K, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
     v = ct.load(V, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
@@ -142,9 +174,12 @@ def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: 
         delta = ct.load(Delta, (qbase + i,), (BM,))
         st = ct.mma(k, ct.transpose(q), ct.zeros((BN, BM), ct.float32))
         pt = ct.exp2(st * scale - lse[None, :])
-        if i < diag_end:
+        if CAUSAL:
             qpos = i * BM + ct.arange(BM, dtype=ct.int32)
-            pt = ct.where(qpos[None, :] >= kpos[:, None], pt, 0.0)
+            if not SPLIT:
+                pt = ct.where(qpos[None, :] >= kpos[:, None], pt, 0.0)
+            elif i < diag_end:
+                pt = ct.where(qpos[None, :] >= kpos[:, None], pt, 0.0)
         dv = ct.mma(pt.astype(do.dtype), do, dv)
         dpt = ct.mma(v, ct.transpose(do), ct.zeros((BN, BM), ct.float32))
         dst = pt * (dpt - delta[None, :])
@@ -173,9 +208,10 @@ def attention_bwd_dq(Q, K, V, dO, Lse, Delta, dQ, S, scale, sm_scale, BM: ct.Con
         v = ct.load(V, (kbase + j, 0), (BN, D), allow_tma=True)
         s = ct.mma(q, ct.transpose(k), ct.zeros((BM, BN), ct.float32))
         p = ct.exp2(s * scale - lse[:, None])
-        if j >= diag:
-            kpos = j * BN + ct.arange(BN, dtype=ct.int32)
-            p = ct.where(qpos[:, None] >= kpos[None, :], p, 0.0)
+        if CAUSAL:
+            if j >= diag:
+                kpos = j * BN + ct.arange(BN, dtype=ct.int32)
+                p = ct.where(qpos[:, None] >= kpos[None, :], p, 0.0)
         dp = ct.mma(do, ct.transpose(v), ct.zeros((BM, BN), ct.float32))
         ds = p * (dp - delta[:, None])
         dq = ct.mma(ds.astype(k.dtype), k, dq)

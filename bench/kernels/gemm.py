@@ -5,7 +5,9 @@
 grid where full waves of tiles go one tile per block and the rest (the last partial wave,
 which would leave SMs idle) is split evenly by K iterations over every block ("stream-K");
 a tile shared by several blocks is finished by whichever arrives last, which adds the
-others' partial sums from a workspace. ``plan_streamk`` sizes the grid and buffers."""
+others' partial sums from a workspace. ``plan_streamk`` sizes the grid and buffers.
+``matmul_splittail``: one tile per block for all but the tiles of the last partial wave, whose K
+loops are split into SPLIT slices, one block each, launched last (``plan_splittail``)."""
 from __future__ import annotations
 
 import safetile as ct
@@ -117,11 +119,83 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
                     ct.atomic_xchg(Locks, (u,), 0)
 
 
-def plan_streamk(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
+def plan_streamk(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
     """(data-parallel tiles, stream-K tiles): whole waves run one tile per block; the tiles of the
     partial last wave are split by K iterations over every block (no split when the tiles fill
     whole waves). Splitting a full wave too balanced no better on an H100 and doubled the
-    partial sums written and read (3000×5000×4096: 15 % slower than one tile per block)."""
+    partial sums written and read (3000×5000×4096: 15 % slower than one tile per block).
+    Every block must get at least one K iteration (a tile's last block counts the others'
+    arrivals, and a block with no iterations never arrives): where the partial wave has fewer
+    iterations than there are blocks, whole waves join it; (tiles, 0) where even all the tiles
+    have too few (8192×8192×1000 with 128×128 tiles: 4 tiles × 16 iterations for 132 blocks)."""
     tiles = -(-m // bm) * -(-n // bn)
+    kt = -(-k // bk)
     dp = tiles // sms * sms
-    return dp, tiles - dp
+    if dp == tiles:
+        return dp, 0
+    while dp > 0 and (tiles - dp) * kt < sms:
+        dp -= sms
+    return (dp, tiles - dp) if (tiles - dp) * kt >= sms else (tiles, 0)
+
+
+@ct.kernel
+def matmul_splittail(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.Constant[int],
+                     BK: ct.Constant[int], GROUP: ct.Constant[int], SPLIT: ct.Constant[int]):
+    """Blocks below DP_TILES compute one C tile each, as ``matmul``. The tiles after them (those of
+    the partial last wave, which would leave SMs idle) get SPLIT blocks each, one K slice per
+    block; these blocks come last, so they fill the SMs that whole tiles free. A slice block
+    stores its partial sum in Work (row block pid - DP_TILES) and counts itself in
+    Locks[tile - DP_TILES]; the last to arrive adds the SPLIT partials (half a tile at a time: the
+    registers hold no more), stores the C tile and resets the counter for the next launch.
+    ``Work``: ((tiles - DP_TILES) * SPLIT * BM, BN) float32. Unlike stream-K, a block never
+    crosses a tile boundary: one pipeline fill and one partial per block."""
+    pid = ct.bid(0)
+    num_m = ct.cdiv(A.shape[0], BM)
+    num_n = ct.cdiv(B.shape[1], BN)
+    kt = ct.cdiv(A.shape[1], BK)
+    if pid < DP_TILES:
+        bm, bn = _band(pid, num_m, num_n, GROUP)
+        acc = ct.zeros((BM, BN), ct.float32)
+        for k in range(kt):
+            acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
+                         ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
+        ct.store(C, (bm, bn), acc.astype(C.dtype))
+    else:
+        j = pid - DP_TILES
+        u = j // SPLIT
+        s = j % SPLIT
+        bm, bn = _band(DP_TILES + u, num_m, num_n, GROUP)
+        acc = ct.zeros((BM, BN), ct.float32)
+        for k in range(s * kt // SPLIT, (s + 1) * kt // SPLIT):
+            acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
+                         ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
+        ct.store(Work, (j, 0), acc, allow_tma=False)
+        arrived = ct.atomic_add(Locks, (u,), 1)  # releases the partial stored above
+        if arrived == SPLIT - 1:
+            for h in range(2):
+                part = ct.zeros((BM // 2, BN), ct.float32)
+                for p in range(SPLIT):
+                    part += ct.load(Work, (2 * (u * SPLIT + p) + h, 0), (BM // 2, BN))
+                ct.store(C, (2 * bm + h, bn), part.astype(C.dtype), allow_tma=False)
+            ct.atomic_xchg(Locks, (u,), 0)
+
+
+def plan_splittail(m: int, n: int, k: int, bm: int, bn: int, bk: int, slots: int,
+                   max_split: int = 8, min_slice: int = 4) -> tuple[int, int]:
+    """(whole tiles, SPLIT) for ``matmul_splittail`` on ``slots`` concurrent blocks: the tiles past
+    the last whole wave are split into the number of K slices (2..max_split, each at least
+    ``min_slice`` iterations) whose waves of slices take the least time, counted in tiles
+    (ceil(tail * SPLIT / slots) / SPLIT); (tiles, 1) where no split beats one tile per block.
+    3000x5000 with 128x256 tiles on 132 SMs: 84 tail tiles, SPLIT 3: 252 slices in two waves,
+    2/3 of a tile's time instead of one."""
+    tiles = -(-m // bm) * -(-n // bn)
+    tail = tiles % slots
+    kt = -(-k // bk)
+    best, best_cost = 1, 1.0
+    for split in range(2, max_split + 1):
+        if kt // split < min_slice:
+            break
+        cost = -(-tail * split // slots) / split
+        if cost < best_cost - 1e-9:
+            best, best_cost = split, cost
+    return (tiles, 1) if best == 1 or not tail else (tiles - tail, best)

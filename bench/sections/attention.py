@@ -3,8 +3,9 @@
 fused attention) is the baseline; the flash and cuDNN backends are timed beside it.
 
 Forward: per head dim and mask, the ``--attn-configs-*`` tile configs of each kernel kind
-(3-D tiles with pointer loads, 2-D tiles with tensor descriptors) are tried at the probe
-length; every length then runs the fastest of each kind and keeps the faster. Backward
+(3-D tiles with pointer loads, 2-D tiles with tensor descriptors, the 2-D kernel persistent)
+are tried at the probe length; every length then runs the fastest of each kind and keeps the
+faster. Backward
 (dQ, dK, dV from the forward's log-sum-exp rows): the delta, dK/dV and dQ kernels, configs
 picked the same way, against SDPA's backward (``torch.autograd.grad`` of its output)."""
 from __future__ import annotations
@@ -17,10 +18,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import safetile as ct
 from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
-from kernels.attention import (attention, attention_2d, attention_bwd_delta, attention_bwd_dkdv,
-                               attention_bwd_dq)
+from kernels.attention import (attention, attention_2d, attention_2d_persistent, attention_bwd_delta,
+                               attention_bwd_dkdv, attention_bwd_dq)
 
-NAMES = ("BM", "BN", "warps", "stages", "occ")  # occ (optional): the occupancy hint (blocks per SM)
+# occ (optional): the occupancy hint (blocks per SM); ws (optional, 1): the warp_specialize hint
+# (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones)
+NAMES = ("BM", "BN", "warps", "stages", "occ", "ws")
 LOG2E = 1.4426950408889634
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -36,19 +39,32 @@ def _inputs(args, d, seq):
     return b, q, k, v
 
 
+def _hints(cfg):
+    hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
+    if cfg.get("occ"):
+        hints["occupancy"] = cfg["occ"]
+    if cfg.get("ws"):
+        hints["warp_specialize"] = True
+    return hints
+
+
 def _fwd_launch(cfg, d, seq, causal, q, k, v, o, lse=None):
     bh = q.shape[0] * q.shape[1]
     scale = LOG2E / math.sqrt(d)
     grid = (ct.cdiv(seq, cfg["BM"]), bh)
-    hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
-    if cfg.get("occ"):
-        hints["occupancy"] = cfg["occ"]
+    hints = _hints(cfg)
+    if cfg.get("k2d") == 2:  # persistent: one block per SM over the (query block, batch*head) tiles
+        flat = [t.view(-1, d) for t in (q, k, v, o)]
+        sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+        return attention_2d_persistent.replace_hints(**hints), (min(sms * (cfg.get("occ") or 1), grid[0] * bh),), (
+            *flat, seq, scale, cfg["BM"], cfg["BN"], d, causal)
     if cfg.get("k2d"):
         flat = [t.view(-1, d) for t in (q, k, v, o)]
         keep = lse is not None
         lse_arg = lse if keep else torch.empty(1, device="cuda")
+        # a warp-specialised causal kernel runs one masked loop (Triton partitions one loop, not two)
         return attention_2d.replace_hints(**hints), grid, (*flat, lse_arg, seq, scale, cfg["BM"], cfg["BN"], d,
-                                                           causal, keep)
+                                                           causal, keep, not cfg.get("ws"))
     return attention.replace_hints(**hints), grid, (*[t.view(bh, seq, d) for t in (q, k, v, o)], scale,
                                                     cfg["BM"], cfg["BN"], d, causal)
 
@@ -150,11 +166,11 @@ def _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta):
     sm = 1.0 / math.sqrt(d)
     flat = [t.view(-1, d) for t in (q, k, v, do)]
     c1, c2 = cfg["dkdv"], cfg["dq"]
-    kd = attention_bwd_dkdv.replace_hints(num_warps=c1["warps"], num_stages=c1["stages"])
-    kq = attention_bwd_dq.replace_hints(num_warps=c2["warps"], num_stages=c2["stages"])
+    kd = attention_bwd_dkdv.replace_hints(**_hints(c1))
+    kq = attention_bwd_dq.replace_hints(**_hints(c2))
     return [((bh * seq // 128,), attention_bwd_delta, (o.view(-1, d), do.view(-1, d), delta, 128, d)),
             ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), seq, sm * LOG2E, sm,
-                                         c1["BM"], c1["BN"], d, causal)),
+                                         c1["BM"], c1["BN"], d, causal, not c1.get("ws"))),
             ((seq // c2["BM"], bh), kq, (*flat, lse, delta, dq.view(-1, d), seq, sm * LOG2E, sm,
                                          c2["BM"], c2["BN"], d, causal))]
 

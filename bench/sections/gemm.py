@@ -2,9 +2,10 @@
 it): fp16/bf16 in, fp32 accumulate.
 
 Per shape, the candidates are: every ``--gemm-configs`` tile configuration with one tile per
-block (pointer loads, then the best again with tensor descriptors), the persistent kernel with
-the best tiles, and stream-K with the best tiles where the tiles do not fill whole waves. The
-fastest correct one is compared with torch. Small problems are also timed inside CUDA graphs
+block, with tensor descriptors and with pointer loads (``--gemm-tma``); then, with the best of
+those tiles, the persistent kernel, stream-K and split-tail (the last two where the tiles do not
+fill whole waves; stream-K also with ``--gemm-streamk-configs``). The fastest correct one is
+compared with torch. Small problems are also timed inside CUDA graphs
 (kernel time without host launch cost)."""
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import torch
 
 import safetile as ct
 from benchlib import check, launch, time_graph_ms, time_ms
-from kernels.gemm import matmul, matmul_persistent, matmul_streamk, plan_streamk
+from kernels.gemm import (matmul, matmul_persistent, matmul_splittail, matmul_streamk, plan_splittail,
+                          plan_streamk)
 
 TILE_KEYS = ("BM", "BN", "BK", "warps", "stages")
 
@@ -70,17 +72,18 @@ def bench_gemm(args, res):
             def best_of(es):
                 es = [e for e in es if e]
                 return max(es, key=lambda e: e["TFLOPs"] if e["ok"] else -1) if es else None
-            entries = [run(cfg, "tile") for cfg in configs]
+            entries = [run(cfg, "tile", tma) for cfg in configs for tma in args.gemm_tma]
             best = best_of(entries)
             tiles = {k2: best[k2] for k2 in TILE_KEYS}
-            if True in args.gemm_tma:
-                entries.append(run(tiles, "tile", True))
             if args.gemm_persistent:  # these keep more in shared memory: one stage fewer if needed
-                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *parse_configs(args.gemm_streamk_configs)])):
+                more = parse_configs(args.gemm_streamk_configs)
+                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *more]), ("splittail", [tiles])):
                     for cfg in cands:
                         if cfg != tiles and cfg in cands[:cands.index(cfg)]:
                             continue
-                        if kind == "streamk" and not plan_streamk(m, n, cfg["BM"], cfg["BN"], sms)[1]:
+                        if kind == "streamk" and not plan_streamk(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1]:
+                            continue
+                        if kind == "splittail" and plan_splittail(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[1] < 2:
                             continue
                         for stages in (cfg["stages"], cfg["stages"] - 1):
                             e = run({**cfg, "stages": stages}, kind)
@@ -106,17 +109,28 @@ def bench_gemm(args, res):
 
 
 def _candidate(cfg, kind, tma, a, b, c, sms):
-    """(kernel with its hints, grid, arguments) of one GEMM candidate."""
+    """(kernel with its hints, grid, arguments) of one GEMM candidate. ``cfg`` may also name the
+    band height (``group``, default 8) and a cluster size (``ctas``: Triton's ``num_ctas``)."""
     m, n = c.shape
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    group = cfg.get("group", 8)
     tiles = ct.cdiv(m, bm) * ct.cdiv(n, bn)
     hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
+    if cfg.get("ctas", 1) > 1:
+        hints["num_ctas"] = cfg["ctas"]
     if kind == "tile":
-        return matmul.replace_hints(**hints), (tiles,), (a, b, c, bm, bn, bk, 8, tma)
+        return matmul.replace_hints(**hints), (tiles,), (a, b, c, bm, bn, bk, group, tma)
     nprog = min(sms, tiles)
     if kind == "persistent":
-        return matmul_persistent.replace_hints(**hints), (nprog,), (a, b, c, bm, bn, bk, 8, nprog)
-    dp, sk = plan_streamk(m, n, bm, bn, sms)
+        return matmul_persistent.replace_hints(**hints), (nprog,), (a, b, c, bm, bn, bk, group, nprog)
+    if kind == "splittail":
+        dp, split = plan_splittail(m, n, a.shape[1], bm, bn, bk, sms)
+        tail = tiles - dp
+        work = torch.empty(max(tail * split, 1) * bm, bn, device=c.device, dtype=torch.float32)
+        locks = torch.zeros(max(tail, 1), device=c.device, dtype=torch.int32)
+        return (matmul_splittail.replace_hints(**hints), (dp + tail * split,),
+                (a, b, c, work, locks, dp, bm, bn, bk, group, split))
+    dp, sk = plan_streamk(m, n, a.shape[1], bm, bn, bk, sms)
     work = torch.empty(2 * sms * bm, bn, device=c.device, dtype=torch.float32)
     locks = torch.zeros(max(sk, 1), device=c.device, dtype=torch.int32)
-    return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, 8, sms)
+    return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, group, sms)

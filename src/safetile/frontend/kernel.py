@@ -77,12 +77,20 @@ def _check_int(name: str, allowed: Callable[[int], bool], text: str):
     return check
 
 
+def _check_bool(name: str):
+    def check(v):
+        if not isinstance(v, bool):
+            raise ArgumentError(f"hint {name}={v!r} is invalid: must be True or False")
+    return check
+
+
 HINTS: dict[str, Callable[[Any], None]] = {
     "num_ctas": _check_int("num_ctas", lambda v: v in (1, 2, 4, 8, 16), "must be 1, 2, 4, 8 or 16"),
     "occupancy": _check_int("occupancy", lambda v: 1 <= v <= 32, "must be between 1 and 32"),
     "opt_level": _check_int("opt_level", lambda v: 0 <= v <= 3, "must be between 0 and 3"),
     "num_warps": _check_int("num_warps", lambda v: v in (1, 2, 4, 8, 16, 32), "must be a power of two ≤ 32"),
     "num_stages": _check_int("num_stages", lambda v: 1 <= v <= 8, "must be between 1 and 8"),
+    "warp_specialize": _check_bool("warp_specialize"),
 }
 
 

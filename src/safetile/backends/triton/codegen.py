@@ -121,6 +121,11 @@ class Facts:
     # pipelines loops with matrix products itself): the next iterations' loads are issued
     # (cp.async) while this one computes, as a row loop over chunks wants. 0: off.
     loop_stages: int = 0
+    # sm_90+ (the ``warp_specialize`` kernel hint): loops that multiply tiles are handed to
+    # Triton's automatic warp specialisation (a producer warp group issues the tensor-descriptor
+    # loads, two consumer warp groups each take half of the rows, registers rebalanced between
+    # them). Triton 3.6 applies it on Hopper to kernels of 4 warps only; elsewhere it is ignored.
+    warp_specialize: bool = False
 
 
 def default_facts(fn: Function) -> Facts:
@@ -537,7 +542,9 @@ class Gen:
         interp = self.m.facts.target == 0  # Triton's interpreter: the induction variable is a Python int
         bounds = f"{self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}"
         stages = self.m.facts.loop_stages
-        if stages and not interp and _streams_tiles(body):
+        if self.m.facts.warp_specialize and not interp and _multiplies_tiles(body):
+            self.line(f"for {iv} in tl.range({bounds}, warp_specialize=True):")
+        elif stages and not interp and _streams_tiles(body):
             self.line(f"for {iv} in tl.range({bounds}, num_stages={stages}):")
         else:
             self.line(f"for {iv}{'_py' if interp else ''} in range({bounds}):")
@@ -601,6 +608,12 @@ def _streams_tiles(body: Block) -> bool:
     if any(o.name in ("for", "while", "mma") or (o.name in _HEAVY and not _is_square(o)) for o in ops):
         return False
     return any(o.name == "load" for o in body.ops)
+
+
+def _multiplies_tiles(body: Block) -> bool:
+    """An innermost loop with a matrix product: what Triton's warp specialisation partitions."""
+    ops = list(walk(body))
+    return any(o.name == "mma" for o in ops) and not any(o.name in ("for", "while") for o in ops)
 
 
 def _is_square(op: Op) -> bool:

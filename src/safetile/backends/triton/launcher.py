@@ -24,7 +24,7 @@ from ...ir.core import Function, walk
 from ...ir.printer import format_function
 from ...ir.types import TileType
 from ...runtime import env
-from . import cache, direct, lean
+from . import cache, direct, lean, llvm_level
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
 
@@ -46,6 +46,11 @@ def loop_stages(target: int) -> int:
     if target < 80:
         return 0
     return env.pipeline_loops()
+
+
+def warp_specialized(fn: Function, target: int) -> bool:
+    """The ``warp_specialize`` hint, where it can apply (sm_90+)."""
+    return target >= 90 and bool(_resolve(fn.hints.get("warp_specialize", False), target))
 
 
 def pdl_enabled(target: int) -> bool:
@@ -181,10 +186,15 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["launch_pdl"] = True
     if hints.get("num_stages"):
         opts["num_stages"] = hints["num_stages"]
+    if facts.warp_specialize:  # Triton 3.6's warp-specialised loops computed NaNs at 3 stages on an
+        opts["num_stages"] = 2  # H100 (every such case, 2026-11-24), right at 2: the depth it gets
     if hints.get("num_ctas") and target >= 90:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
         opts["maxnreg"] = max(24, min(255, 65536 // (hints["occupancy"] * warps * 32)) // 8 * 8)
+    level = env.llvm_opt()
+    if level is not None:  # SAFETILE_LLVM_OPT; not a Triton option: compile_fitting applies it (llvm_level.py)
+        opts["llvm_opt"] = level
     return opts
 
 
@@ -214,27 +224,34 @@ def compile_fitting(src, target, options: dict, shared_limit: int | None = None)
     compiled again with fewer pipeline stages. An ``occupancy`` hint caps registers per thread
     (``maxnreg``); where that cap makes ptxas spill (NVIDIA's attention sample at d=128 with
     128x128 tiles and occupancy 2: 0.17x SDPA), the kernel is compiled again without the cap and
-    the binary that spills less is kept. Hints never make a correct kernel fail, nor spill."""
+    the binary that spills less is kept. Hints never make a correct kernel fail, nor spill.
+    ``options["llvm_opt"]`` (from ``compile_options``) is LLVM's optimisation level for these
+    compiles (llvm_level.py), not a Triton option."""
     import triton
     opts = dict(options)
+    level = opts.pop("llvm_opt", None)
+    keyed = llvm_level.cache_env(level)
+
+    def compile_with(o: dict):
+        with llvm_level.level(level if keyed else None):
+            return triton.compile(src, target=target, options=o, **keyed)
     try:
-        compiled = triton.compile(src, target=target, options=opts)
+        compiled = compile_with(opts)
     except Exception:
         if opts.get("num_ctas", 1) == 1:
             raise
         opts["num_ctas"] = 1
-        compiled = triton.compile(src, target=target, options=opts)
+        compiled = compile_with(opts)
     limit = _shared_limit() if shared_limit is None else shared_limit
     stages = opts.get("num_stages") or 3  # Triton's default for CUDA
     while limit and compiled.metadata.shared > limit and stages > 1:
         stages -= 1
         opts["num_stages"] = stages
-        compiled = triton.compile(src, target=target, options=opts)
+        compiled = compile_with(opts)
     if opts.get("maxnreg"):
         spills = _spills(compiled)
         if spills:
-            free = {k: v for k, v in opts.items() if k != "maxnreg"}
-            other = triton.compile(src, target=target, options=free)
+            other = compile_with({k: v for k, v in opts.items() if k != "maxnreg"})
             if _spills(other) < spills:
                 compiled = other
     return compiled
@@ -352,7 +369,7 @@ class Specialization:
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
-                     0 if interp else loop_stages(target))
+                     0 if interp else loop_stages(target), warp_specialized(self.fn, target) and not interp)
 
     def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
@@ -389,6 +406,10 @@ class Specialization:
         except TileError:
             raise
         except Exception as e:
+            if facts.warp_specialize:  # a loop shape Triton cannot partition (Triton 3.6 on Hopper:
+                # two matrix-product loops in a row, as a causal attention's split loop): compile
+                # it as written, unspecialised
+                return self._build(dataclasses.replace(facts, warp_specialize=False), interp, device)
             plain = dataclasses.replace(facts, tma=False, loop_stages=0)
             if type(e).__name__ == "OutOfResources" and plain != facts:
                 return self._build(plain, interp, device)
@@ -692,5 +713,5 @@ def function_source(fn: Function, arrays: list, target: int | None = None) -> st
             except ImportError:
                 pass
     facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
-                  pdl_enabled(target), loop_stages(target))
+                  pdl_enabled(target), loop_stages(target), warp_specialized(fn, target))
     return generate(fn, facts).source

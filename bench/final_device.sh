@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A session's final checks on one GPU machine, in parts that each fit one device call (600 s),
+# every step under its own time limit so that one slow step cannot take the rest with it:
+#   tests  every GPU test (bench/gpu_tests.sh); host cost per launch (launch_diag, gpu_bench's
+#          safe and launch sections); cold/warm first launches (compile section, median of 3)
+#   bench  GEMM sweep, attention forward and backward, NVIDIA's samples through safetile
+#          (CUTILE_SAMPLES names a copy of cuTile Python's samples/ folder)
+#   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
+# Everything lands in $OUT/final (packed into $OUT/final-<part>.tgz: the device runner returns few
+# files); a short table is printed last.
+#   PYTHONPATH=src bash bench/final_device.sh tests|bench|quick
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+PART=${1:?tests, bench or quick}
+BASE=${OUT:-bench/results/final}
+R=$BASE/final
+mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$R/device.txt"
+step() {  # step SECONDS NAME COMMAND...: the command's output in $R/NAME.txt, its status in the log
+    local limit=$1 name=$2
+    shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" > "$R/$name.txt" 2>&1
+    echo "$name: rc=$? in $((SECONDS - t0)) s" | tee -a "$R/steps.txt"
+}
+SAMPLES=()
+[ -n "${CUTILE_SAMPLES:-}" ] && [ -d "$CUTILE_SAMPLES" ] && SAMPLES=(--cutile-samples "$CUTILE_SAMPLES")
+case $PART in
+tests)
+    OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
+    step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
+    step 150 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
+    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
+        --compile-reps 3 --out "$R/compile.json" ;;
+bench)
+    step 200 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
+    step 260 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
+    [ ${#SAMPLES[@]} -gt 0 ] && step 100 samples python3 bench/gpu_bench.py --only others \
+        --others-kernels batch_matmul,attention,matmul,transpose "${SAMPLES[@]}" --out "$R/samples.json" ;;
+quick)
+    step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
+    step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
+    step 170 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
+    step 200 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json" ;;
+*)
+    echo "unknown part $PART: tests, bench or quick"
+    exit 2 ;;
+esac
+tar czf "$BASE/final-$PART.tgz" -C "$BASE" final
+echo "== summary ($PART)"
+cat "$R/steps.txt"
+[ -f "$R/tests/pytest_gpu.txt" ] && grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests/pytest_gpu.txt" | tail -8
+for f in "$R"/diag.txt "$R"/safe_launch.txt "$R"/compile.txt "$R"/gemm.txt "$R"/attention.txt "$R"/samples.txt; do
+    [ -f "$f" ] && sed -n '/^== /,$p' "$f" | grep -v '^  ' | tail -25
+done
+exit 0
