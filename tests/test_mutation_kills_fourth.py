@@ -5,6 +5,7 @@ refusal), never the text of a mutant."""
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -176,3 +177,48 @@ def test_unzip_of_an_op_of_unknown_arity_checks_the_count_when_it_runs():
     assert (a.sync(), b.sync(), c.sync()) == (1, 2, 3)
     with pytest.raises(ct.DeviceOpError, match=r"^first\(\): the operation produced 0 values$"):
         ct.value(()).first().sync()
+
+
+# ----------------------------------------------------------------------------- after the held-out sample mut6-final
+
+
+def test_a_bad_annotation_is_located_at_its_parameter():
+    """A declaration refused at decoration points at the parameter's own line and columns, not
+    at the ``def``."""
+    with pytest.raises(ct.TileDeclarationError) as info:
+        @ct.entry
+        def k(z: ct.Mut[ct.f32, "B"],
+              x: ct.Ref[ct.f32, ()]):
+            pass
+    [loc] = info.value.locs
+    assert loc.source_line.strip() == "x: ct.Ref[ct.f32, ()]):"
+    assert "ct.Ref[ct.f32, ()]" in loc.source_line[loc.col:loc.end_col]
+
+
+def test_a_wrapped_array_keeps_its_name():
+    assert ct.from_dlpack(np.zeros(4, np.float32), "q").label == "tensor 'q'"
+    assert ct.Tensor.from_dlpack(np.zeros(4, np.float32), name="q").label == "tensor 'q'"
+
+
+def test_use_after_move_names_the_action_and_the_site_of_the_move():
+    u = ct.zeros(4).sync().named("src")
+    u.partition(4)
+    line = sys._getframe().f_lineno - 1
+    with pytest.raises(ct.UseAfterMoveError, match=re.escape(
+            f"tensor 'src' cannot be copied: it was moved into partition 'src' (by .partition() at "
+            f"test_mutation_kills_fourth.py:{line})")):
+        ct.copy(u)
+    v = ct.zeros(4).sync().named("v")
+    v.shared()
+    line = sys._getframe().f_lineno - 1
+    with pytest.raises(ct.UseAfterMoveError, match=re.escape(
+            f"tensor 'v' cannot be read: it was moved into shared tensor 'v' (by .shared() at "
+            f"test_mutation_kills_fourth.py:{line}); get it back with .try_unwrap()")):
+        v.to_numpy()
+
+
+def test_race_report_lines_are_indented_under_the_headline():
+    rep = ct.detect_races(_to_first, (3, 1, 1), (rnd(12).to_numpy(), np.zeros(12, np.float32), 4),
+                          raise_on_race=False)
+    lines = rep.describe().split("\n")
+    assert lines[1:] == ["  " + c.describe() for c in rep.conflicts]

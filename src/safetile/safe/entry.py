@@ -119,7 +119,7 @@ class EntryKernel:
                  generics: dict | None = None, grid: Any = None, backend: str | None = None):
         self.fn = fn
         self.__name__ = fn.__name__
-        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self.hints = validate_hints(hints or {})

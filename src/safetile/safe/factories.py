@@ -215,7 +215,7 @@ def _source_data(src: Any, what: str) -> Any:
 def _to(data: Any, device: str):
     if device == "cpu":
         if isinstance(data, np.ndarray):
-            return np.array(data, copy=True)
+            return np.copy(data)
         return torch_to_numpy(data)
     if isinstance(data, np.ndarray):
         return numpy_to_torch(data, device)
