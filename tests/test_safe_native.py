@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -81,6 +82,8 @@ def path(request):
     elif not loaded:
         pytest.skip("the C twin is off (SAFETILE_SAFE_NATIVE=0) or cannot be built here (no C compiler)")
     yield request.param
+    if loaded:  # the C entry points and the C methods back (off() put the Python methods back)
+        FAST.load(build=False)
     FAST.build, FAST.run = saved
 
 
@@ -501,3 +504,70 @@ def test_a_bound_launch_keeps_its_memory_until_the_terminal_has_waited(native):
     assert native.ran == 2 and len(rec.calls) == 3
     assert probe["alive while running"]
     assert probe["alias"]() is None  # and let go once the terminal has waited
+
+
+def test_the_hot_methods_are_c_while_loaded_and_python_when_off(native):
+    """The C twin puts method descriptors of the same names on the classes; off() puts the
+    Python definitions back, and loading again puts the C ones back."""
+    from safetile.safe.deviceop import DeviceOp
+    from safetile.safe.entry import EntryKernel
+    hot = [(EntryKernel, "__call__"), (LaunchOp, "_run"), (LaunchOp, "__del__"), (DeviceOp, "then")]
+    assert all(type(vars(cls)[name]).__name__ == "method_descriptor" for cls, name in hot)
+    saved = FAST.build, FAST.run
+    FAST.off()
+    try:
+        assert all(type(vars(cls)[name]).__name__ == "function" for cls, name in hot)
+        xn, yn = data(seed=3)
+        x, y = ct.from_dlpack(xn).shared(), ct.from_dlpack(yn).shared()
+        z = ct.from_dlpack(np.full(256, np.nan, np.float32)).partition(64)
+        z, x, y = add(z, x, y).then(lambda v: add(*v)).sync()  # the Python path end to end
+        np.testing.assert_array_equal(z.unpartition().to_numpy(), xn + yn)
+    finally:
+        assert FAST.load(build=False)
+        FAST.build, FAST.run = saved
+    assert all(type(vars(cls)[name]).__name__ == "method_descriptor" for cls, name in hot)
+
+
+def test_then_in_c_makes_the_op_python_makes(native):
+    from safetile.safe.deviceop import DeviceOp, Then
+    base = ct.value(5)
+    f = lambda v: v + 1  # noqa: E731
+    c_made = base.then(f)
+    assert type(vars(DeviceOp)["then"]).__name__ == "method_descriptor"
+    py_made = Then(base, f)
+    assert type(c_made) is Then and vars(c_made) == vars(py_made) == {"op": base, "f": f}
+    assert c_made.sync() == 6
+    with pytest.raises(DeviceOpError, match=r"^then\(\) takes a function of the value, got int$"):
+        base.then(3)  # the Python definition words the refusal
+
+
+def test_keywords_and_a_first_launch_take_the_python_call(native):
+    xn, yn = data(seed=4)
+    x, y = ct.from_dlpack(xn).shared(), ct.from_dlpack(yn).shared()
+    z = ct.from_dlpack(np.full(256, np.nan, np.float32)).partition(64)
+    with pytest.raises(ct.LaunchTypeError, match="takes its arguments by position"):
+        add(z, x, y=y)
+    assert not z.is_moved and x._holders == 0 and y._holders == 0
+    z, x, y = add(z, x, y).sync()
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), xn + yn)
+
+
+def test_a_dropped_unrun_launch_is_given_back_by_the_c_finalizer(native):
+    xn, yn = data(seed=5)
+    x, y = ct.from_dlpack(xn).shared(), ct.from_dlpack(yn).shared()
+    z = ct.from_dlpack(np.full(256, np.nan, np.float32)).partition(64)
+    z, x, y = add(z, x, y).sync()  # the plan exists: the next launch is built in C
+    built = native.built
+    op = add(z, x, y)
+    assert native.built == built + 1 and x._holders == 1
+    with pytest.warns(ct.LaunchDroppedWarning, match="dropped without being run"):
+        del op
+        gc.collect()
+    assert x._holders == 0 and y._holders == 0
+    z, x, y = add(z, x, y).sync()  # usable again
+    ran = add(z, x, y)
+    z, x, y = ran.sync()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        del ran  # a launch that ran: the C finalizer returns at once, no warning
+        gc.collect()

@@ -461,7 +461,8 @@ def _callable(f: Any, what: str) -> Callable:
 
 class Then(_Chained):
     def __init__(self, op: DeviceOp, f: Callable):
-        # the chained-launch idiom's hot path: no call when f is callable (issue 9's host cost)
+        # the chained-launch idiom's hot path: no call when f is callable (issue 9's host cost); the C
+        # twin's ``then`` (safe/native_methods.py) makes a Then as this does: ``op`` and ``f`` set, nothing else
         self.op, self.f = op, f if callable(f) else _callable(f, "then")  # pragma: no mutate
 
     @interruptible  # the user's closure: its callers handle any exception from it

@@ -227,14 +227,11 @@ class EntryKernel:
     # ------------------------------------------------------------------ launching
 
     def __call__(self, *args, **kwargs) -> LaunchOp:
+        # the Python path: while the C twin is loaded, a C method in this name builds the common case
+        # (``FAST.build``) and calls this for the rest (safe/native_methods.py)
         global _LaunchOp
         if kwargs:
             self._positional(kwargs)
-        build = FAST.build  # the common case in C (safe/native.py); None: not loaded, or not that case
-        if build is not None:
-            op = build(self, args)
-            if op is not None:
-                return op
         if _LaunchOp is None:  # launch.py imports this module: bind the class on first use
             from .launch import LaunchOp
             _LaunchOp = LaunchOp

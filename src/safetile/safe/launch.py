@@ -31,7 +31,6 @@ from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
 from .memory import REGISTRY, moved_message, notify_all, own_alias, wait_until
-from .native import FAST
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
@@ -466,11 +465,8 @@ class LaunchOp(DeviceOp, Unique):
     # ------------------------------------------------------------------ execution
 
     def _run(self, ctx: ExecContext):
-        run = FAST.run  # the common case in C (safe/native.py); None: not loaded, or not that case
-        if run is not None:
-            done = run(self, ctx)
-            if done is not None:
-                return done
+        # the Python path: while the C twin is loaded, a C method in this name runs the common case
+        # (``FAST.run``) and calls this for the rest (safe/native_methods.py)
         acquire()
         try:  # (zero cost)
             state = self._state

@@ -17,7 +17,10 @@ C call (bench/NOTES.md, issue 9 "no regression"). ``FAST.build(kernel, args)`` a
 ``FAST.run(op, ctx)`` do that bookkeeping in C for the case that dominates (a plan launched
 again with the same facts) and answer ``None`` for everything else, which then takes the
 Python path: the checks themselves stay in Python and are not duplicated, the C code only
-finds the existing plan and moves ownership as ``LaunchOp._take``/``_give_back`` do.
+finds the existing plan and moves ownership as ``LaunchOp._take``/``_give_back`` do. While
+loaded, the methods that call them (``EntryKernel.__call__``, ``LaunchOp._run``, and the
+frames around them, ``LaunchOp.__del__`` and ``DeviceOp.then``) are C method descriptors too
+(native_methods.py), each falling back to the Python definition it replaced.
 
 The module is built once per installation (``runtime/native.py``), in the background beside a
 safe kernel's first compile; until it is loaded (or where it cannot be built, or with
@@ -31,9 +34,10 @@ from typing import Any
 
 from ..runtime import env
 from ..runtime.native import NativeModule
+from .native_methods import METHODS
 from .native_source import SOURCE
 
-MODULE = NativeModule("safetile_safe_native", SOURCE)
+MODULE = NativeModule("safetile_safe_native", SOURCE + METHODS)
 
 
 class FastPath:
@@ -60,9 +64,12 @@ class FastPath:
             return False
         with self._lock:
             if self.build is None:
-                m.setup(*_objects())
+                classes, objects = _objects()
+                m.setup(classes, objects)
+                m.methods_setup(classes, {**objects, "fast": self, "build": m.build, "run": m.run})
                 self.run = m.run
                 self.build = m.build
+                m.install(True)
         return True
 
     def start(self) -> None:
@@ -77,9 +84,12 @@ class FastPath:
                                  name="safetile-safe-native-load").start()
 
     def off(self) -> None:
-        """Back to the Python path (tests compare both)."""
+        """Back to the Python path (tests compare both): the Python methods too."""
         with self._lock:
             self.build = self.run = None
+            m = MODULE.loaded()
+            if m is not None:
+                m.install(False)
 
 
 def _load_after(fast: FastPath, t: threading.Thread) -> None:
@@ -97,8 +107,8 @@ def _objects() -> tuple[dict, dict]:
     from ..frontend.captures import ABSENT, FUNCTION_STATE, CaptureSet, _unchanged
     from . import memory, ownership, streams
     from .checks import Plan
-    from .deviceop import ExecContext
-    from .entry import KernelCaches
+    from .deviceop import DeviceOp, ExecContext, Then
+    from .entry import EntryKernel, KernelCaches
     from .facts import ArgFacts
     from .launch import LaunchOp, _op_ids, _OpRef, _TorchTensor
     from .partition import Partition, Shared
@@ -106,7 +116,8 @@ def _objects() -> tuple[dict, dict]:
     classes = {"Partition": Partition, "Shared": Shared, "Tensor": Tensor, "LaunchOp": LaunchOp,
                "KernelCaches": KernelCaches, "ExecContext": ExecContext, "InFlight": memory.InFlight,
                "torch_Tensor": _TorchTensor, "ArgFacts": ArgFacts, "CaptureSet": CaptureSet,
-               "Bound": Bound, "Plan": Plan}
+               "Bound": Bound, "Plan": Plan, "EntryKernel": EntryKernel, "DeviceOp": DeviceOp, "Then": Then,
+               "FastPath": FastPath}
     source = env.backend_source()
     assert source is not None  # checked by load()
     data, key = source

@@ -789,14 +789,4 @@ out:
   Py_XDECREF(reglock);
   return result;
 }
-
-static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "Find the classes' slots and the runtime's objects (once)."},
-    {"build", (PyCFunction)(void (*)(void))build, METH_FASTCALL, "LaunchOp(kernel, args)'s common case, or None."},
-    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL, "LaunchOp._run(ctx)'s common case, or None."},
-    {NULL, NULL, 0, NULL}};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "safetile_safe_native", NULL, -1, methods};
-
-PyMODINIT_FUNC PyInit_safetile_safe_native(void) { return PyModule_Create(&module); }
 """
