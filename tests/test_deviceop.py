@@ -129,6 +129,27 @@ def test_nested_sync_is_an_error_and_gives_arguments_back():
     assert np.array_equal(z.to_numpy(), np.ones(64, np.float32))  # only the outer launch ran
 
 
+@pytest.mark.parametrize("combinator", ["map", "then", "inspect"])
+def test_a_closure_raising_stopiteration_fails_an_await_instead_of_hanging_it(combinator):
+    """An asyncio future cannot hold a StopIteration: the await must fail (as a DeviceOpError from
+    it), not wait forever, and what the chain moved is given back."""
+    rng = np.random.default_rng(7)
+    start = rng.standard_normal(64).astype(np.float32)
+    z = ct.from_dlpack(start.copy()).partition(16)
+
+    def exhausted(v):
+        return next(iter(()))
+    op = getattr(axpb(z, 2.0, 1.0), combinator)(exhausted)
+
+    async def main():
+        return await asyncio.wait_for(op, 10)
+    with pytest.raises(ct.DeviceOpError, match="raised StopIteration") as e:
+        asyncio.run(main())
+    assert isinstance(e.value.__cause__, StopIteration)
+    assert not z.is_moved
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), start * 2.0 + 1.0)  # the launch before it ran
+
+
 def test_await_does_not_block_the_event_loop():
     z = ct.zeros(1 << 14).sync().partition(1 << 10)
     op = axpb(z, 1.0, 1.0)

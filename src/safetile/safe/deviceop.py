@@ -310,6 +310,16 @@ class DeviceOp(Handle):
         finally:
             ctx.retire(completed)
 
+    def _job_for_asyncio(self, ctx: ExecContext) -> Any:
+        """``_job`` with a StopIteration from a closure raised as a DeviceOpError: an asyncio future
+        cannot hold a StopIteration (asyncio refuses it in a callback), so the awaiting coroutine
+        would never resume (a coroutine's own StopIteration becomes a RuntimeError the same way)."""
+        try:
+            return self._job(ctx)
+        except StopIteration as e:
+            raise DeviceOpError(f"a closure of {self.label} raised StopIteration, which an awaited "
+                                "operation cannot pass on") from e
+
     def __await__(self):
         return self._await().__await__()
 
@@ -319,7 +329,7 @@ class DeviceOp(Handle):
         ctx = ExecContext(stream, label=LazyText(_await_of, self), pinned=False)
         if not stream.is_cuda:
             loop = asyncio.get_running_loop()
-            fut = stream.submit(lambda: self._job(ctx))
+            fut = stream.submit(lambda: self._job_for_asyncio(ctx))
 
             def end_if_closed(_: Any) -> None:
                 # a loop closed before the work ends never resumes this coroutine: the values are free then
