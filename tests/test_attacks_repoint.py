@@ -128,6 +128,31 @@ def test_original_storage_freed_after_repointing_stays_alive_for_the_launch(back
     assert np.array_equal(zn.to_numpy(), EXPECTED)
 
 
+@pytest.mark.parametrize("how", ["set_", ".data =", "as_strided_ then set_"])
+def test_a_wrapped_cpu_torch_tensor_repointed_in_place_keeps_safetiles_memory(how):
+    """ct.from_dlpack of a CPU torch tensor views its storage through NumPy: the view must hold the
+    storage (through an alias of its own), not the caller's tensor, whose storage set_() or a .data
+    assignment replaces. Else the old storage is freed and the next launch writes whatever torch's
+    allocator handed that memory to (red team round 6, 617)."""
+    rng = np.random.default_rng(11)
+    start = rng.standard_normal(1 << 14).astype(np.float32)
+    t = torch.from_numpy(start.copy())
+    p = ct.from_dlpack(t).partition(1024)
+    x = ct.from_dlpack(rng.standard_normal(1 << 14).astype(np.float32)).shared()
+    if how == "set_":
+        t.set_(torch.zeros(16))
+    elif how == ".data =":
+        t.data = torch.zeros(16)
+    else:
+        t.as_strided_((8,), (2,))
+        t.set_(torch.empty(0))
+    gc.collect()
+    junk = [torch.full((1 << 14,), 7.0) for _ in range(64)]  # memory freed now would be handed out again
+    (p, x) = fill(p, x).sync()
+    assert all(bool((j == 7.0).all()) for j in junk)  # no fresh tensor was written
+    np.testing.assert_array_equal(p.unpartition().to_numpy(), x.to_numpy() + 1.0)
+
+
 # ----------------------------------------------------------------------------- from inside the checks (414)
 
 @pytest.mark.parametrize("how", ["numpy strides", "torch set_", "torch as_strided_", "torch resize_ smaller"])

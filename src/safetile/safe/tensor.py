@@ -144,9 +144,11 @@ class Tensor(Owned):
             if data.device.type == "cuda":
                 self._data = data.detach()
                 self._device = str(data.device)
-            else:  # CPU torch memory is viewed through NumPy (zero copy)
+            else:  # CPU torch memory is viewed through NumPy (zero copy), made from a detached alias:
+                # the view then holds the storage itself, not the caller's tensor, whose storage
+                # set_() or a .data assignment replaces (freeing the memory under the view)
                 from ..runtime.args import as_numpy
-                self._data = as_numpy(data).view()
+                self._data = as_numpy(data.detach()).view()
                 self._device = "cpu"
         else:
             raise TensorError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")
