@@ -157,3 +157,23 @@ def test_tensor_repr_mentions_move():
     t = rnd(4, 9).named("weights")
     t.partition(4)
     assert "moved into partition 'weights'" in repr(t)
+
+
+def test_numpy_asking_for_no_copy_is_refused_not_given_a_silent_copy():
+    """NumPy 2's __array__(copy=False) promises the caller the memory itself: a safetile value only
+    hands NumPy copies, so it must refuse (ValueError, as the protocol says) rather than return a copy
+    whose writes would be lost (red team round 6, 620)."""
+    base = np.random.default_rng(3).standard_normal(8).astype(np.float32)
+    t = ct.from_dlpack(base.copy())
+    s = ct.from_dlpack(base.copy()).shared()
+    for v in (t, s):
+        for ask in (lambda v: np.asarray(v, copy=False), lambda v: np.array(v, copy=False),
+                    lambda v: v.__array__(copy=False)):
+            with pytest.raises(ct.TensorError, match="without a copy"):
+                ask(v)
+            with pytest.raises(ValueError):
+                ask(v)
+        a = np.asarray(v)  # the default (copy when needed) is a host copy
+        np.testing.assert_array_equal(a, base)
+        assert not np.shares_memory(a, v.to_numpy())
+        np.testing.assert_array_equal(np.asarray(v, dtype=np.float64), base.astype(np.float64))

@@ -22,7 +22,7 @@ from .claims import CLAIMS, EXPORTED, FROZEN, WRITABLE
 from .errors import AliasError, OwnershipError, PartitionError, TensorError
 from .memory import wait_uninterrupted
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_site, warn_at_caller
-from .tensor import Tensor, as_dtype_requested
+from .tensor import Tensor, numpy_protocol
 
 if TYPE_CHECKING:  # facts.py imports this module
     from .facts import ArgFacts
@@ -444,7 +444,7 @@ class Shared(Unique):
         return self._tensor._host_copy()
 
     def __array__(self, dtype=None, copy=None):
-        return as_dtype_requested(self.to_numpy(), dtype, self.label)
+        return numpy_protocol(self.to_numpy, dtype, copy, self.label)
 
     def clone(self) -> Shared:
         """Another reference to the same read-only tensor (the handle itself is shared)."""

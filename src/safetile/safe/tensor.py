@@ -8,6 +8,7 @@ any number of readers) or by value (read-only, moved into the launch and given b
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,9 +43,16 @@ def check_torch_kind(x: Any, what: str) -> None:
                           f"it shows); materialise it first with .resolve_{'conj' if x.is_conj() else 'neg'}()")
 
 
-def as_dtype_requested(a: np.ndarray, dtype: Any, label: Any) -> np.ndarray:
-    """``a`` with the element type NumPy's ``__array__`` protocol asked for (refused with a
-    ``TensorError`` when it names none)."""
+def numpy_protocol(host_copy: Callable[[], np.ndarray], dtype: Any, copy: bool | None, label: Any) -> np.ndarray:
+    """NumPy's ``__array__(dtype, copy)`` for a safetile value: a host copy with the element type
+    asked for (refused with a ``TensorError`` when it names none). ``copy=False`` asks for the
+    memory itself, which a safetile value never hands out (launches may be using it): refused
+    before copying, as the protocol says, with a ValueError (a ``TensorError``), never a silent copy
+    whose writes would be lost."""
+    if copy is False:
+        raise TensorError(f"NumPy asked {label} for its memory without a copy (copy=False): safetile hands NumPy "
+                          "only a host copy (.to_numpy()); to write the memory, launch a kernel, or unwrap it")
+    a = host_copy()
     if dtype is None:
         return a
     try:
@@ -255,7 +263,7 @@ class Tensor(Owned):
     numpy = to_numpy
 
     def __array__(self, dtype=None, copy=None):
-        return as_dtype_requested(self.to_numpy(), dtype, self.label)
+        return numpy_protocol(self.to_numpy, dtype, copy, self.label)
 
     def to_host(self):
         """A lazy copy of this tensor into host (CPU) memory: a DeviceOp producing a Tensor."""
