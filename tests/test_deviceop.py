@@ -150,6 +150,49 @@ def test_a_closure_raising_stopiteration_fails_an_await_instead_of_hanging_it(co
     np.testing.assert_array_equal(z.unpartition().to_numpy(), start * 2.0 + 1.0)  # the launch before it ran
 
 
+@pytest.mark.parametrize("where", ["shared before the slow step", "shared after it", "partition combinator"])
+def test_a_timed_out_await_whose_work_finishes_undoes_the_combinators_moves(where):
+    """The await gives up while the work runs; the work then succeeds, but its value (a Shared
+    made by .shared(), a partition made by .partition()) reaches nobody: those moves are undone
+    as for a failed terminal, so the handles the program holds are usable again (red team round 6,
+    618)."""
+    rng = np.random.default_rng(9)
+    start = rng.standard_normal(64).astype(np.float32)
+    p = ct.from_dlpack(start.copy()).partition(16)
+    gate = threading.Event()
+
+    def slow(v):
+        gate.wait(10)
+        return v
+    if where == "shared before the slow step":
+        op = axpb(p, 2.0, 1.0).map(slow).shared()
+    elif where == "shared after it":
+        op = axpb(p, 2.0, 1.0).shared().map(slow)
+    else:
+        t = p.unpartition()
+        op = ct.value(t).partition(16).map(slow)
+
+    async def main():
+        return await asyncio.wait_for(op, 0.2)
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(main())
+    gate.set()
+    del op
+    deadline = time.monotonic() + 10
+    while True:  # the work ends on the stream's worker, then the moves are undone
+        try:
+            t = t if where == "partition combinator" else p.unpartition()
+            t.to_numpy()
+            break
+        except ct.OwnershipError:
+            assert time.monotonic() < deadline, "the value stayed moved into a handle nobody holds"
+            time.sleep(0.02)
+    expected = start if where == "partition combinator" else start * 2.0 + 1.0
+    np.testing.assert_array_equal(t.to_numpy(), expected)
+    q = axpb(t.partition(16), 1.0, 1.0).sync()[0]  # writable again
+    np.testing.assert_array_equal(q.unpartition().to_numpy(), expected + 1.0)
+
+
 def test_await_does_not_block_the_event_loop():
     z = ct.zeros(1 << 14).sync().partition(1 << 10)
     op = axpb(z, 1.0, 1.0)

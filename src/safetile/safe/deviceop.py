@@ -371,9 +371,17 @@ def _let_go(stream: Stream, fut: Any, ctx: ExecContext) -> None:
     """The waiter of a terminal's job on a stream worker stops waiting (KeyboardInterrupt, a cancelled
     task, a failure of the work): a job that has not started never runs (the op keeps its arguments:
     ``op.cancel()`` or another terminal); one that has started finishes, retiring its in-flight entry
-    itself, and the values it gave back are free once it has ended, not before."""
+    itself, and the values it gave back are free once it has ended, not before. Its value reaches no
+    one, so a job that succeeds is rolled back like a failed one."""
     stream.withdraw(fut)
-    fut.add_done_callback(lambda _: ctx.end())
+
+    def ended(f: Any) -> None:
+        if not f.cancelled() and f.exception() is None:
+            # the work succeeded but its value reaches nobody: the combinators' moves (a Shared made,
+            # a partition unpartitioned or made) are undone, as for a failed terminal (``rollback``)
+            ctx.rollback()
+        ctx.end()
+    fut.add_done_callback(ended)
 
 
 def _seq(v, what):
