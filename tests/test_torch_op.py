@@ -266,6 +266,51 @@ def test_unchecked_kernel_writing_an_input_is_refused_before_it_runs():
     assert torch.equal(x, torch.ones(64))
 
 
+WRITE_INPUT = False
+
+
+def _helper_reads(x, b):
+    return ct.load(x, (b,), (16,))
+
+
+def test_an_input_write_that_appears_after_a_recompile_is_refused():
+    """The read-only check belongs to the code that runs: when a global (or a helper) the kernel
+    read changes, the kernel compiles again and the new code is checked again (red team round 6,
+    611: the check ran once per argument signature, and the recompiled code wrote an input)."""
+    global WRITE_INPUT, _helper_reads
+    WRITE_INPUT = False
+
+    @torch_op(unique("flip"), outputs={"z": Out("x")}, grid=lambda x: (x.shape[0] // 16,))
+    @ct.kernel
+    def flip(z, x):
+        t = _helper_reads(x, ct.bid(0))
+        ct.store(z, (ct.bid(0),), t + 1.0)
+        if WRITE_INPUT:
+            ct.store(x, (ct.bid(0),), t * 0.0 - 5.0)
+    x0 = torch.from_numpy(np.random.default_rng(21).standard_normal(64).astype(np.float32))
+    x = x0.clone()
+    torch.testing.assert_close(flip(x), x0 + 1.0, rtol=0, atol=0)
+    try:
+        WRITE_INPUT = True
+        with pytest.raises(ct.TileTypeError, match=r"writes one of its inputs \(x\)"):
+            flip(x)
+        assert torch.equal(x, x0)
+        WRITE_INPUT = False
+        saved = _helper_reads
+
+        def _helper_reads(x, b):  # noqa: F811 - redefined between calls on purpose
+            t = ct.load(x, (b,), (16,))
+            ct.store(x, (b,), t * 2.0)
+            return t
+        with pytest.raises(ct.TileTypeError, match=r"writes one of its inputs \(x\)"):
+            flip(x)
+        assert torch.equal(x, x0)
+        _helper_reads = saved
+        torch.testing.assert_close(flip(x), x0 + 1.0, rtol=0, atol=0)
+    finally:
+        WRITE_INPUT = False
+
+
 @pytest.mark.parametrize("shape, exc, words", [
     (lambda x: (-5,), ct.LaunchTypeError,
      r"output 'z': the shape callable must return a tuple of sizes >= 0, got \(-5,\)"),

@@ -43,7 +43,7 @@ from ..errors import ArgumentError, LaunchTypeError, TileTypeError
 from ..frontend.kernel import ArraySpec
 from ..runtime.args import arg_specs
 from ..runtime.kernel import Kernel
-from ..runtime.launch import launch
+from ..runtime.launch import normalize_grid, prepare
 from ..safe.entry import EntryKernel
 from ..safe.errors import AllocationError
 from ..safe.factories import MAX_TENSOR_BYTES
@@ -165,7 +165,7 @@ class _TorchOp:
         ins = ", ".join(f"{t} {n}" for n, t in self.inputs)
         rets = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join("Tensor" for _ in self.outputs) + ")"
         self._traced: dict = {}  # input shapes -> output shapes the fake kernel gave torch
-        self._unwritten: set = set()  # unchecked kernels: specialisations seen not to write an input
+        self._prepared: dict = {}  # unchecked kernels: launches compiled with the inputs read-only, by specs
         self.op = torch.library.custom_op(name, self._run, mutates_args=(), schema=f"({ins}) -> {rets}")
         self.op.register_fake(self._fake)
 
@@ -275,25 +275,30 @@ class _TorchOp:
                                       f"allocated on {device}: {str(e).splitlines()[0]}") from None
         return outs
 
-    def _check_inputs_unwritten(self, args: tuple) -> None:
-        """The op's schema says its inputs are not mutated (torch.compile relies on it), so an
-        unchecked kernel must not store into them: once per specialisation, the kernel is compiled
-        with its tensor inputs read-only, and a store, scatter or atomic to one is refused at the
-        kernel line (a located error) before anything runs."""
-        specs = arg_specs(self.kernel, args)
-        if specs in self._unwritten:
-            return
+    def _launch_inputs_read_only(self, grid: Any, args: tuple) -> None:
+        """Launch the unchecked kernel compiled with its tensor inputs read-only. The op's schema says
+        its inputs are not mutated (torch.compile relies on it), so a store, scatter or atomic to one
+        is refused at the kernel line (a located error) before anything runs. The code that runs is
+        the code so checked: when Python state it read changes, it is compiled, and checked, again."""
+        kernel = self.kernel
+        if not kernel.captured.check():  # as ct.launch does: stale compiled code is dropped
+            kernel.refresh()
         ro = tuple(dataclasses.replace(sp, readonly=True) if n in self.tensor_inputs and isinstance(sp, ArraySpec)
-                   else sp for n, sp in zip(self.names, specs))
+                   else sp for n, sp in zip(self.names, arg_specs(kernel, args)))
         try:
-            self.kernel.specialize(ro)
+            fn = kernel.specialize(ro)
         except TileTypeError as e:
             if "read-only" not in str(e):
-                raise  # any other compile error: the launch reports it as usual
+                raise  # any other compile error: reported as a launch reports it
             raise TileTypeError(f"torch_op {self.name!r}: the unchecked kernel writes one of its inputs "
                                 f"({', '.join(self.tensor_inputs)}), but the op's schema declares inputs unmutated "
                                 f"(torch.compile relies on it): store into an output (outputs=) instead\n{e}") from None
-        self._unwritten.add(specs)
+        prepared = self._prepared.get(ro)
+        if prepared is None or prepared.fn is not fn:
+            if len(self._prepared) >= 256:  # many shapes: start again rather than grow
+                self._prepared.clear()
+            prepared = self._prepared[ro] = prepare(kernel, args, ro)
+        prepared(None, normalize_grid(grid), args)
 
     def _fake(self, *args):
         """torch's fake (meta) kernel: the outputs' shapes, element types and device. Element
@@ -344,8 +349,7 @@ class _TorchOp:
             values.update((o.name, t) for o, t in zip(self.outputs, outs))
             grid = self.grid(values) if callable(self.grid) else self.grid
             args = tuple(values[n] for n in self.names)
-            self._check_inputs_unwritten(args)
-            launch(None, grid, self.kernel, args)
+            self._launch_inputs_read_only(grid, args)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -194,9 +194,11 @@ def _learn(kernel: Kernel, variant, grid3, args) -> None:
         BACKENDS.get("triton").learn_fast(kernel, variant, grid3, args)
 
 
-def prepare(kernel: Kernel, args: tuple) -> Prepared:
-    """The fully checked part of a launch: specs (argument kinds, dtypes, constants) and compilation."""
-    specs = arg_specs(kernel, args)
+def prepare(kernel: Kernel, args: tuple, specs: tuple | None = None) -> Prepared:
+    """The fully checked part of a launch: specs (argument kinds, dtypes, constants) and compilation.
+    ``specs``: what to compile for instead of the arguments' own (torch_op: its inputs read-only)."""
+    if specs is None:
+        specs = arg_specs(kernel, args)
     on_gpu = any(is_cuda(a) for a in flat_runtime_args(specs, args))
     fn = kernel.specialize(specs)
     return Prepared(kernel, fn, specs, on_gpu)
