@@ -149,6 +149,46 @@ def test_a_changed_global_recompiles():
     np.testing.assert_allclose(_run(uses_global_and_helper, x), x * 2.0 + 1.0, rtol=1e-6)
 
 
+TORN_SCALE = 2.0
+_TORN_FLIPS = [0]
+
+
+def _flip_torn_scale():
+    """Run by ct.static_eval between the kernel's two reads of TORN_SCALE: changes it while the
+    kernel compiles, once per arming."""
+    global TORN_SCALE
+    if _TORN_FLIPS[0]:
+        _TORN_FLIPS[0] = 0
+        TORN_SCALE = 3.0
+    return 0
+
+
+@ct.kernel
+def reads_twice(x, y):
+    t = ct.load(x, (0,), (8,))
+    a = t * TORN_SCALE
+    ct.static_eval(_flip_torn_scale())
+    ct.store(y, (0,), a + t * 10.0 * TORN_SCALE)
+
+
+def test_code_compiled_while_a_global_changed_under_it_is_compiled_again():
+    """A compile whose two reads of one global saw two values (red team round 6, 628) mixes them;
+    that code must not be reused once the global settles (it was: the first read was recorded, so
+    resetting the global to it made the mixed code current again)."""
+    global TORN_SCALE
+    x = RNG.standard_normal(8).astype(np.float32)
+    try:
+        _TORN_FLIPS[0] = 1
+        np.testing.assert_allclose(_run(reads_twice, x), x * 2.0 + x * 30.0, rtol=1e-6)  # the reads in order
+        TORN_SCALE = 2.0  # back to what the first read saw
+        np.testing.assert_allclose(_run(reads_twice, x), x * 2.0 + x * 20.0, rtol=1e-6)
+        TORN_SCALE = 3.0
+        np.testing.assert_allclose(_run(reads_twice, x), x * 3.0 + x * 30.0, rtol=1e-6)
+    finally:
+        TORN_SCALE = 2.0
+        _TORN_FLIPS[0] = 0
+
+
 def test_a_redefined_helper_recompiles():
     global _helper
     x = RNG.standard_normal(8).astype(np.float32)

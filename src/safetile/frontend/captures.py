@@ -29,6 +29,7 @@ _LIBRARY_ROOTS = frozenset({"safetile", "numpy", "math", "builtins", "operator",
                             "dataclasses", "ml_dtypes", "torch", "triton", "cmath", "itertools", "collections"})
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 ABSENT = object()  # recorded for a name that was not defined (a later definition recompiles)
+TORN = object()  # recorded for a name read twice with two values in one compile: never current
 
 
 def _root(name: Any) -> str:
@@ -75,13 +76,25 @@ class Captures:
     def __init__(self) -> None:
         self._entries: dict[tuple[int, Any], tuple[Any, Any, Any]] = {}
 
+    def _read(self, holder: Any, key: Any, value: Any) -> None:
+        """One read. A second read of the same place that sees another value (the code changed it
+        mid-compile, e.g. in ``ct.static_eval``, or another thread did) means the compiled code
+        mixes two values: it is recorded as ``TORN``, never current, so the next launch compiles
+        again rather than keep code that no single state of the program gives."""
+        k = (id(holder), key)
+        old = self._entries.get(k)
+        if old is None:
+            self._entries[k] = (holder, key, value)
+        elif old[2] is not value and not same_value(old[2], value):
+            self._entries[k] = (holder, key, TORN)
+
     def name(self, namespace: dict, key: str, value: Any) -> None:
         """A global (or builtin-shadowing) name looked up in ``namespace``."""
-        self._entries.setdefault((id(namespace), key), (namespace, key, value))
+        self._read(namespace, key, value)
 
     def cell(self, cell: Any, value: Any) -> None:
         """A closure variable read from ``cell``."""
-        self._entries.setdefault((id(cell), None), (cell, None, value))
+        self._read(cell, None, value)
 
     def attribute(self, obj: Any, attr: str, value: Any) -> None:
         """``obj.attr`` read at compile time: recorded on the namespace that holds it, and as
@@ -94,8 +107,8 @@ class Captures:
             return
         before, holder = found
         for ns in before:
-            self._entries.setdefault((id(ns), attr), (ns, attr, ABSENT))
-        self._entries.setdefault((id(holder), attr), (holder, attr, value))
+            self._read(ns, attr, ABSENT)
+        self._read(holder, attr, value)
 
     def function(self, fn: Any) -> None:
         """A Python function inlined as tile code: its code, defaults and closure cells are part
