@@ -20,9 +20,35 @@ class Cfg:
     scale: float = dataclasses.field(compare=False)
 
 
+class LooseCfg:
+    """A plain class whose ``__eq__`` and ``__hash__`` skip a field the kernel reads (red team round 6, 601)."""
+
+    def __init__(self, n, scale):
+        self.n, self.scale = n, scale
+
+    def __eq__(self, other):
+        return isinstance(other, LooseCfg) and other.n == self.n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={getattr(self, k)}' for k in ('n', 'scale', 'extra') if hasattr(self, k))})"
+
+
+class SlottedCfg(LooseCfg):
+    __slots__ = ("extra",)
+
+    def __init__(self, n, scale, extra):
+        super().__init__(n, scale)
+        self.extra = extra
+
+
 def _value(c) -> float:
     """What the kernels compute from ``c`` (at compile time): type, sign of zero and every field count."""
-    if isinstance(c, Cfg):
+    if isinstance(c, SlottedCfg):
+        return c.scale + c.extra
+    if isinstance(c, (Cfg, LooseCfg)):
         return c.scale
     if isinstance(c, tuple):
         return sum(_value(x) * (i + 1) for i, x in enumerate(c))
@@ -43,7 +69,8 @@ def safe(out: ct.Mut[ct.f32, "B"], c: ct.Constant[object]):
     out.store(ct.full((16,), ct.static_eval(_value(c)), ct.float32))
 
 
-PAIRS = [(0.0, -0.0), (1, True), (1, 1.0), ((0.0, 1.0), (-0.0, 1.0)), ((1,), (True,)), (Cfg(1, 2.0), Cfg(1, 3.0))]
+PAIRS = [(0.0, -0.0), (1, True), (1, 1.0), ((0.0, 1.0), (-0.0, 1.0)), ((1,), (True,)), (Cfg(1, 2.0), Cfg(1, 3.0)),
+         (LooseCfg(1, 2.0), LooseCfg(1, 9.0)), (SlottedCfg(1, 2.0, 1.0), SlottedCfg(1, 2.0, 5.0))]
 
 
 @pytest.mark.parametrize("backend", ["cpu", "triton"])
@@ -67,3 +94,27 @@ def test_equal_constants_compile_apart(pair, style, backend):
                     part, _ = kernel(part, c).sync()
                     got = part.unpartition().to_numpy()
                 np.testing.assert_array_equal(got, want, err_msg=f"{c!r} after {order[0]!r}")
+
+
+def test_a_constant_object_with_an_unhashable_attribute_is_refused_by_name():
+    out = np.full(16, np.nan, np.float32)
+    with pytest.raises(ct.ArgumentError, match=r"Constant LooseCfg must be hashable in every field: 'scale' holds a list"):
+        ct.launch(None, (1,), unchecked.replace_hints(), (out, LooseCfg(1, [2.0])))
+    assert np.isnan(out).all()
+
+
+@ct.kernel
+def ignores(out, c: ct.Constant[object]):
+    ct.store(out, (0,), ct.full((16,), 1.0, ct.float32))
+
+
+def test_equal_value_types_still_share_compiled_code():
+    """Python's and libraries' value types keep their equality as the key (a new equal value does
+    not compile again)."""
+    from fractions import Fraction
+    kernel = ignores.replace_hints()
+    out = np.full(16, np.nan, np.float32)
+    for c in (Fraction(1, 2), Fraction(2, 4), "ab", "".join(["a", "b"]), ct.float16, ct.float16):
+        ct.launch(None, (1,), kernel, (out, c))
+    assert len(kernel._cache) == 3
+    np.testing.assert_array_equal(out, np.ones(16, np.float32))

@@ -28,7 +28,7 @@ from ..ops.values import Array, Tile
 from ..runtime import env
 from . import budget
 from .annotations import Constant, ConstantAnnotation, param_kind  # noqa: F401 - re-exported
-from .captures import Captures, CaptureSet, closure_scope
+from .captures import Captures, CaptureSet, closure_scope, is_library
 from .captures import current as captures_current
 from .compiler import FunctionCompiler
 from .dataclass_values import DataclassValue
@@ -184,25 +184,51 @@ class ConstSpec:
 def const_signature(value: Any) -> Any:
     """What ``==`` ignores about a compile-time value, so that values Python calls equal but that
     compute differently never share a compiled kernel: the type of every element (``1``, ``1.0``
-    and ``True``), the sign of a zero float (``0.0`` and ``-0.0``), and every field of a dataclass
-    (its ``__eq__`` may skip some: ``field(compare=False)``)."""
+    and ``True``), the sign of a zero float (``0.0`` and ``-0.0``), every field of a dataclass
+    (its ``__eq__`` may skip some: ``field(compare=False)``), and every attribute of an object
+    whose ``__eq__`` is its own class's (it may skip some): only the equality of Python's and
+    libraries' value types is trusted."""
     if isinstance(value, tuple):
         return tuple(const_signature(v) for v in value)
     t = type(value)
     if t is float and value == 0.0:
         return (t, math.copysign(1.0, value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = []
-        for f in dataclasses.fields(value):
-            v = getattr(value, f.name)
-            try:
-                hash(v)
-            except TypeError:
-                raise ArgumentError(f"a Constant {t.__name__} must be hashable in every field: {f.name!r} holds "
-                                    f"a {type(v).__name__}") from None
-            fields.append((f.name, v, const_signature(v)))
-        return (t, tuple(fields))
+        return (t, _fields_signature(t, ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))))
+    if not isinstance(value, type) and not _trusted_eq(t):
+        state = dict(getattr(value, "__dict__", {}))
+        for k in t.__mro__:
+            for name in getattr(k, "__slots__", ()):
+                if name not in ("__dict__", "__weakref__") and hasattr(value, name):
+                    state.setdefault(name, getattr(value, name))
+        return (t, _fields_signature(t, sorted(state.items())))
     return t
+
+
+def _fields_signature(t: type, fields: Any) -> tuple:
+    out = []
+    for name, v in fields:
+        try:
+            hash(v)
+        except TypeError:
+            raise ArgumentError(f"a Constant {t.__name__} must be hashable in every field: {name!r} holds "
+                                f"a {type(v).__name__}") from None
+        out.append((name, v, const_signature(v)))
+    return tuple(out)
+
+
+_VALUE_TYPE_MODULES = frozenset({"builtins", "fractions", "decimal", "enum", "numbers", "datetime", "uuid",
+                                 "pathlib", "ipaddress"})
+
+
+def _trusted_eq(t: type) -> bool:
+    """Whether ``==`` on ``t``'s values can key compiled code: identity (``object``'s own), or the
+    equality of a Python or library value type (the class in ``t``'s MRO that defines ``__eq__``)."""
+    owner = next(k for k in t.__mro__ if "__eq__" in k.__dict__)
+    if owner is object:
+        return True
+    module = (owner.__module__ or "").split(".", 1)[0]
+    return module in _VALUE_TYPE_MODULES or is_library(owner)
 
 
 ArgSpec = ArraySpec | ScalarSpec | ConstSpec | TupleSpec | DataclassSpec
