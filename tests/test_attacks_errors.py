@@ -104,6 +104,8 @@ def scaled(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1], a: ct.f32, n: int, s: 
     (lambda z, x: ((z, x, 1.0, 2**40, 1), {}), r"argument 'n' .* is not a int32 value"),
     (lambda z, x: ((z, x, 1.0, 1, 200), {}), r"argument 's' .* 200 is not a int8 value"),
     (lambda z, x: ((z, x, 1.0, 1, 1.0), {}), r"argument 's' .* 1\.0 is not a int8 value"),
+    (lambda z, x: ((z, x, 1e39, 1, 1), {}), r"argument 'a' .* float32; 1e\+39 overflows it"),  # round 6, 622
+    (lambda z, x: ((z, x, -(2**200), 1, 1), {}), r"argument 'a' .* float32; -\d+ overflows it"),
     (lambda z, x: ((), dict(z=z, x=x, a=1.0, n=1, s=1)),
      r"by position \(z, x, a, n, s\); got keyword argument\(s\) z, x, a, n, s"),
     (lambda z, x: ((z, x, 1.0, 1), dict(s=1)), "got keyword argument"),

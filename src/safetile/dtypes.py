@@ -230,6 +230,24 @@ def representable(value: Any, d: DType) -> bool:
     return False
 
 
+def fits(value: Any, d: DType) -> bool:
+    """Whether a launch's scalar argument holds in ``d``: ``representable``, and for a float type
+    without overflow (a finite value stays finite, though it may round; inf and NaN pass as given)."""
+    if not representable(value, d):
+        return False
+    if d.is_float and not isinstance(value, (bool, np.bool_)):
+        try:
+            v = float(value)
+        except OverflowError:  # an int beyond every float
+            return False
+        try:
+            largest = float(ml_dtypes.finfo(d.np_dtype).max)
+        except ValueError:  # a storage-only type (no NumPy float type of its own): no scalar of it
+            return True
+        return not math.isfinite(v) or abs(v) <= largest
+    return True
+
+
 def scalar_dtype(value: Any) -> DType:
     """The default dtype of a Python constant when it must become a tile on its own."""
     if isinstance(value, (bool, np.bool_)):

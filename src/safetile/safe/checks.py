@@ -295,10 +295,11 @@ def check_memory(kernel: EntryKernel, tc: TypeCheck, facts: tuple) -> Plan:
     scalars: dict[str, Any] = {}
     for name, f, mut, key in zip(kernel.param_names, facts, tc.mutable, tc.keys):
         if mut is None:
-            if key.kind == "scalar" and not dt.representable(f, key.dtype):
+            if key.kind == "scalar" and not dt.fits(f, key.dtype):
                 # the value, not only its type (the type-level checks are cached on the type)
+                why = "overflows it" if dt.representable(f, key.dtype) else f"is not a {key.dtype.name} value"
                 raise LaunchTypeError(f"argument {name!r} of kernel {kernel.__name__!r} is a scalar of type "
-                                      f"{key.dtype.name}; {f!r} is not a {key.dtype.name} value")
+                                      f"{key.dtype.name}; {f!r} {why}")
             scalars[name] = f
             continue
         e = f.extent
