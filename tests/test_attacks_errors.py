@@ -328,3 +328,21 @@ def test_graph_update_refuses_what_is_not_an_op():
         with pytest.raises(ct.DeviceOpError, match="a graph captures a DeviceOp"):
             g.update(junk)
     assert g.launch() == 1
+
+
+class _StrRaises(Exception):
+    def __str__(self):
+        raise RuntimeError("no str for you")
+
+
+def test_a_precondition_raising_an_unprintable_exception_is_a_precondition_error():
+    """Red team round 6, 608: the exception's own __str__ raising escaped as a raw RuntimeError."""
+    def pre(x):
+        raise _StrRaises()
+
+    @ct.entry(preconditions=[pre])
+    def inc(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+        z.store(ct.load_tile_like(x, z) + 1.0)
+    z, x = poisoned(64).partition(16), rnd(64, seed=4)
+    refused([z, x], lambda: inc(z, x), ct.PreconditionError,
+            r"could not be evaluated: _StrRaises: <its message could not be formatted>")

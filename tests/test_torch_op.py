@@ -311,12 +311,29 @@ def test_an_input_write_that_appears_after_a_recompile_is_refused():
         WRITE_INPUT = False
 
 
+class _BadIndex:
+    def __index__(self):
+        raise RuntimeError("no index")  # round 6, 624: escaped raw
+
+
+class _BadStr(Exception):
+    def __str__(self):
+        raise RuntimeError("no str")
+
+
+def _raise(e):
+    raise e
+
+
 @pytest.mark.parametrize("shape, exc, words", [
     (lambda x: (-5,), ct.LaunchTypeError,
      r"output 'z': the shape callable must return a tuple of sizes >= 0, got \(-5,\)"),
     (lambda x: "abc", ct.LaunchTypeError, "output 'z': the shape callable must return a tuple of sizes"),
     (lambda x: 1 // 0, ct.LaunchTypeError, "output 'z': the shape callable raised ZeroDivisionError"),
     (lambda x: (2**40,), ct.AllocationError, "output 'z' of shape .* could not be allocated"),
+    (lambda x: (_BadIndex(),), ct.LaunchTypeError, "output 'z': the shape callable must return a tuple of sizes"),
+    (lambda x: _raise(_BadStr()), ct.LaunchTypeError,
+     "output 'z': the shape callable raised _BadStr: <its message could not be formatted>"),
 ])
 def test_output_shape_callables_failing_at_call_time_are_safetile_errors(shape, exc, words):
     name = f"errs::shape{abs(hash(words)) % 10**8}"

@@ -168,3 +168,13 @@ class TileCompilerTimeoutError(TileInternalError):
         super().__init__(message, loc)
         self.compiler_flags = compiler_flags
         self.compiler_version = compiler_version
+
+
+def describe(e: BaseException) -> str:
+    """``Type: message`` of an exception raised by the user's code, for a safetile error that
+    reports it: even an exception whose ``__str__`` itself raises is described, not re-raised."""
+    try:
+        text = str(e)
+    except Exception:  # noqa: BLE001 - the exception's own __str__ failed: its type says enough
+        text = "<its message could not be formatted>"
+    return f"{type(e).__name__}: {text}"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .errors import ArgumentError
+from .errors import ArgumentError, describe
 from .frontend.kernel import HINTS, validate_hints
 from .frontend.source import parse_function
 from .runtime import env
@@ -430,7 +430,7 @@ def _kernel_of(fn: Callable, cfg: Any, i: int) -> Kernel:
         k = fn(cfg)
     except Exception as e:  # noqa: BLE001 - reported as a misuse of the argument
         raise ArgumentError(f"kernel must be a @ct.kernel or a function returning one; kernel(search_space[{i}]) "
-                            f"raised {type(e).__name__}: {e}") from None
+                            f"raised {describe(e)}") from None
     if not isinstance(k, Kernel):
         raise ArgumentError(f"kernel(search_space[{i}]) must return a @ct.kernel, got {type(k).__name__}")
     return k
@@ -452,7 +452,7 @@ def _first_args(space: list, args_fn: Callable, kernel: Kernel, canon: list[str]
         try:
             return _args(args_fn, cfg, kernel)
         except Exception as e:  # noqa: BLE001 - reported below if no configuration works
-            errors.append(f"  {c}: {type(e).__name__}: {e}")
+            errors.append(f"  {c}: {describe(e)}")
     raise TuningError("args_fn failed for every configuration:\n" + "\n".join(errors))
 
 
@@ -497,4 +497,4 @@ def _trial(cfg: Any, kernel: Kernel, stream: Any, grid_fn: Callable, args_fn: Ca
         margin = 1.96 * statistics.stdev(times) / len(times) ** 0.5 if len(times) > 1 else 0.0
         return Trial(cfg, statistics.median(times), None, mean, margin, len(times))
     except Exception as e:  # noqa: BLE001 - one failing configuration never ends the search
-        return Trial(cfg, None, f"{type(e).__name__}: {e}", error_type=type(e))
+        return Trial(cfg, None, describe(e), error_type=type(e))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import TileStaticEvalError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError
+from ..errors import TileStaticEvalError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, describe
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..ops import elementwise as ew
@@ -234,7 +234,7 @@ class ControlFlow(MixinBase):
                 return tuple(items)
             except Exception as e:  # noqa: BLE001 - the user's iterator failed
                 raise self.error(TileTypeError, f"Error was raised while obtaining item #{i} from the static_iter() "
-                                 f"iterable: {type(e).__name__}: {e}", node) from None
+                                 f"iterable: {describe(e)}", node) from None
             items.append(item)
         raise self.error(TileStaticEvalError, f"Maximum number of iterations ({STATIC_ITER_LIMIT}) has been reached "
                          "while unpacking the static_iter() iterable", node)

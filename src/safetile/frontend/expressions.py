@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import dtypes as dt
 from ..errors import (TileError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError, TileValueError,
-                      TileSyntaxError, TileTypeError, TileUnsupportedFeatureError)
+                      TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, describe)
 from ..ops import elementwise as ew
 from ..ops.values import Array, Tile, as_tile, is_const
 from .common import (BINOPS, CMPOPS, MISSING, PY_OPS, RET, RETVAL, UNSUPPORTED_EXPRS, ContextManagerCall,
@@ -631,7 +631,7 @@ class Expressions(MixinBase):
         except TileError:
             raise
         except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing
-            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {type(e).__name__}: {e}",
+            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {describe(e)}",
                              node) from None
         if isinstance(value, (Tile, Array)) or (isinstance(value, tuple) and not is_static(value)):
             raise self.error(TileStaticEvalError, "ct.static_eval produced a run-time value; only compile-time "
@@ -670,5 +670,5 @@ class Expressions(MixinBase):
         except TileError:
             raise
         except Exception as e:  # noqa: BLE001 - any failure is the user's expression failing
-            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {type(e).__name__}: {e}",
+            raise self.error(TileStaticEvalError, f"cannot evaluate at compile time: {describe(e)}",
                              node) from None

@@ -39,7 +39,7 @@ from collections.abc import Callable
 import torch
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, LaunchTypeError, TileTypeError
+from ..errors import ArgumentError, LaunchTypeError, TileTypeError, describe
 from ..frontend.kernel import ArraySpec
 from ..runtime.args import arg_specs
 from ..runtime.kernel import Kernel
@@ -418,10 +418,10 @@ def _called_shape(f: Callable[[dict], Any], values: dict, what: str) -> tuple[in
     try:
         shape = f(values)
     except Exception as e:  # noqa: BLE001 - the user's callable failed: say which output's
-        raise LaunchTypeError(f"{what}: the shape callable raised {type(e).__name__}: {e}") from e
+        raise LaunchTypeError(f"{what}: the shape callable raised {describe(e)}") from e
     try:
         sizes = tuple(operator.index(n) for n in shape)
-    except TypeError:
+    except Exception:  # noqa: BLE001 - not sizes (a TypeError, or an __index__/__iter__ of the user's that raises)
         sizes = None
     if sizes is None or isinstance(shape, (str, bytes)) or any(isinstance(n, bool) or n < 0 for n in sizes):
         raise LaunchTypeError(f"{what}: the shape callable must return a tuple of sizes >= 0, got {shape!r}")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from ..errors import ArgumentError
 from .. import dtypes as dt
-from ..errors import TileDeclarationError
+from ..errors import TileDeclarationError, describe
 from ..frontend.captures import CaptureSet, Captures, closure_scope
 from ..frontend.captures import current as captures_current
 from ..frontend.kernel import (ArraySpec, ConstSpec, ScalarSpec, compile_body,
@@ -183,7 +183,7 @@ class EntryKernel:
                 if isinstance(e, NameError) and ann.isidentifier():
                     return ann  # a generic element-type name
                 raise TileDeclarationError(f"kernel {self.__name__!r}, parameter {p.name!r}: the annotation "
-                                           f"{ann!r} does not evaluate: {type(e).__name__}: {e}") from None
+                                           f"{ann!r} does not evaluate: {describe(e)}") from None
         return ann
 
     # ------------------------------------------------------------------ configuration

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import TileDeclarationError
+from ..errors import TileDeclarationError, describe
 from ..frontend.common import fold_too_big
 from ..runtime.interrupts import interruptible
 from .errors import PreconditionError
@@ -132,7 +132,7 @@ class Precondition:
             raise
         except Exception as e:  # noqa: BLE001 - report any evaluation problem as a failed check
             raise PreconditionError(f"kernel {self.kernel!r}: precondition `{self.text}` could not be evaluated: "
-                                    f"{type(e).__name__}: {e}") from None
+                                    f"{describe(e)}") from None
         if not ok:
             raise PreconditionError(f"kernel {self.kernel!r}: precondition `{self.text}` does not hold{detail}; "
                                     "the launch was rejected before running")
