@@ -88,6 +88,29 @@ def test_refusals_leave_the_arguments_untouched(case):
         ctd.all_reduce(base, op="mean")
 
 
+@pytest.mark.parametrize("group, err, msg", [
+    ("x", ct.ArgumentError, "group must be a torch.distributed process group .* got str"),
+    (5, ct.ArgumentError, "got int"),
+])
+def test_a_group_that_is_not_a_process_group_is_refused_naming_it(group, err, msg):
+    """Red team round 6, 627: torch's own ValueError escaped raw."""
+    t = tensor(np.arange(8, dtype=np.float32))
+    with pytest.raises(err, match=msg):
+        ctd.all_reduce(t, group=group)
+    assert t.to_numpy().tolist() == list(range(8))
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_element_types_the_backends_cannot_reduce_are_refused_when_built(dtype):
+    """Red team round 6, 627: gloo failed at sync() with a raw RuntimeError."""
+    t = tensor(np.arange(8, dtype=dtype))
+    with pytest.raises(ct.LaunchTypeError, match=f"{np.dtype(dtype).name} elements"):
+        ctd.all_reduce(t)
+    with pytest.raises(ct.LaunchTypeError, match=f"{np.dtype(dtype).name} elements"):
+        ctd.all_gather(tensor(np.zeros(8, dtype)), t)
+    assert t.to_numpy().tolist() == list(range(8))
+
+
 def test_no_writable_alias_of_shared_memory():
     """While the collective holds its tensor, no view of that memory can become Shared; and memory
     that is Shared cannot be handed to a collective to write."""

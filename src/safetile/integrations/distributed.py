@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 
 from .. import dtypes as dt
-from ..errors import LaunchTypeError
+from ..errors import ArgumentError, LaunchTypeError, describe
 from ..safe.claims import CLAIMS, WRITABLE
 from ..safe.deviceop import DeviceOp
 from ..safe.errors import AliasError, DeviceOpError, LaunchDroppedWarning
@@ -50,6 +50,7 @@ from ..safe.tensor import Tensor
 __all__ = ["Collective", "all_gather", "all_reduce", "group_rank", "group_size"]
 
 _REDUCE_OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "product": "PRODUCT"}
+_NO_COLLECTIVES = frozenset({"uint16", "uint32", "uint64"})  # torch's limited-support unsigned types
 
 
 def _check_group(group: Any, what: str) -> tuple[int, int]:
@@ -57,7 +58,13 @@ def _check_group(group: Any, what: str) -> tuple[int, int]:
     if not dist.is_available() or not dist.is_initialized():
         raise DeviceOpError(f"{what}: torch.distributed is not initialised (call "
                             "torch.distributed.init_process_group first, or run under torchrun)")
-    rank = dist.get_rank(group)
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        raise ArgumentError(f"{what}: group must be a torch.distributed process group (or None for the default "
+                            f"group), got {type(group).__name__}")
+    try:
+        rank = dist.get_rank(group)
+    except (ValueError, RuntimeError) as e:  # a group torch does not know (destroyed, another world's)
+        raise DeviceOpError(f"{what}: the process group cannot be used: {describe(e)}") from None
     if rank < 0:
         raise DeviceOpError(f"{what}: this process is not a member of the process group it was given")
     return rank, dist.get_world_size(group)
@@ -112,6 +119,10 @@ class Collective(DeviceOp):
                 raise LaunchTypeError(f"{name}: argument {i} must be {kinds}, got {type(a).__name__}")
             a._check("passed to a collective")
         datas = [_data(a) for a in args]
+        for a, d in zip(args, datas):
+            if dt.as_dtype(d.dtype).name in _NO_COLLECTIVES:
+                raise LaunchTypeError(f"{name}: {a.label} holds {dt.as_dtype(d.dtype).name} elements, which "
+                                      "torch.distributed's backends do not reduce or gather (gloo refuses them)")
         devices = {("cpu" if isinstance(d, np.ndarray) else str(d.device)) for d in datas}
         if len(devices) != 1:
             raise LaunchTypeError(f"{name}: the tensors are on different devices ({', '.join(sorted(devices))})")
