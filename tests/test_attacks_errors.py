@@ -346,3 +346,31 @@ def test_a_precondition_raising_an_unprintable_exception_is_a_precondition_error
     z, x = poisoned(64).partition(16), rnd(64, seed=4)
     refused([z, x], lambda: inc(z, x), ct.PreconditionError,
             r"could not be evaluated: _StrRaises: <its message could not be formatted>")
+
+
+@pytest.mark.parametrize("kwargs, err", [
+    (dict(stream=-1), ct.TensorError), (dict(max_version=-1), ct.TensorError), (dict(dl_device=-1), ct.TensorError),
+    (dict(copy="x"), ct.TensorError), (dict(dl_device=(2, 0)), ct.ExportError),
+])
+def test_a_dlpack_export_with_odd_arguments_is_a_safetile_error_and_claims_nothing(kwargs, err):
+    """Red team round 6, 600: NumPy's own errors escaped raw. The error keeps the protocol's classes
+    (TypeError/ValueError; BufferError for "cannot export"), and the memory stays unclaimed."""
+    data = np.random.default_rng(5).standard_normal(8).astype(np.float32)
+    t = ct.from_dlpack(data.copy())
+    with pytest.raises(err, match="cannot be exported by DLPack with") as info:
+        t.__dlpack__(**kwargs)
+    assert isinstance(info.value, (TypeError, ValueError))
+    if err is ct.ExportError:
+        assert isinstance(info.value, BufferError)
+    s = t.shared()  # no export claim was left behind
+    np.testing.assert_array_equal(s.to_numpy(), data)
+
+
+def test_streams_copy_as_themselves_and_refuse_pickling():
+    import copy
+    import pickle
+    s, pool = ct.Stream("cpu"), ct.default_pool()
+    assert copy.copy(s) is s and copy.deepcopy(s) is s and copy.deepcopy(pool) is pool
+    for q in (s, pool):
+        with pytest.raises(ct.ArgumentError, match="cannot be pickled: it names device queues"):
+            pickle.dumps(q)

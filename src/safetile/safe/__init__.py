@@ -23,7 +23,8 @@ See docs/safe.md. Modules, one job each:
 from .device import load_tile_like, load_tile_like_1d, load_tile_like_2d, load_tile_like_3d, num_tiles
 from .deviceop import DeviceOp, empty, value, zip
 from .entry import EntryKernel, entry
-from .errors import (AliasError, AllocationError, BorrowError, DeviceOpError, ForkError, GraphCaptureError, GridError,
+from .errors import (AliasError, AllocationError, BorrowError, DeviceOpError, ExportError, ForkError, GraphCaptureError,
+                     GridError,
                      LaunchDroppedWarning, LaunchTypeError, NestedSyncError, OwnershipError, PartitionError,
                      PreconditionError, RaceError, TensorError, UseAfterMoveError)
 from .factories import (arange, copy, from_numpy, full, memcpy, ones, rand, randn, tensor, to_device,
@@ -39,7 +40,8 @@ from .types import (MappedMut, Mut, Ref, bf16, f16, f32, f64, i8, i16, i32, i64,
                     u64)
 
 __all__ = [
-    "AliasError", "AllocationError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "ForkError", "Graph",
+    "AliasError", "AllocationError", "BorrowError", "DeviceOp", "DeviceOpError", "EntryKernel", "ExportError",
+    "ForkError", "Graph",
     "GraphCaptureError", "GraphScope", "GridError", "LaunchDroppedWarning", "LaunchOp", "LaunchTypeError",
     "TensorError", "MappedMut", "MappedPartition", "Mut",
     "MutBorrow", "NestedSyncError", "OwnershipError", "Partition", "PartitionError", "PreconditionError",

@@ -74,3 +74,8 @@ class LaunchDroppedWarning(RuntimeWarning):
 
 class TensorError(ArgumentError):
     """A host tensor operation was refused (a view, a reshape, a shape or device argument)."""
+
+
+class ExportError(TensorError, BufferError):
+    """A DLPack export (``t.__dlpack__``) could not be made as asked: also a ``BufferError``, which
+    DLPack consumers catch to try another way."""

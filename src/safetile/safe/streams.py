@@ -39,7 +39,23 @@ def set_default_device(device: str) -> None:
     _default_device = normalize_device(device)
 
 
-class Stream:
+class _Queue:
+    """A handle on device queues of this process: a copy is the object itself (it names the same
+    queues); pickling is refused (another process has none of them)."""
+
+    __slots__ = ()
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise ArgumentError(f"a {type(self).__name__} cannot be pickled: it names device queues of this process")
+
+
+class Stream(_Queue):
     """An ordered queue of device work on one device."""
 
     # every live stream, for os.fork() (safe/forking.py): a child has none of their worker threads
@@ -183,7 +199,7 @@ def wait_done(fut: Future) -> Any:
     return fut.result()
 
 
-class StreamPool:
+class StreamPool(_Queue):
     """A fixed set of streams handed out round robin."""
 
     MAX_SIZE = 1024  # more streams than any device runs at once: a larger count is a mistake

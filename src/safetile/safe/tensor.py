@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import DTypeError
-from .errors import AliasError, BorrowError, TensorError
+from ..errors import DTypeError, describe
+from .errors import AliasError, BorrowError, ExportError, TensorError
 from .claims import CLAIMS, EXPORTED
 from .memory import REGISTRY
 from .ownership import OWNERSHIP, LazyText, Owned, caller_site
@@ -307,7 +307,14 @@ class Tensor(Owned):
                 raise AliasError(f"{e}; take a copy instead: t.to_numpy() or np.from_dlpack(t, copy=True)") from None
         try:
             REGISTRY.wait_for_host(ext, True, "a DLPack export")
-            return alias.__dlpack__(*args, **kwargs)
+            try:
+                return alias.__dlpack__(*args, **kwargs)
+            except (TypeError, ValueError, RuntimeError, BufferError) as e:
+                # the array library refused the arguments: said as safetile says it (still a TypeError and
+                # a ValueError, and a BufferError where the library meant "cannot export this way")
+                raise (ExportError if isinstance(e, BufferError) else TensorError)(
+                    f"{self.label} cannot be exported by DLPack with {_dlpack_args(args, kwargs)}: "
+                    f"{describe(e)}") from None
         except BaseException:
             CLAIMS.release(token)  # no export came out (e.g. a dtype DLPack cannot describe)
             raise
@@ -419,3 +426,8 @@ def _strides(data: Any) -> tuple[int, ...]:
 def from_dlpack(x: Any, name: str | None = None) -> Tensor:
     """Wrap foreign memory (NumPy, torch, DLPack) as a Tensor without copying."""
     return Tensor.from_dlpack(x, name)
+
+
+def _dlpack_args(args: tuple, kwargs: dict) -> str:
+    given = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return ", ".join(given) if given else "no arguments"
