@@ -571,3 +571,33 @@ def test_a_dropped_unrun_launch_is_given_back_by_the_c_finalizer(native):
         warnings.simplefilter("error")
         del ran  # a launch that ran: the C finalizer returns at once, no warning
         gc.collect()
+
+
+def test_a_raw_torch_input_is_aliased_once_per_terminal_while_its_facts_hold(native):
+    """In a chain, a raw torch tensor's alias is made once and reused while the tensor shows the same
+    facts; re-pointed between two launches (here by a closure), the next launch aliases the new
+    memory (no stale alias), and the terminal lets go of its aliases when its work is over."""
+    xt = torch.from_numpy(np.random.default_rng(8).standard_normal(256).astype(np.float32))
+    yt = torch.ones(256)
+    z = ct.from_dlpack(np.zeros(256, np.float32)).partition(64)
+    z, _, _ = add(z, xt, yt).sync()  # the plan exists: the chain below is built in C
+    ops, other = [], torch.full((256,), 5.0)
+
+    def step(v, repoint=False):
+        if repoint:
+            xt.set_(other)
+        ops.append(add(v[0], xt, yt))
+        return ops[-1]
+    op = add(z, xt, yt)
+    for i in range(4):
+        op = op.then(lambda v, i=i: step(v, repoint=(i == 2)))
+    z, _, _ = op.sync()
+    aliases = [o._runtime[1] for o in ops]
+    assert aliases[0] is aliases[1] and aliases[1] is not aliases[2]  # made once, then anew after set_
+    assert aliases[0].data_ptr() != xt.data_ptr() == aliases[2].data_ptr() == aliases[3].data_ptr()
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), np.full(256, 6.0, np.float32))  # the new x + y
+    import weakref
+    first = weakref.ref(aliases[0])
+    del aliases, ops[:]
+    gc.collect()
+    assert first() is None  # the ended terminal holds no alias

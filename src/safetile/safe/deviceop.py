@@ -33,7 +33,8 @@ class ExecContext:
     on the CPU and moves to a stream of the device of the first GPU work it drives (``switch``).
     A stream given by the caller (``sync_on``) is kept: GPU work of another device is refused."""
 
-    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo", "keep")
+    __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo", "keep",
+                 "aliases")
 
     def __init__(self, stream: Stream, recorder: Any = None, *, label: Any, pinned: bool = True):
         self.stream = stream
@@ -52,6 +53,9 @@ class ExecContext:
         # arguments may be dropped by the next step while the GPU still runs it, and torch's allocator
         # would hand their memory to work on another stream; held until the terminal's work is over
         self.keep: list = []
+        # the C launch path's alias of each raw torch tensor passed to its launches, made once per
+        # terminal and reused while the tensor shows the same facts (safe/native_source.py)
+        self.aliases: dict = {}
 
     @property
     def capturing(self) -> bool:
@@ -125,6 +129,7 @@ class ExecContext:
         combinators moved is given back (``rollback``)."""
         if not completed:
             self.rollback()
+        self.aliases.clear()
         keep, self.keep = self.keep, []
         e = self.entry
         if e is None:

@@ -35,9 +35,10 @@ from typing import Any
 from ..runtime import env
 from ..runtime.native import NativeModule
 from .native_methods import METHODS
+from .native_run import RUN
 from .native_source import SOURCE
 
-MODULE = NativeModule("safetile_safe_native", SOURCE + METHODS)
+MODULE = NativeModule("safetile_safe_native", SOURCE + RUN + METHODS)
 
 
 class FastPath:
