@@ -34,7 +34,7 @@ class ExecContext:
     A stream given by the caller (``sync_on``) is kept: GPU work of another device is refused."""
 
     __slots__ = ("stream", "recorder", "entry", "lent", "label", "ended", "pinned", "_entered", "undo", "keep",
-                 "aliases")
+                 "aliases", "stream_facts")
 
     def __init__(self, stream: Stream, recorder: Any = None, *, label: Any, pinned: bool = True):
         self.stream = stream
@@ -56,6 +56,7 @@ class ExecContext:
         # the C launch path's alias of each raw torch tensor passed to its launches, made once per
         # terminal and reused while the tensor shows the same facts (safe/native_source.py)
         self.aliases: dict = {}
+        self.stream_facts: tuple | None = None  # the C run's (stream, device, device_index, handle) of its stream
 
     @property
     def capturing(self) -> bool:

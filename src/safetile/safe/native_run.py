@@ -99,6 +99,51 @@ static PyObject *fail(PyObject *op, PyObject *ctx) {
   return NULL;
 }
 
+/* What ``run`` reads of its terminal's stream (device, device_index, handle: set when the stream is
+   made), kept in the terminal's context for the stream it was read from (``ExecContext.stream_facts``):
+   a chain asks for them launch after launch. New references; -1 on an error. */
+static int stream_facts(PyObject *ctx, PyObject *stream, PyObject **sdev, PyObject **sidx, PyObject **handle) {
+  PyObject *kept = SLOT(ctx, S.x_sfacts);
+  if (kept == NULL || !PyTuple_CheckExact(kept) || PyTuple_GET_SIZE(kept) != 4 || PyTuple_GET_ITEM(kept, 0) != stream) {
+    PyObject *d = PyObject_GetAttr(stream, S.s_device), *i = d ? PyObject_GetAttr(stream, S.s_device_index) : NULL,
+             *h = i ? PyObject_GetAttr(stream, S.s_handle) : NULL;
+    kept = h ? PyTuple_Pack(4, stream, d, i, h) : NULL;
+    Py_XDECREF(d);
+    Py_XDECREF(i);
+    Py_XDECREF(h);
+    if (kept == NULL) return -1;
+    slot_set(ctx, S.x_sfacts, kept);
+    Py_DECREF(kept);
+    kept = SLOT(ctx, S.x_sfacts);
+  }
+  *sdev = Py_NewRef(PyTuple_GET_ITEM(kept, 1));
+  *sidx = Py_NewRef(PyTuple_GET_ITEM(kept, 2));
+  *handle = Py_NewRef(PyTuple_GET_ITEM(kept, 3));
+  return 0;
+}
+
+/* The registry's lock's two methods, found again only when the lock object changes (it is made once,
+   re-initialised in place after a fork). */
+static struct { PyObject *lock, *acq, *rel; } R;
+
+static int registry_lock(void) {
+  PyObject *l = PyObject_GetAttr(S.registry, S.s_lock);
+  if (l == NULL) return -1;
+  if (l != R.lock) {
+    PyObject *acq = PyObject_GetAttr(l, S.s_acquire), *rel = acq ? PyObject_GetAttr(l, S.s_release) : NULL;
+    if (rel == NULL) {
+      Py_XDECREF(acq);
+      Py_DECREF(l);
+      return -1;
+    }
+    PyObject *old[3] = {R.lock, R.acq, R.rel};
+    R.lock = Py_NewRef(l), R.acq = acq, R.rel = rel;
+    for (int k = 0; k < 3; k++) Py_XDECREF(old[k]);
+  }
+  Py_DECREF(l);
+  return 0;
+}
+
 static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   if (!S.ready || na != 2) Py_RETURN_NONE;
   PyObject *op = a[0], *ctx = a[1];
@@ -111,7 +156,7 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
       Py_TYPE(entry) != S.InFlight || stream == NULL)
     Py_RETURN_NONE;
   PyObject *result = NULL, *bound = NULL, *checked = NULL, *pdev = NULL, *sdev = NULL, *bdev = NULL,
-           *sidx = NULL, *handle = NULL, *entries = NULL, *reglock = NULL;
+           *sidx = NULL, *handle = NULL, *entries = NULL;
   Py_INCREF(op);
   Py_INCREF(ctx);
   Py_INCREF(entry);
@@ -127,22 +172,16 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   Py_INCREF(bound);
   Py_INCREF(checked);
   pdev = PyObject_GetAttr(checked, S.s_device);
-  if (pdev == NULL) goto error;
-  sdev = PyObject_GetAttr(stream, S.s_device);
-  if (sdev == NULL) goto error;
+  if (pdev == NULL || stream_facts(ctx, stream, &sdev, &sidx, &handle) < 0) goto error;
   int same = PyObject_RichCompareBool(pdev, sdev, Py_EQ);
   if (same < 0) goto error;
   if (!same) goto none;
   bdev = SLOT(bound, S.b_device);
   if (bdev == NULL) goto none;
   Py_INCREF(bdev);
-  sidx = PyObject_GetAttr(stream, S.s_device_index);
-  if (sidx == NULL) goto error;
   same = PyObject_RichCompareBool(bdev, sidx, Py_EQ);
   if (same < 0) goto error;
   if (!same) goto none;
-  handle = PyObject_GetAttr(stream, S.s_handle);
-  if (handle == NULL) goto error;
   /* Registry.reclaim's test: this entry alone is registered and already holds this plan's extents */
   entries = PyObject_GetAttr(S.registry, S.s_entries);
   if (entries == NULL) goto error;
@@ -158,8 +197,7 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     if (has < 0) goto error;
     if (!has) goto none;
   }
-  reglock = PyObject_GetAttr(S.registry, S.s_lock);
-  if (reglock == NULL) goto error;
+  if (registry_lock() < 0) goto error;
   /* built -> running, under OWNERSHIP (from here on, never None) */
   if (lock(S.acquire) < 0) goto error;
   PyObject *state = SLOT(op, S.l_state);
@@ -168,10 +206,9 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   unlock(S.release);
   if (!built) goto none;  /* the Python path raises the worded error */
   {
-    PyObject *acq = PyObject_GetAttr(reglock, S.s_acquire);
-    PyObject *rel = acq ? PyObject_GetAttr(reglock, S.s_release) : NULL;
     int ok = 0;
-    if (rel != NULL && lock(acq) == 0) {
+    PyObject *acq = Py_NewRef(R.acq), *rel = Py_NewRef(R.rel);  /* held: another thread may find a new lock */
+    if (lock(acq) == 0) {
       PyObject *now = PyObject_GetAttr(S.registry, S.s_entries);
       ok = now == entries;
       Py_XDECREF(now);
@@ -181,8 +218,8 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
       }
       unlock(rel);
     }
-    Py_XDECREF(acq);
-    Py_XDECREF(rel);
+    Py_DECREF(acq);
+    Py_DECREF(rel);
     if (PyErr_Occurred()) { result = fail(op, ctx); goto out; }
     if (!ok) {  /* someone registered meanwhile: the rest the Python way (a claim that may wait) */
       result = PyObject_CallMethodOneArg(op, S.s_execute, ctx);
@@ -244,7 +281,6 @@ out:
   Py_XDECREF(sidx);
   Py_XDECREF(handle);
   Py_XDECREF(entries);
-  Py_XDECREF(reglock);
   return result;
 }
 """

@@ -36,7 +36,7 @@ typedef struct {
   Py_ssize_t b_call, b_grid, b_tail, b_device;            /* launcher.Bound */
   Py_ssize_t pl_bound, pl_checked, pl_pins;               /* Plan */
   Py_ssize_t l_state, l_kernel, l_args, l_arity, l_id, l_site, l_plan, l_runtime, l_inflight, l_ref, l_into;
-  Py_ssize_t x_stream, x_recorder, x_entry, x_lent, x_keep, x_aliases; /* ExecContext */
+  Py_ssize_t x_stream, x_recorder, x_entry, x_lent, x_keep, x_aliases, x_sfacts; /* ExecContext */
   Py_ssize_t i_enqueued, i_event, i_added;                /* InFlight */
 } State;
 
@@ -140,7 +140,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   OFF(LaunchOp, "_ref", l_ref); OFF(LaunchOp, "_into", l_into);
   OFF(ExecContext, "stream", x_stream); OFF(ExecContext, "recorder", x_recorder);
   OFF(ExecContext, "entry", x_entry); OFF(ExecContext, "lent", x_lent); OFF(ExecContext, "keep", x_keep);
-  OFF(ExecContext, "aliases", x_aliases);
+  OFF(ExecContext, "aliases", x_aliases); OFF(ExecContext, "stream_facts", x_sfacts);
   OFF(InFlight, "enqueued", i_enqueued); OFF(InFlight, "_event", i_event); OFF(InFlight, "_added", i_added);
   STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release");
   STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx"); STR(s_detach, "detach");
