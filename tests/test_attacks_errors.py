@@ -374,3 +374,46 @@ def test_streams_copy_as_themselves_and_refuse_pickling():
     for q in (s, pool):
         with pytest.raises(ct.ArgumentError, match="cannot be pickled: it names device queues"):
             pickle.dumps(q)
+
+
+# ------------------------------------------------------------------ red team round 7
+
+@ct.entry
+def _copy_in(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(ct.load_tile_like(x, z))
+
+
+def _odd_torch_tensors():
+    torch = pytest.importorskip("torch")
+    base = torch.arange(64, dtype=torch.float32)
+    return {"negative view": torch._neg_view(base), "sparse COO": base.to_sparse(),
+            "sparse CSR": base.reshape(8, 8).to_sparse_csr(), "nested": torch.nested.nested_tensor([base[:3], base[:5]])}
+
+
+@pytest.mark.parametrize("kind", ["negative view", "sparse COO", "sparse CSR", "nested"])
+def test_a_raw_torch_ref_that_is_not_plain_memory_is_refused_on_every_launch(kind):
+    """Round 7, 702/703: a negative view was read as its un-negated memory (its facts are its
+    base's, so a plan made for the base was reused); sparse and nested tensors escaped raw."""
+    torch = pytest.importorskip("torch")
+    base = torch.arange(64, dtype=torch.float32)
+    z = poisoned(64).partition(16)
+    z = _copy_in(z, base).sync()[0]  # a plan for plain memory with the same facts exists now
+    z = poisoned(64).partition(16)
+    odd = _odd_torch_tensors()[kind]
+    refused([z], lambda: _copy_in(z, odd), ct.TensorError, "not plain strided memory|lazy negative bit")
+    z = _copy_in(z, base).sync()[0]
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), np.arange(64, dtype=np.float32))
+
+
+def test_a_quantized_torch_tensor_is_refused_by_from_dlpack():
+    torch = pytest.importorskip("torch")
+    q = torch.quantize_per_tensor(torch.arange(64.0), 0.1, 0, torch.qint8)
+    with pytest.raises(ct.TensorError, match="quantized is not plain strided memory"):
+        ct.from_dlpack(q)
+
+
+def test_a_dlpack_version_too_large_for_c_is_a_safetile_error():
+    t = ct.from_dlpack(np.zeros(8, np.float32))
+    with pytest.raises(ct.TensorError, match="OverflowError"):
+        t.__dlpack__(max_version=(2**70, 0))
+    t.shared()  # nothing left claimed

@@ -48,7 +48,7 @@ def _value(c) -> float:
     """What the kernels compute from ``c`` (at compile time): type, sign of zero and every field count."""
     if isinstance(c, SlottedCfg):
         return c.scale + c.extra
-    if isinstance(c, (Cfg, LooseCfg)):
+    if isinstance(c, (Cfg, LooseCfg, ScaledInt)):
         return c.scale
     if isinstance(c, tuple):
         return sum(_value(x) * (i + 1) for i, x in enumerate(c))
@@ -69,8 +69,22 @@ def safe(out: ct.Mut[ct.f32, "B"], c: ct.Constant[object]):
     out.store(ct.full((16,), ct.static_eval(_value(c)), ct.float32))
 
 
+class ScaledInt(int):
+    """An int that carries an attribute ``==`` never sees (red team round 7, 705)."""
+
+    def __repr__(self):
+        return f"ScaledInt({int(self)}, scale={self.scale})"
+
+
+def _scaled(n, scale):
+    v = ScaledInt(n)
+    v.scale = scale
+    return v
+
+
 PAIRS = [(0.0, -0.0), (1, True), (1, 1.0), ((0.0, 1.0), (-0.0, 1.0)), ((1,), (True,)), (Cfg(1, 2.0), Cfg(1, 3.0)),
-         (LooseCfg(1, 2.0), LooseCfg(1, 9.0)), (SlottedCfg(1, 2.0, 1.0), SlottedCfg(1, 2.0, 5.0))]
+         (LooseCfg(1, 2.0), LooseCfg(1, 9.0)), (SlottedCfg(1, 2.0, 1.0), SlottedCfg(1, 2.0, 5.0)),
+         (_scaled(1, 2.0), _scaled(1, 9.0))]
 
 
 @pytest.mark.parametrize("backend", ["cpu", "triton"])
@@ -118,3 +132,18 @@ def test_equal_value_types_still_share_compiled_code():
         ct.launch(None, (1,), kernel, (out, c))
     assert len(kernel._cache) == 3
     np.testing.assert_array_equal(out, np.ones(16, np.float32))
+
+
+def test_a_constant_that_contains_itself_or_cannot_be_hashed_is_refused_by_name():
+    out = np.full(16, np.nan, np.float32)
+    me = LooseCfg(1, 2.0)
+    me.scale = me
+    with pytest.raises(ct.ArgumentError, match="Constant LooseCfg refers to itself"):
+        ct.launch(None, (1,), unchecked.replace_hints(), (out, me))
+
+    class BadHash:
+        def __hash__(self):
+            raise RuntimeError("no hash")
+    with pytest.raises(ct.ArgumentError, match=r"hashing 'scale' raised RuntimeError: no hash"):
+        ct.launch(None, (1,), unchecked.replace_hints(), (out, LooseCfg(1, BadHash())))
+    assert np.isnan(out).all()

@@ -100,7 +100,7 @@ def test_a_group_that_is_not_a_process_group_is_refused_naming_it(group, err, ms
     assert t.to_numpy().tolist() == list(range(8))
 
 
-@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64, np.int16])
 def test_element_types_the_backends_cannot_reduce_are_refused_when_built(dtype):
     """Red team round 6, 627: gloo failed at sync() with a raw RuntimeError."""
     t = tensor(np.arange(8, dtype=dtype))

@@ -601,3 +601,19 @@ def test_a_raw_torch_input_is_aliased_once_per_terminal_while_its_facts_hold(nat
     del aliases, ops[:]
     gc.collect()
     assert first() is None  # the ended terminal holds no alias
+
+
+def test_the_c_methods_take_any_call_the_python_ones_take(native):
+    """Round 7, 700: a keyword argument is the Python definition's to answer, not a TypeError of the
+    C descriptor's."""
+    assert ct.value(1).then(f=lambda v: v + 1).sync() == 2
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'f'"):
+        ct.value(1).then()
+    xn, yn = data(seed=12)
+    x, y = ct.from_dlpack(xn).shared(), ct.from_dlpack(yn).shared()
+    z = ct.from_dlpack(np.zeros(256, np.float32)).partition(64)
+    op = add(z, x, y)
+    with pytest.raises(TypeError):
+        op.__del__(1)  # the Python definition's own complaint
+    z, x, y = op.sync()
+    np.testing.assert_array_equal(z.unpartition().to_numpy(), xn + yn)

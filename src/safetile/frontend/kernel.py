@@ -18,7 +18,7 @@ from typing import Any
 from collections.abc import Callable
 
 from .. import dtypes as dt
-from ..errors import (ArgumentError, TileDeclarationError, TileError, TileInternalError, TileRecursionError,
+from ..errors import (ArgumentError, describe, TileDeclarationError, TileError, TileInternalError, TileRecursionError,
                       TileSyntaxError)
 from ..ir.builder import Builder, building
 from ..ir.core import Block, Function, Param, Value
@@ -181,52 +181,77 @@ class ConstSpec:
         return ConstSpec(value, const_signature(value))
 
 
-def const_signature(value: Any) -> Any:
+def const_signature(value: Any, _open: frozenset = frozenset()) -> Any:
     """What ``==`` ignores about a compile-time value, so that values Python calls equal but that
     compute differently never share a compiled kernel: the type of every element (``1``, ``1.0``
     and ``True``), the sign of a zero float (``0.0`` and ``-0.0``), every field of a dataclass
-    (its ``__eq__`` may skip some: ``field(compare=False)``), and every attribute of an object
-    whose ``__eq__`` is its own class's (it may skip some): only the equality of Python's and
-    libraries' value types is trusted."""
-    if isinstance(value, tuple):
-        return tuple(const_signature(v) for v in value)
+    (its ``__eq__`` may skip some: ``field(compare=False)``), and every attribute of a value
+    compared by value (an ``__eq__`` of its own class may skip some, and an instance of a subclass
+    of ``int``, ``str`` or a namedtuple may carry attributes ``==`` never sees). Only the equality of
+    identity and of Python's and libraries' value types, on their own state, is trusted. ``_open``:
+    the objects being keyed further out (one that contains itself is refused)."""
     t = type(value)
     if t is float and value == 0.0:
         return (t, math.copysign(1.0, value))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return (t, _fields_signature(t, ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))))
-    if not isinstance(value, type) and not _trusted_eq(t):
-        state = dict(getattr(value, "__dict__", {}))
-        for k in t.__mro__:
-            for name in getattr(k, "__slots__", ()):
-                if name not in ("__dict__", "__weakref__") and hasattr(value, name):
-                    state.setdefault(name, getattr(value, name))
-        return (t, _fields_signature(t, sorted(state.items())))
+    if t in _PLAIN:
+        return t
+    if t is tuple:
+        return tuple(const_signature(v, _open) for v in value)
+    if isinstance(value, type) or _eq_owner(t) is object:
+        return t  # identity: the compiled code's reads of the object itself are tracked (captures.py)
+    if id(value) in _open:
+        raise ArgumentError(f"a Constant {t.__name__} refers to itself: it cannot key compiled code")
+    inner = _open | {id(value)}
+    if dataclasses.is_dataclass(value):
+        fields = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        fields = sorted(_instance_state(value, t).items())
+    if isinstance(value, tuple):
+        items = tuple(const_signature(v, inner) for v in value)
+        return (t, items, _fields_signature(t, fields, inner)) if fields else items
+    if fields or not _trusted_eq(t):
+        return (t, _fields_signature(t, fields, inner))
     return t
 
 
-def _fields_signature(t: type, fields: Any) -> tuple:
+def _instance_state(value: Any, t: type) -> dict:
+    """An object's own attributes: its ``__dict__`` and the slots it has set."""
+    state = dict(getattr(value, "__dict__", None) or {})
+    for k in t.__mro__:
+        slots = k.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(value, name):
+                state.setdefault(name, getattr(value, name))
+    return state
+
+
+def _fields_signature(t: type, fields: Any, _open: frozenset) -> tuple:
     out = []
     for name, v in fields:
         try:
             hash(v)
-        except TypeError:
-            raise ArgumentError(f"a Constant {t.__name__} must be hashable in every field: {name!r} holds "
-                                f"a {type(v).__name__}") from None
-        out.append((name, v, const_signature(v)))
+        except Exception as e:  # noqa: BLE001 - unhashable, or a __hash__ of the user's that raises
+            why = f"{name!r} holds a {type(v).__name__}" if isinstance(e, TypeError) else \
+                f"hashing {name!r} raised {describe(e)}"
+            raise ArgumentError(f"a Constant {t.__name__} must be hashable in every field: {why}") from None
+        out.append((name, v, const_signature(v, _open)))
     return tuple(out)
 
 
+_PLAIN = frozenset({int, float, bool, str, bytes, complex, type(None)})  # Python's own scalars: no state of their own
 _VALUE_TYPE_MODULES = frozenset({"builtins", "fractions", "decimal", "enum", "numbers", "datetime", "uuid",
                                  "pathlib", "ipaddress"})
 
 
+def _eq_owner(t: type) -> type:
+    """The class in ``t``'s MRO that defines ``__eq__`` (``object``: identity)."""
+    return next(k for k in t.__mro__ if "__eq__" in k.__dict__)
+
+
 def _trusted_eq(t: type) -> bool:
-    """Whether ``==`` on ``t``'s values can key compiled code: identity (``object``'s own), or the
-    equality of a Python or library value type (the class in ``t``'s MRO that defines ``__eq__``)."""
-    owner = next(k for k in t.__mro__ if "__eq__" in k.__dict__)
-    if owner is object:
-        return True
+    """Whether ``==`` on ``t``'s values can key compiled code when they carry no state of their own:
+    the equality of a Python or library value type."""
+    owner = _eq_owner(t)
     module = (owner.__module__ or "").split(".", 1)[0]
     return module in _VALUE_TYPE_MODULES or is_library(owner)
 

@@ -50,7 +50,10 @@ from ..safe.tensor import Tensor
 __all__ = ["Collective", "all_gather", "all_reduce", "group_rank", "group_size"]
 
 _REDUCE_OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "product": "PRODUCT"}
-_NO_COLLECTIVES = frozenset({"uint16", "uint32", "uint64"})  # torch's limited-support unsigned types
+# the element types gloo and NCCL both reduce and gather (int16, uint16/32/64 and the float8 types are
+# refused by gloo at run time, and NCCL has no int16)
+_COLLECTIVE_DTYPES = frozenset({"bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
+                                "float64"})
 
 
 def _check_group(group: Any, what: str) -> tuple[int, int]:
@@ -120,9 +123,10 @@ class Collective(DeviceOp):
             a._check("passed to a collective")
         datas = [_data(a) for a in args]
         for a, d in zip(args, datas):
-            if dt.as_dtype(d.dtype).name in _NO_COLLECTIVES:
+            if dt.as_dtype(d.dtype).name not in _COLLECTIVE_DTYPES:
                 raise LaunchTypeError(f"{name}: {a.label} holds {dt.as_dtype(d.dtype).name} elements, which "
-                                      "torch.distributed's backends do not reduce or gather (gloo refuses them)")
+                                      "torch.distributed's backends do not all reduce or gather (use one of "
+                                      f"{', '.join(sorted(_COLLECTIVE_DTYPES))})")
         devices = {("cpu" if isinstance(d, np.ndarray) else str(d.device)) for d in datas}
         if len(devices) != 1:
             raise LaunchTypeError(f"{name}: the tensors are on different devices ({', '.join(sorted(devices))})")

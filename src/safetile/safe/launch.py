@@ -34,7 +34,7 @@ from .memory import REGISTRY, moved_message, notify_all, own_alias, wait_until
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
-from .tensor import Tensor
+from .tensor import Tensor, check_torch_kind
 
 if TYPE_CHECKING:
     from .memory import InFlight
@@ -101,6 +101,7 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
             parts.append((ta, a) if ta is not float or a != 0.0 else (ta, a, math.copysign(1.0, a)))
             runtime.append(a)
         elif ta is _TorchTensor:  # raw torch tensor (a Ref): its alias's facts, read on every launch
+            check_torch_kind(a, f"argument {names[i]!r} of kernel {kernel.__name__!r}")
             al = a.detach()
             parts.append((al.data_ptr(), al.dtype, al.shape, al.stride(), al.get_device()))
             runtime.append(al)
@@ -116,6 +117,8 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
                 parts.append(_fact_key(a))
                 runtime.append(a)
             else:
+                if not isinstance(al, np.ndarray):  # a torch tensor subclass's alias
+                    check_torch_kind(al, f"argument {names[i]!r} of kernel {kernel.__name__!r}")
                 parts.append(facts_of(al))
                 runtime.append(al)
                 if checked is None:

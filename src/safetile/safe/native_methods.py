@@ -77,30 +77,32 @@ static PyObject *entry_call(PyObject *self, PyObject *const *args, Py_ssize_t na
   return call_python(M.py_call, self, args, nargs, kwnames);
 }
 
-static PyObject *op_run(PyObject *self, PyObject *ctx) {
-  PyObject *r = through_fast(M.fp_run, M.c_run, run, self, ctx);
-  if (r != Py_None) return r;
-  Py_DECREF(r);
-  PyObject *a[2] = {self, ctx};
-  return PyObject_Vectorcall(M.py_run, a, 2, NULL);
+/* Each method takes any arguments: a call of another shape than the common case's (keywords, a
+   wrong count) is the Python definition's to answer. */
+#define POSITIONAL(n) (nargs == (n) && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0))
+
+static PyObject *op_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  if (POSITIONAL(1)) {
+    PyObject *r = through_fast(M.fp_run, M.c_run, run, self, args[0]);
+    if (r != Py_None) return r;
+    Py_DECREF(r);
+  }
+  return call_python(M.py_run, self, args, nargs, kwnames);
 }
 
-static PyObject *op_del(PyObject *self, PyObject *unused) {
-  if (Py_TYPE(self) == S.LaunchOp) {  /* a LaunchOp (final outside safetile): its slot read directly */
+static PyObject *op_del(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  if (POSITIONAL(0) && Py_TYPE(self) == S.LaunchOp) {  /* final outside safetile: its slot read directly */
     PyObject *state = SLOT(self, S.l_state);
     if (state != NULL && state != S.s_built &&
         !(PyUnicode_CheckExact(state) && PyUnicode_Compare(state, S.s_built) == 0))
       Py_RETURN_NONE;  /* run, failed or given back: nothing to give back */
   }
-  PyObject *a[1] = {self};
-  return PyObject_Vectorcall(M.py_del, a, 1, NULL);
+  return call_python(M.py_del, self, args, nargs, kwnames);
 }
 
-static PyObject *op_then(PyObject *self, PyObject *f) {
-  if (!PyCallable_Check(f)) {
-    PyObject *a[2] = {self, f};
-    return PyObject_Vectorcall(M.py_then, a, 2, NULL);
-  }
+static PyObject *op_then(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  if (!POSITIONAL(1) || !PyCallable_Check(args[0])) return call_python(M.py_then, self, args, nargs, kwnames);
+  PyObject *f = args[0];
   PyObject *t = M.Then->tp_new(M.Then, S.empty, NULL);
   if (t == NULL) return NULL;
   if (PyObject_SetAttr(t, M.s_op, self) < 0 || PyObject_SetAttr(t, M.s_f, f) < 0) {
@@ -110,11 +112,14 @@ static PyObject *op_then(PyObject *self, PyObject *f) {
   return t;
 }
 
-static PyMethodDef def_call = {"__call__", (PyCFunction)(void (*)(void))entry_call, METH_FASTCALL | METH_KEYWORDS,
+#define FASTKW METH_FASTCALL | METH_KEYWORDS
+static PyMethodDef def_call = {"__call__", (PyCFunction)(void (*)(void))entry_call, FASTKW,
                                "Launch: the C twin's common case, else the Python definition."};
-static PyMethodDef def_run = {"_run", (PyCFunction)op_run, METH_O, "Run: the C twin's common case, else Python's."};
-static PyMethodDef def_del = {"__del__", (PyCFunction)op_del, METH_NOARGS, "Give a dropped unrun launch back."};
-static PyMethodDef def_then = {"then", (PyCFunction)op_then, METH_O,
+static PyMethodDef def_run = {"_run", (PyCFunction)(void (*)(void))op_run, FASTKW,
+                              "Run: the C twin's common case, else Python's."};
+static PyMethodDef def_del = {"__del__", (PyCFunction)(void (*)(void))op_del, FASTKW,
+                              "Give a dropped unrun launch back."};
+static PyMethodDef def_then = {"then", (PyCFunction)(void (*)(void))op_then, FASTKW,
                                "Run f(value) after this op; if it returns a DeviceOp, run that on the same stream."};
 
 /* the Python definition ``name`` in ``cls``'s own dict (a function: never a replacement installed) */

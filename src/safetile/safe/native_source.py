@@ -21,7 +21,7 @@ typedef struct {
       *Plan;
   PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
       *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
-      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device,
+      *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device, *s_is_neg,
       *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
       *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
       *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
@@ -145,6 +145,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   STR(s_new, "new"); STR(s_built, "built"); STR(s_acquire, "acquire"); STR(s_release, "release");
   STR(s_running, "running"); STR(s_done, "done"); STR(s_ctx, "ctx"); STR(s_detach, "detach");
   STR(s_dtype, "dtype"); STR(s_shape, "shape"); STR(s_stride, "stride"); STR(s_get_device, "get_device");
+  STR(s_is_neg, "is_neg");
   STR(s_data_ptr, "data_ptr"); STR(s_ptr, "ptr"); STR(s_caches, "caches"); STR(s_config_key, "config_key");
   STR(s_callables, "callable_preconditions"); STR(s_bound, "bound"); STR(s_checked, "checked");
   STR(s_device, "device"); STR(s_device_index, "device_index"); STR(s_handle, "handle"); STR(s_pins, "pins");
@@ -203,22 +204,32 @@ static int cached_facts(PyObject *a, PyObject **facts, PyObject **data) {
 static PyObject *call0(PyObject *f) { return PyObject_Vectorcall(f, NULL, 0, NULL); }
 
 /* Whether ``t``'s facts (data_ptr, dtype, shape, stride(), get_device(): prepare_runtime's key part of a
-   raw torch tensor) equal ``part``, compared as tuples compare: 1 yes, 0 no, -1 error. */
+   raw torch tensor) equal ``part``, compared as tuples compare, and its memory holds the values it shows
+   (no lazy negative bit: the facts of a negative view are its base's): 1 yes, 0 no. A tensor whose facts
+   cannot be read (sparse, nested: no data pointer) is not the common case: 0, the error cleared, and the
+   Python path refuses it in words. */
 static int facts_equal(PyObject *t, PyObject *part) {
   if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return 0;
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k < 6; k++) {
     PyObject *now;
     switch (k) {
       case 0: now = PyObject_CallMethodNoArgs(t, S.s_data_ptr); break;
       case 1: now = PyObject_GetAttr(t, S.s_dtype); break;
       case 2: now = PyObject_GetAttr(t, S.s_shape); break;
       case 3: now = PyObject_CallMethodNoArgs(t, S.s_stride); break;
-      default: now = PyObject_CallMethodNoArgs(t, S.s_get_device); break;
+      case 4: now = PyObject_CallMethodNoArgs(t, S.s_get_device); break;
+      default: now = PyObject_CallMethodNoArgs(t, S.s_is_neg); break;
     }
-    if (now == NULL) return -1;
-    int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(part, k), now, Py_EQ);
+    if (now == NULL) {
+      PyErr_Clear();
+      return 0;
+    }
+    int eq = k < 5 ? PyObject_RichCompareBool(PyTuple_GET_ITEM(part, k), now, Py_EQ) : now == Py_False;
     Py_DECREF(now);
-    if (eq != 1) return eq;
+    if (eq != 1) {
+      PyErr_Clear();
+      return 0;
+    }
   }
   return 1;
 }
@@ -228,10 +239,9 @@ static PyObject *raw_alias(PyObject *x, PyObject *part) {
   if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return NULL;
   PyObject *al = PyObject_CallMethodNoArgs(x, S.s_detach);
   if (al == NULL) return NULL;
-  int eq = Py_TYPE(al) == S.torch_Tensor ? facts_equal(al, part) : 0;
-  if (eq != 1) {
+  if (Py_TYPE(al) != S.torch_Tensor || !facts_equal(al, part)) {
     Py_DECREF(al);
-    return NULL;  /* an error (eq < 0) stays set */
+    return NULL;
   }
   return al;
 }
@@ -252,18 +262,11 @@ static PyObject *cached_alias(PyObject *x, PyObject *part, PyObject *ctx) {
     return NULL;
   }
   if (entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 3 && PyTuple_GET_ITEM(entry, 0) == x &&
-      PyTuple_GET_ITEM(entry, 1) == part) {
-    int eq = facts_equal(x, part);
-    if (eq < 0) {
-      Py_DECREF(key);
-      return NULL;
-    }
-    if (eq == 1) {
-      PyObject *al = PyTuple_GET_ITEM(entry, 2);
-      Py_INCREF(al);
-      Py_DECREF(key);
-      return al;
-    }
+      PyTuple_GET_ITEM(entry, 1) == part && facts_equal(x, part)) {
+    PyObject *al = PyTuple_GET_ITEM(entry, 2);
+    Py_INCREF(al);
+    Py_DECREF(key);
+    return al;
   }
   PyObject *al = raw_alias(x, part);
   if (al != NULL) {

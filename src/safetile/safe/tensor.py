@@ -31,10 +31,10 @@ def _is_torch(x: Any) -> bool:
 
 def check_torch_kind(x: Any, what: str) -> None:
     """Refuse the torch tensors that are not plain strided memory (DLPack and NumPy cannot carry
-    them): sparse, nested, meta, and conjugate / negative views (a lazy bit, not the values)."""
-    if x.is_nested or x.layout is not _torch_strided() or x.device.type == "meta":
-        kind = "nested" if x.is_nested else ("on the meta device (no data)" if x.device.type == "meta" else
-                                             f"with layout {x.layout}")
+    them): sparse, nested, quantized, meta, and conjugate / negative views (a lazy bit, not the values)."""
+    if x.is_nested or x.layout is not _torch_strided() or x.device.type == "meta" or x.is_quantized:
+        kind = ("nested" if x.is_nested else "quantized" if x.is_quantized else
+                "on the meta device (no data)" if x.device.type == "meta" else f"with layout {x.layout}")
         raise TensorError(f"{what}: a torch tensor {kind} is not plain strided memory; safetile tensors wrap "
                           "strided memory (convert it first, e.g. .to_dense())")
     if x.is_conj() or x.is_neg():
@@ -309,7 +309,7 @@ class Tensor(Owned):
             REGISTRY.wait_for_host(ext, True, "a DLPack export")
             try:
                 return alias.__dlpack__(*args, **kwargs)
-            except (TypeError, ValueError, RuntimeError, BufferError) as e:
+            except (TypeError, ValueError, RuntimeError, BufferError, OverflowError) as e:
                 # the array library refused the arguments: said as safetile says it (still a TypeError and
                 # a ValueError, and a BufferError where the library meant "cannot export this way")
                 raise (ExportError if isinstance(e, BufferError) else TensorError)(
