@@ -6,6 +6,8 @@
 #   bench  GEMM sweep, attention forward and backward, NVIDIA's samples through safetile
 #          (CUTILE_SAMPLES names a copy of cuTile Python's samples/ folder)
 #   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
+#   host   host cost only, each benchmark in three fresh processes (their readings move between
+#          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
 # Everything lands in $OUT/final (packed into $OUT/final-<part>.tgz: the device runner returns few
 # files); a short table is printed last.
 #   PYTHONPATH=src bash bench/final_device.sh tests|bench|quick
@@ -43,15 +45,24 @@ quick)
     step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
     step 170 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
     step 200 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json" ;;
+host)
+    for i in 1 2 3; do
+        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
+        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
+    done
+    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json"
+    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
+        --compile-reps 3 --out "$R/compile.json" ;;
 *)
-    echo "unknown part $PART: tests, bench or quick"
+    echo "unknown part $PART: tests, bench, quick or host"
     exit 2 ;;
 esac
 tar czf "$BASE/final-$PART.tgz" -C "$BASE" final
 echo "== summary ($PART)"
 cat "$R/steps.txt"
 [ -f "$R/tests/pytest_gpu.txt" ] && grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests/pytest_gpu.txt" | tail -8
-for f in "$R"/diag.txt "$R"/safe_launch.txt "$R"/compile.txt "$R"/gemm.txt "$R"/attention.txt "$R"/samples.txt; do
+for f in "$R"/diag*.txt "$R"/safe_launch*.txt "$R"/patterns.txt "$R"/compile.txt "$R"/gemm.txt "$R"/attention.txt \
+         "$R"/samples.txt; do
     [ -f "$f" ] && sed -n '/^== /,$p' "$f" | grep -v '^  ' | tail -25
 done
 exit 0
