@@ -118,3 +118,83 @@ def test_a_cpu_stream_has_no_cuda_stream_and_a_pool_has_four_by_default():
     pool = ct.StreamPool("cpu")
     assert pool.device == "cpu" and len(pool.streams) == 4 and len({id(x) for x in pool.streams}) == 4
     assert [pool.next() for _ in range(8)] == pool.streams * 2
+
+
+@pytest.mark.parametrize("how", ["op.graph()", "Graph.capture", "g.update"])
+def test_capturing_a_graph_inside_a_running_operation_is_refused_by_name(how):
+    """Capturing (``op.graph()``, ``ct.Graph.capture(op)``, ``g.update(op)``) from a host closure of
+    a running chain is a nested terminal, refused as ``graph()``; the op to capture is abandoned."""
+    x = rnd(8, seed=21)
+    g = ct.value(x).graph()
+    inner_op = ct.value(2)
+    capture = {"op.graph()": lambda: inner_op.graph(), "Graph.capture": lambda: ct.Graph.capture(inner_op),
+               "g.update": lambda: g.update(inner_op)}[how]
+    with pytest.raises(ct.NestedSyncError, match=r"^graph\(\) called while a device operation is executing"):
+        ct.value(1).then(lambda v: capture()).sync()
+    with pytest.raises(ct.NestedSyncError, match=r"^Graph\.launch\(\) called while a device operation is executing"):
+        ct.value(1).then(lambda v: g.launch()).sync()
+    assert g.launch() is x
+
+
+def test_a_graph_updated_from_a_new_op_replays_the_new_work():
+    """``g.update(op)`` captures ``op`` in place of the old work: replays then run the new op and
+    return its value; the old capture's values are free again."""
+    a, b = rnd(16, seed=31), rnd(16, seed=32)
+    src_a = np.random.default_rng(33).standard_normal(16).astype(np.float32)
+    src_b = np.random.default_rng(34).standard_normal(16).astype(np.float32)
+    g = ct.memcpy(a, src_a).graph()
+    assert g.launch() is a and np.array_equal(a.to_numpy(), src_a)
+    assert g.update(ct.memcpy(b, src_b)) is g
+    assert g.launch() is b and np.array_equal(b.to_numpy(), src_b)
+    assert g.num_ops == 1 and g.replays == 1
+    src_a[:] = 0
+    assert np.array_equal(a.to_numpy(), np.random.default_rng(33).standard_normal(16).astype(np.float32))
+    assert np.array_equal(ct.memcpy(a, src_a).sync().to_numpy(), src_a)  # a was given back
+
+
+def test_a_replay_whose_torch_source_was_reallocated_names_the_argument_and_the_capture():
+    """A graph copying from a raw torch tensor refuses a replay once the tensor's storage was
+    reallocated: the refusal names the copy, its argument ``src`` and "since the capture"."""
+    dst = ct.zeros(8).sync()
+    src = torch.arange(8, dtype=torch.float32)
+    g = ct.memcpy(dst, src).graph()
+    src.resize_(1 << 20)  # beyond the storage: torch moves it
+    with pytest.raises(ct.GraphCaptureError) as e:
+        g.launch()
+    assert str(e.value).startswith(f"{g.label}: memcpy into {dst.label}: argument 'src': its torch storage was "
+                                   "reallocated (resize_) since the capture, so the memory")
+    assert not dst.to_numpy().any() and g.replays == 0
+
+
+def test_a_memcpy_that_failed_when_run_says_so_and_runs_no_more():
+    """A memcpy refused when it runs (its torch source was reallocated since it was built) is
+    failed: it cannot be cancelled or run again, each refusal saying it is failed; the
+    destination was given back untouched."""
+    dst = ct.zeros(8).sync()
+    src = torch.arange(8, dtype=torch.float32)
+    op = ct.memcpy(dst, src)
+    src.resize_(1 << 20)
+    with pytest.raises(ct.AliasError, match=r"^memcpy: argument 'src': its torch storage was reallocated"):
+        op.sync()
+    with pytest.raises(ct.DeviceOpError, match=r"cannot be cancelled: it is failed$"):
+        op.cancel()
+    with pytest.raises(ct.DeviceOpError, match=r"is failed; a copy runs once$"):
+        op._run(None)
+    assert not dst.to_numpy().any()
+
+
+def test_a_replay_takes_a_tensor_it_only_reads_and_refuses_while_it_is_elsewhere():
+    """A graph copying from a safetile tensor holds that source for each replay, though the graph's
+    value is only the destination: a replay while the source is partitioned (moved) is refused
+    naming it, and once it is back the replay copies its current contents."""
+    dst = ct.zeros(8).sync()
+    data = np.random.default_rng(41).standard_normal(8).astype(np.float32)
+    src = ct.from_numpy(data).sync()
+    g = ct.memcpy(dst, src).graph()
+    assert np.array_equal(g.launch().to_numpy(), data)
+    p = src.partition(4)
+    with pytest.raises(ct.OwnershipError, match="used by a replay of"):
+        g.launch()
+    assert g.replays == 1
+    src = p.unpartition()
+    assert np.array_equal(g.launch().to_numpy(), data)
