@@ -4,6 +4,8 @@ entry and tensor. Each asserts what a user sees (a result, a message, a refusal,
 never the text of a mutant."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -198,3 +200,54 @@ def test_a_replay_takes_a_tensor_it_only_reads_and_refuses_while_it_is_elsewhere
     assert g.replays == 1
     src = p.unpartition()
     assert np.array_equal(g.launch().to_numpy(), data)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("text", "memcpy: cannot copy from str"), ([1.0] * 8, "memcpy: cannot copy from list"),
+])
+def test_a_memcpy_from_what_is_no_array_is_refused_naming_memcpy(src, message):
+    """A memcpy source that is neither a safetile value nor a NumPy/torch array is refused when the
+    copy is built, naming ``memcpy`` and the type; the destination stays usable."""
+    dst = rnd(8, seed=51)
+    before = dst.to_numpy()
+    with pytest.raises(ct.TensorError, match="^" + message + "$"):
+        ct.memcpy(dst, src)
+    assert np.array_equal(dst.to_numpy(), before)
+
+
+def test_a_memcpy_from_a_moved_tensor_names_the_copy():
+    """A memcpy from a tensor that was partitioned (moved) is refused: the message says it cannot
+    be copied and where it went."""
+    src = rnd(8, seed=52)
+    p = src.partition(4)
+    with pytest.raises(ct.OwnershipError, match="cannot be copied"):
+        ct.memcpy(ct.zeros(8).sync(), src)
+    assert p.unpartition() is not None
+
+
+# ----------------------------------------------------------------------------- partitions and scalars
+
+
+@ct.entry
+def _put(z: ct.Mut[ct.i64, "B"], v: "E"):
+    z.store(ct.zeros((B,), ct.int64) + v)  # noqa: F821 - B is the generic bound by z
+
+
+@pytest.mark.parametrize("v", [2**31 - 1, 2**31, -2**31, -2**31 - 1])
+def test_an_int_scalar_at_the_int32_edge_keeps_its_value(v):
+    """A Python int generic scalar is int32 only when it fits (-2**31 <= v < 2**31): the values
+    on each side of both edges arrive exactly, also after the other side compiled first."""
+    z = ct.zeros(8, dtype=ct.i64).sync().partition(4)
+    for w in (v, 5, v):
+        z, _ = _put(z, w).sync()
+        assert (z.to_numpy() == w).all(), (v, w)
+
+
+def test_a_consumed_partition_names_the_line_that_unpartitioned_it():
+    """Using a partition after ``.unpartition()`` is refused, naming the file and line of that call."""
+    p = rnd(8, seed=61).partition(4)
+    t = p.unpartition(); line = sys._getframe().f_lineno  # noqa: E702 - the line of the call
+    with pytest.raises(ct.OwnershipError) as e:
+        p.to_numpy()
+    assert f"the tensor returned by .unpartition() at test_mutation_kills_fifth.py:{line}" in str(e.value)
+    assert t.to_numpy().shape == (8,)
