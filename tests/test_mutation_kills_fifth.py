@@ -251,3 +251,53 @@ def test_a_consumed_partition_names_the_line_that_unpartitioned_it():
         p.to_numpy()
     assert f"the tensor returned by .unpartition() at test_mutation_kills_fifth.py:{line}" in str(e.value)
     assert t.to_numpy().shape == (8,)
+
+
+# ----------------------------------------------------------------------------- factories, more
+
+
+def test_seeds_cover_exactly_the_unsigned_64_bit_range_and_follow_numpy_on_the_cpu():
+    """A seed is an integer in [0, 2**64): both ends of the range are taken, one past is refused;
+    on the CPU ``rand``/``randn`` draw NumPy's generator for that seed (same numbers)."""
+    for seed in (0, 2**64 - 1, 12345):
+        r = ct.rand((3, 5), seed=seed).sync().to_numpy()
+        assert np.array_equal(r, np.random.default_rng(seed).random((3, 5), dtype=np.float64).astype(np.float32))
+        n = ct.randn(7, seed=seed, dtype=ct.f64).sync().to_numpy()
+        assert np.array_equal(n, np.random.default_rng(seed).standard_normal(7))
+    with pytest.raises(ct.TensorError, match=r"seed must be None or an integer in \[0, 2\*\*64\), got 18446744073709551616"):
+        ct.rand(4, seed=2**64)
+
+
+def test_copy_of_a_numpy_array_is_a_new_cpu_tensor():
+    """``ct.copy`` of a raw NumPy array makes a CPU tensor with a copy of its contents (changing
+    the array afterwards changes nothing)."""
+    a = np.random.default_rng(71).standard_normal((4, 6)).astype(np.float32)
+    want = a.copy()
+    t = ct.copy(a).sync()
+    a[:] = 0
+    assert t.device == "cpu" and np.array_equal(t.to_numpy(), want)
+
+
+def _strided(shape, strides_in_elements, dtype=np.uint8):
+    """A writable view of fresh memory with the given layout (strides in elements)."""
+    item = np.dtype(dtype).itemsize
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides_in_elements))
+    base = np.zeros(span, dtype)
+    return np.lib.stride_tricks.as_strided(base, shape, tuple(s * item for s in strides_in_elements))
+
+
+@pytest.mark.parametrize("layout", ["interleaved, exactly 4 MiB", "a size-1 axis of stride 0, past 4 MiB"])
+def test_distinct_elements_are_counted_exactly_up_to_and_at_the_limit(layout):
+    """A destination whose layout the stride test cannot clear but whose elements are distinct is
+    accepted when its bytes are at most the exact-comparison limit (4 MiB, inclusive); an axis of
+    one element never makes a layout overlap, whatever its stride."""
+    if layout.startswith("interleaved"):
+        # blocks of 4x2 elements at strides (2, 3): addresses 0,3,2,5,4,7,6,9, all distinct, and
+        # the sorted-stride test fails (3 < 7); 2**19 blocks of 8 bytes: exactly 4 MiB
+        dst = _strided((2**19, 4, 2), (10, 2, 3))
+    else:
+        dst = _strided((1, 1100, 1024), (0, 1024, 1), np.float32)
+    t = ct.from_dlpack(dst)
+    src = np.random.default_rng(73).integers(0, 100, dst.shape).astype(dst.dtype)
+    out = ct.memcpy(t, src).sync()
+    assert np.array_equal(out.to_numpy(), src)
