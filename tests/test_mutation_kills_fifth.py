@@ -301,3 +301,31 @@ def test_distinct_elements_are_counted_exactly_up_to_and_at_the_limit(layout):
     src = np.random.default_rng(73).integers(0, 100, dst.shape).astype(dst.dtype)
     out = ct.memcpy(t, src).sync()
     assert np.array_equal(out.to_numpy(), src)
+
+
+# ----------------------------------------------------------------------------- the in-flight registry
+
+
+def test_the_registry_forgets_only_the_latest_entry_and_a_reclaim_marks_it_submitting():
+    """Removing the latest of two entries leaves the other registered; an entry claiming its
+    memory again for the same plan (a chain's next launch) is marked "being submitted" again until
+    ``set_enqueued``, so other claimants wait for it meanwhile."""
+    from safetile.safe.memory import InFlight, Registry, extent_of
+    reg = Registry()
+    a, b = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    e1, e2 = InFlight("first", None), InFlight("second", None)
+    k1, k2 = object(), object()
+    reg.claim(e1, k1, [extent_of(a)], [])
+    e1.set_enqueued()
+    reg.claim(e2, k2, [extent_of(b)], [])
+    e2.set_enqueued()
+    assert reg._entries == (e1, e2)
+    reg.remove(e2)
+    assert reg._entries == (e1,) and e2.done and not e1.done
+    assert e1.enqueued
+    reg.claim(e1, k1, [extent_of(a)], [])  # the same plan again: the shortcut
+    assert reg._entries == (e1,) and not e1.enqueued and not e1.submitted()
+    e1.set_enqueued()
+    assert e1.submitted()
+    reg.remove(e1)
+    assert reg._entries == ()
