@@ -229,7 +229,7 @@ def test_a_memcpy_from_a_moved_tensor_names_the_copy():
 
 
 @ct.entry
-def _put(z: ct.Mut[ct.i64, "B"], v: "E"):
+def _put(z: ct.Mut[ct.i64, "B"], v: "E"):  # noqa: F821, UP037 - E: an element-type generic
     z.store(ct.zeros((B,), ct.int64) + v)  # noqa: F821 - B is the generic bound by z
 
 
@@ -264,7 +264,8 @@ def test_seeds_cover_exactly_the_unsigned_64_bit_range_and_follow_numpy_on_the_c
         assert np.array_equal(r, np.random.default_rng(seed).random((3, 5), dtype=np.float64).astype(np.float32))
         n = ct.randn(7, seed=seed, dtype=ct.f64).sync().to_numpy()
         assert np.array_equal(n, np.random.default_rng(seed).standard_normal(7))
-    with pytest.raises(ct.TensorError, match=r"seed must be None or an integer in \[0, 2\*\*64\), got 18446744073709551616"):
+    with pytest.raises(ct.TensorError,
+                       match=r"seed must be None or an integer in \[0, 2\*\*64\), got 18446744073709551616"):
         ct.rand(4, seed=2**64)
 
 
