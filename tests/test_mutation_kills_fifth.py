@@ -368,3 +368,50 @@ def test_torch_tensors_without_plain_memory_are_refused_saying_why(make, says):
     with pytest.raises(ct.TensorError) as e:
         ct.from_dlpack(make())
     assert says in str(e.value)
+
+
+@ct.entry
+def _add_one(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):  # noqa: F821, UP037 - B: a generic
+    z.store(ct.load_tile_like(x, z) + 1.0)
+
+
+def test_a_graph_scope_whose_shared_input_was_unwrapped_is_refused_by_name():
+    """A graph scope that recorded a launch reading a Shared value, unwrapped before the scope
+    ends, makes no graph: the refusal says the shared value cannot be held by a graph and where
+    it was unwrapped."""
+    data = np.random.default_rng(91).standard_normal(8).astype(np.float32)
+    z = ct.zeros(8).sync().partition(4)
+    s = ct.from_numpy(data).sync().shared()
+    with pytest.raises(ct.OwnershipError) as e:
+        with ct.graph_scope() as g:
+            z, s = g.record(_add_one(z, s))
+            t = s.try_unwrap(); line = sys._getframe().f_lineno  # noqa: E702 - the line of the unwrap
+    assert str(e.value).startswith(f"{s.label} cannot be held by a graph: it was unwrapped at "
+                                   f"test_mutation_kills_fifth.py:{line}")
+    assert g.graph is None and np.array_equal(t.to_numpy(), data)
+
+
+@ct.entry
+def _store_wrong_shape(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):  # noqa: F821, UP037
+    z.store(ct.full((2,), 1.0, ct.float32))
+
+
+@ct.entry
+def _store_wrong_dtype(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):  # noqa: F821, UP037
+    z.store(ct.load_tile_like(x, z).astype(ct.float16))
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (_store_wrong_shape, "z.store: 'z' is a sub-tensor of shape (4,); a store writes it whole, so the tile must "
+                         "have that shape, got (2,)"),
+    (_store_wrong_dtype, "z.store: tile dtype float16 does not match 'z' (float32); convert it with "
+                         ".astype(ct.float32)"),
+])
+def test_a_store_of_the_wrong_tile_names_the_parameter(kernel, message):
+    """Storing a tile of another shape or element type into a ``ct.Mut`` parameter is refused when
+    the kernel compiles, naming the parameter; nothing is written."""
+    z = ct.zeros(8).sync().partition(4)
+    x = rnd(8, seed=92)
+    with pytest.raises((ct.TileSafetyError, ct.TileTypeError)) as e:
+        kernel(z, x).sync()
+    assert message in str(e.value)
