@@ -134,7 +134,7 @@ def _record(op: DeviceOp, stream: Stream | None) -> tuple[Recorder, Any, Stream]
         raise
     finally:
         ctx.finish(True)
-    rec.undo += ctx.undo
+    rec.undo = ctx.undo  # a fresh recorder: the capture's undo steps are all it holds
     try:
         return rec, value, _stream_for(rec.device, stream, "graph()")
     except BaseException:
@@ -399,14 +399,14 @@ class GraphScope(NoCopy):
         self._open = False  # pragma: no mutate (read only for its truth: None would read the same)
         if et is not None:  # no graph: what the records moved goes back
             self._rec.rollback()
-            return False
-        try:
-            stream = _stream_for(self._rec.device, self._given, "graph_scope()")
-            self.graph = Graph(self._rec, tuple(self._values), stream)
-        except BaseException:
-            self._rec.rollback()
-            raise
-        return False
+        else:
+            try:
+                stream = _stream_for(self._rec.device, self._given, "graph_scope()")
+                self.graph = Graph(self._rec, tuple(self._values), stream)
+            except BaseException:
+                self._rec.rollback()
+                raise
+        return False  # one return: the exception of the block (if any) goes on
 
     def launch(self) -> Any:
         if self.graph is None:
