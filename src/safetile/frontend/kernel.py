@@ -197,7 +197,8 @@ def const_signature(value: Any, _open: frozenset = frozenset()) -> Any:
         return t
     if t is tuple:
         return tuple(const_signature(v, _open) for v in value)
-    if isinstance(value, type) or _eq_owner(t) is object:
+    owner = _eq_owner(t)
+    if isinstance(value, type) or owner is object:
         return t  # identity: the compiled code's reads of the object itself are tracked (captures.py)
     if id(value) in _open:
         raise ArgumentError(f"a Constant {t.__name__} refers to itself: it cannot key compiled code")
@@ -209,7 +210,7 @@ def const_signature(value: Any, _open: frozenset = frozenset()) -> Any:
     if isinstance(value, tuple):
         items = tuple(const_signature(v, inner) for v in value)
         return (t, items, _fields_signature(t, fields, inner)) if fields else items
-    if fields or not _trusted_eq(t):
+    if fields or not _trusted_eq(owner):
         return (t, _fields_signature(t, fields, inner))
     return t
 
@@ -248,10 +249,9 @@ def _eq_owner(t: type) -> type:
     return next(k for k in t.__mro__ if "__eq__" in k.__dict__)
 
 
-def _trusted_eq(t: type) -> bool:
-    """Whether ``==`` on ``t``'s values can key compiled code when they carry no state of their own:
-    the equality of a Python or library value type."""
-    owner = _eq_owner(t)
+def _trusted_eq(owner: type) -> bool:
+    """Whether ``==`` defined by ``owner`` (``_eq_owner``) can key compiled code for values that carry
+    no state of their own: the equality of a Python or library value type."""
     module = (owner.__module__ or "").split(".", 1)[0]
     return module in _VALUE_TYPE_MODULES or is_library(owner)
 
