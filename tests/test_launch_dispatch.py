@@ -207,14 +207,23 @@ def test_safe_configured_kernel_does_not_reuse_the_plain_kernels_plans():
 
 # ------------------------------------------------------------------ ct.launch's one-pass GPU path
 
-@pytest.fixture(params=["python", "c"])
+@pytest.fixture(params=["python", "c", "c-facts"])
 def reader(request, monkeypatch, tmp_path_factory):
-    """The one-pass reader's two forms: Python generated per kinds, and the lean module's C
-    reader (used where that module is loaded): every fast-path test runs on both."""
+    """The one-pass reader's forms: Python generated per kinds, and the lean module's C reader (used
+    where that module is loaded), reading tensors through torch's methods or through the C++ fact
+    reader (runtime/torch_facts.py): every fast-path test runs on each."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     from safetile.backends.triton import lean
-    if request.param == "c":
+    from safetile.runtime import torch_facts
+    capsule = None
+    if request.param == "c-facts":
+        m = torch_facts.module(build=True)
+        if m is None:
+            pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
+        capsule = m.read
+    monkeypatch.setattr(torch_facts, "capsule", lambda: capsule)
+    if request.param.startswith("c"):
         from test_lean_launch import built_loader
         monkeypatch.setattr(lean, "_loader", built_loader(tmp_path_factory))
     else:
@@ -244,7 +253,7 @@ def test_gpu_fast_path_keys_every_decision_and_passes_flat_arguments(monkeypatch
     z = torch.zeros(8)
     fast.learn(FakeVariant(), (2, 1, 1), (z, 3.0, 4))
     assert fast.fast is not None  # the reader generated for (tensor, float, Constant)
-    assert (type(fast.fast).__name__ == "Reader") == (reader == "c")
+    assert (type(fast.fast).__name__ == "Reader") == reader.startswith("c")
     assert fast(None, (2,), (z, 5.0, 4))
     assert calls == [(2, 1, 1, 77, "fn", "meta", z.data_ptr(), 8, 1, 5.0)]
     assert not fast(None, (2,), (z, 5.0, [4]))  # an unhashable Constant: the checked path reports it
@@ -329,7 +338,8 @@ def test_gpu_fast_path_lean_form_places_arguments_and_keeps_keys_apart(monkeypat
     assert len(calls) == 6
 
 
-def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path_factory):
+@pytest.mark.parametrize("facts", [False, True], ids=["torch-methods", "cxx-facts"])
+def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path_factory, facts):
     """The C reader (lean.py) over many launches: every object it touched has the reference
     count it had (nothing leaked or freed early); a malformed call is a TypeError."""
     import sys
@@ -341,6 +351,14 @@ def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path
     from safetile.backends.triton import launcher as L
     from safetile.backends.triton import lean
     from safetile.backends.triton.fastpath import FastPath
+    from safetile.runtime import torch_facts
+    capsule = None
+    if facts:
+        m = torch_facts.module(build=True)
+        if m is None:
+            pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
+        capsule = m.read
+    monkeypatch.setattr(torch_facts, "capsule", lambda: capsule)
     monkeypatch.setattr(lean, "_loader", built_loader(tmp_path_factory))
     monkeypatch.setattr(L, "_current_device", lambda: -1)
     monkeypatch.setattr(L, "_cuda_get_device", lambda: -1)
@@ -394,7 +412,7 @@ def test_gpu_fast_path_keeps_a_zero_constants_sign(monkeypatch, reader):
     z = torch.zeros(4)
     fast = FastPath(shift)
     fast.learn(FakeVariant(), (1, 1, 1), (z, 0.0))
-    assert (type(fast.fast).__name__ == "Reader") == (reader == "c")
+    assert (type(fast.fast).__name__ == "Reader") == reader.startswith("c")
     assert fast(None, (1,), (z, 0.0))
     assert not fast(None, (1,), (z, -0.0))  # another kernel: the checked path compiles it
     fast.learn(FakeVariant(), (1, 1, 1), (z, -0.0))

@@ -21,6 +21,7 @@ from safetile.backends.triton import launcher
 from safetile.safe import memory
 from safetile.safe.errors import AliasError, DeviceOpError, OwnershipError, PreconditionError
 from safetile.safe.launch import LaunchOp, prepare
+from safetile.runtime import torch_facts
 from safetile.safe.native import FAST
 
 torch = pytest.importorskip("torch")
@@ -61,15 +62,24 @@ class Counting:
         return r
 
 
-@pytest.fixture
-def native():
-    """The C twin loaded and counted (restored afterwards)."""
+@pytest.fixture(params=["torch-methods", "cxx-facts"])
+def native(request):
+    """The C twin loaded and counted (restored afterwards), reading torch tensors' facts through
+    torch's Python methods or through the C++ reader (runtime/torch_facts.py)."""
     if not FAST.load(build=True):
         pytest.skip("the C twin is off (SAFETILE_SAFE_NATIVE=0) or cannot be built here (no C compiler)")
+    capsule = None
+    if request.param == "cxx-facts":
+        m = torch_facts.module(build=True)
+        if m is None:
+            pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
+        capsule = m.read
+    FAST.use_facts(capsule)
     c = Counting()
     FAST.build, FAST.run = c.build, c.run
     yield c
     FAST.build, FAST.run = c._build, c._run
+    FAST.use_facts(torch_facts.capsule())
 
 
 @pytest.fixture(params=["c", "python"])

@@ -149,6 +149,13 @@ def lean_launch() -> bool:
     return os.environ.get("SAFETILE_LEAN_LAUNCH", "1") not in _OFF
 
 
+def torch_facts() -> bool:
+    """``SAFETILE_TORCH_FACTS`` (default on; '0', 'off' or 'false' turns it off): launches read a torch
+    tensor's facts through safetile's C++ reader (runtime/torch_facts.py) instead of torch's Python
+    methods, where it could be built."""
+    return os.environ.get("SAFETILE_TORCH_FACTS", "1") not in _OFF
+
+
 def safe_native() -> bool:
     """``SAFETILE_SAFE_NATIVE`` (default on; '0', 'off' or 'false' turns it off): the safe launch's
     common case runs through its C twin (safe/native.py) where one could be built."""

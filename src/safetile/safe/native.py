@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..runtime import env
+from ..runtime import env, torch_facts
 from ..runtime.native import NativeModule
 from .native_methods import METHODS
 from .native_run import RUN
@@ -68,16 +68,28 @@ class FastPath:
                 classes, objects = _objects()
                 m.setup(classes, objects)
                 m.methods_setup(classes, {**objects, "fast": self, "build": m.build, "run": m.run})
+                m.use_facts(torch_facts.capsule())
                 self.run = m.run
                 self.build = m.build
                 m.install(True)
         return True
+
+    def use_facts(self, capsule: Any) -> None:
+        """Read torch tensors' facts through this C++ reader (runtime/torch_facts.py's capsule), or
+        through torch's Python methods (None)."""
+        m = MODULE.loaded()
+        if m is not None:
+            m.use_facts(capsule)
 
     def start(self) -> None:
         """On a safe kernel's first compile: load the module if built, else build it in the background."""
         if self._tried or self.build is not None:
             return
         self._tried = True
+        facts = torch_facts.prebuild()
+        if facts is not None:
+            threading.Thread(target=_facts_after, args=(self, facts), daemon=True,
+                             name="safetile-safe-facts-load").start()
         if not self.load(build=False) and env.safe_native():
             t = MODULE.prebuild()
             if t is not None:
@@ -96,6 +108,12 @@ class FastPath:
 def _load_after(fast: FastPath, t: threading.Thread) -> None:
     t.join()
     fast.load(build=False)
+
+
+def _facts_after(fast: FastPath, t: threading.Thread) -> None:
+    t.join()
+    if fast.build is not None:
+        fast.use_facts(torch_facts.capsule())
 
 
 def _objects() -> tuple[dict, dict]:

@@ -189,6 +189,7 @@ static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "Find the classes' slots and the runtime's objects (once)."},
     {"methods_setup", methods_setup, METH_VARARGS, "Find the hot methods' classes and Python definitions (once)."},
     {"install", install, METH_O, "Install the C methods (True) or put the Python definitions back (False)."},
+    {"use_facts", use_facts, METH_O, "Read torch facts through this C++ reader capsule (None: torch's methods)."},
     {"build", (PyCFunction)(void (*)(void))build, METH_FASTCALL, "LaunchOp(kernel, args)'s common case, or None."},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL, "LaunchOp._run(ctx)'s common case, or None."},
     {NULL, NULL, 0, NULL}};

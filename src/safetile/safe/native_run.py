@@ -38,10 +38,7 @@ static int pins_hold(PyObject *plan, PyObject *runtime) {
     if (!PyTuple_CheckExact(pin) || PyTuple_GET_SIZE(pin) != 3) { ok = 0; break; }
     Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(pin, 0));
     if (k < 0 || k >= PyTuple_GET_SIZE(runtime)) { PyErr_Clear(); ok = 0; break; }
-    PyObject *now = PyObject_CallMethodNoArgs(PyTuple_GET_ITEM(runtime, k), S.s_data_ptr);
-    if (now == NULL) { ok = -1; break; }
-    ok = PyObject_RichCompareBool(now, PyTuple_GET_ITEM(pin, 2), Py_EQ);
-    Py_DECREF(now);
+    ok = data_ptr_is(PyTuple_GET_ITEM(runtime, k), PyTuple_GET_ITEM(pin, 2));
   }
   Py_DECREF(pins);
   return ok;

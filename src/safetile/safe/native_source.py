@@ -5,15 +5,22 @@ which the Python path then handles in full. Slotted classes are read at their sl
 once from their member descriptors (``setup``), on objects checked to be of exactly those classes.
 """
 
+from ..runtime.torch_facts import C_DECLARATIONS
+
 SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <frameobject.h>
+#include <stdint.h>
 #include <string.h>
 #include <math.h>
 
 #define MAX_ARGS 64
+""" + C_DECLARATIONS + r"""
+/* runtime/torch_facts.py's C++ reader, once it is built (use_facts); NULL: torch's Python methods */
+static safetile_read_facts read_facts;
+static PyObject *facts_capsule;
 
 typedef struct {
   int ready;
@@ -157,17 +164,61 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* use_facts(capsule or None): read torch tensors' facts through the C++ reader from now on (or not) */
+static PyObject *use_facts(PyObject *self, PyObject *cap) {
+  safetile_read_facts fn = NULL;
+  if (cap != Py_None && (fn = (safetile_read_facts)PyCapsule_GetPointer(cap, "safetile_torch_facts.read")) == NULL)
+    return NULL;
+  PyObject *old = facts_capsule;
+  facts_capsule = fn ? Py_NewRef(cap) : NULL;  /* keeps the reader's module loaded */
+  read_facts = fn;
+  Py_XDECREF(old);
+  Py_RETURN_NONE;
+}
+
+/* ``o`` is exactly an int equal to ``v`` (1), or not (0, no error) */
+static int int_is(PyObject *o, long long v) {
+  if (!PyLong_CheckExact(o)) return 0;
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (x == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+  return !overflow && x == v;
+}
+
+static int ptr_is(PyObject *o, uintptr_t p) {
+  if (!PyLong_CheckExact(o)) return 0;
+  unsigned long long x = PyLong_AsUnsignedLongLong(o);
+  if (x == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+  return x == (unsigned long long)p;
+}
+
+/* ``o`` is a tuple (torch.Size too) of exactly the ints ``v`` */
+static int ints_are(PyObject *o, const int64_t *v, int n) {
+  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != n) return 0;
+  for (int i = 0; i < n; i++)
+    if (!int_is(PyTuple_GET_ITEM(o, i), v[i])) return 0;
+  return 1;
+}
+
+/* Whether the torch tensor ``t``'s data_ptr() equals the int ``was``: 1 yes, 0 no, -1 error */
+static int data_ptr_is(PyObject *t, PyObject *was) {
+  safetile_facts f;
+  if (read_facts != NULL && Py_TYPE(t) == S.torch_Tensor && read_facts(t, &f)) return ptr_is(was, f.ptr);
+  PyObject *now = PyObject_CallMethodNoArgs(t, S.s_data_ptr);
+  if (now == NULL) return -1;
+  int eq = PyObject_RichCompareBool(now, was, Py_EQ);
+  Py_DECREF(now);
+  return eq;
+}
+
 /* 1: equal, 0: not, -1: error */
 static int ptr_unmoved(PyObject *data, PyObject *facts) {
   if (Py_TYPE(data) != S.torch_Tensor) return 0;
   PyObject *ext = SLOT(facts, S.f_extent);
   if (ext == NULL) return 0;
-  PyObject *now = PyObject_CallMethodNoArgs(data, S.s_data_ptr);
-  if (now == NULL) return -1;
   PyObject *was = PyObject_GetAttr(ext, S.s_ptr);
-  if (was == NULL) { Py_DECREF(now); return -1; }
-  int eq = PyObject_RichCompareBool(now, was, Py_EQ);
-  Py_DECREF(now);
+  if (was == NULL) return -1;
+  int eq = data_ptr_is(data, was);
   Py_DECREF(was);
   return eq;
 }
@@ -210,6 +261,12 @@ static PyObject *call0(PyObject *f) { return PyObject_Vectorcall(f, NULL, 0, NUL
    Python path refuses it in words. */
 static int facts_equal(PyObject *t, PyObject *part) {
   if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return 0;
+  safetile_facts f;
+  if (read_facts != NULL && Py_TYPE(t) == S.torch_Tensor && read_facts(t, &f))
+    return ptr_is(PyTuple_GET_ITEM(part, 0), f.ptr) && PyTuple_GET_ITEM(part, 1) == f.dtype &&
+           ints_are(PyTuple_GET_ITEM(part, 2), f.sizes, f.ndim) &&
+           ints_are(PyTuple_GET_ITEM(part, 3), f.strides, f.ndim) &&
+           int_is(PyTuple_GET_ITEM(part, 4), f.device) && !f.neg;
   for (int k = 0; k < 6; k++) {
     PyObject *now;
     switch (k) {

@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ...runtime import env
+from ...runtime import env, torch_facts
 from ...runtime.native import NativeModule
 from . import cache
 from .lean_source import SOURCE
@@ -64,9 +64,11 @@ _loader = new_loader()
 
 
 def prebuild() -> threading.Thread | None:
-    """Build the module in the background (beside a kernel's first compile) when it is missing."""
+    """Build the module in the background (beside a kernel's first compile) when it is missing, and
+    the C++ fact reader its ``Reader`` uses (not waited for: until it is built, torch's methods)."""
     if not env.lean_launch():
         return None
+    torch_facts.prebuild()
     return _loader.prebuild()
 
 
@@ -79,7 +81,8 @@ def reader(table: dict, kinds: tuple[str, ...], generic, tensor_type, const_type
         return None
     codes = bytes(0 if k.startswith("tensor") else _KINDS[k] for k in kinds)
     try:
-        return m.Reader(table, codes, tensor_type, const_types, generic, current_device, get_stream, stream_handle)
+        return m.Reader(table, codes, tensor_type, const_types, generic, current_device, get_stream, stream_handle,
+                        torch_facts.capsule())
     except ValueError:  # more arguments than it takes
         return None
 

@@ -2,6 +2,8 @@
 and ``Spec`` (one call per kernel launch, arguments converted by per-parameter type codes) and
 ``Reader`` (ct.launch's one-pass path, fastpath.py, in C)."""
 
+from ...runtime.torch_facts import C_DECLARATIONS
+
 SOURCE = r"""
 #include "cuda.h"
 #include <dlfcn.h>
@@ -12,6 +14,8 @@ SOURCE = r"""
 #include <string.h>
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+""" + C_DECLARATIONS + r"""
 
 #define MAX_PARAMS 512 /* kernel parameters, with the two scratch pointers Triton's kernels take last */
 
@@ -308,6 +312,8 @@ typedef struct {
   vectorcallfunc vectorcall;
   PyObject *table, *tensor_type, *const_types, *generic, *current_device, *get_stream, *stream_handle;
   PyObject *last; /* (key, entry) of the latest launch, replaced whole; NULL before the first */
+  PyObject *facts_capsule; /* keeps ``facts`` loaded; NULL: tensors read through torch's Python methods */
+  safetile_read_facts facts;
   Py_ssize_t n;
   unsigned char kinds[MAX_ARGS];
 } Reader;
@@ -315,6 +321,21 @@ typedef struct {
 static PyObject *method0(PyObject *obj, PyObject *name) {
   PyObject *stack[2] = {NULL, obj};
   return PyObject_VectorcallMethod(name, stack + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static PyObject *int_tuple(const int64_t *v, int n) {
+  PyObject *t = PyTuple_New(n);
+  if (!t)
+    return NULL;
+  for (int i = 0; i < n; i++) {
+    PyObject *x = PyLong_FromLongLong(v[i]);
+    if (!x) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, i, x);
+  }
+  return t;
 }
 
 static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -330,6 +351,7 @@ static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargs
   PyObject *ptr[MAX_ARGS] = {NULL}, *shape[MAX_ARGS] = {NULL}, *stride[MAX_ARGS] = {NULL};
   PyObject *key = NULL, *last = NULL, *entry = NULL, *cur = NULL, *raw = NULL, *res = NULL, *result = NULL;
   PyObject *stack[MAX_FLAT];
+  safetile_facts f;
   int go_generic = 0;
   key = PyTuple_New(n);
   if (!key)
@@ -350,6 +372,17 @@ static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargs
         shape[i] = Py_NewRef(shape[j]);
         stride[i] = Py_NewRef(stride[j]);
         part = Py_NewRef(PyTuple_GET_ITEM(key, j));
+      } else if (r->facts != NULL && r->facts(a, &f)) { /* the same facts, read in C++ (torch_facts.py) */
+        PyObject *device = NULL, *align = NULL;
+        if (!(ptr[i] = PyLong_FromUnsignedLongLong(f.ptr)) || !(shape[i] = int_tuple(f.sizes, f.ndim)) ||
+            !(stride[i] = int_tuple(f.strides, f.ndim)) || !(device = PyLong_FromLong(f.device)) ||
+            !(align = PyLong_FromUnsignedLongLong(f.ptr & 15))) {
+          Py_XDECREF(device);
+          goto out;
+        }
+        part = PyTuple_Pack(5, f.dtype, device, align, shape[i], stride[i]);
+        Py_DECREF(device);
+        Py_DECREF(align);
       } else {
         PyObject *dtype = NULL, *device = NULL, *align = NULL;
         if (!(ptr[i] = method0(a, s_data_ptr)) || !(shape[i] = PyObject_GetAttr(a, s_shape)) ||
@@ -539,13 +572,17 @@ out:
 
 static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
   PyObject *table, *tensor_type, *const_types, *generic, *current_device, *get_stream, *stream_handle;
+  PyObject *facts = Py_None;
+  safetile_read_facts read = NULL;
   const char *kinds;
   Py_ssize_t n;
   static char *names[] = {"table", "kinds", "tensor_type", "const_types", "generic", "current_device",
-                          "get_stream", "stream_handle", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y#O!O!OOOO", names, &PyDict_Type, &table, &kinds, &n,
+                          "get_stream", "stream_handle", "facts", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!y#O!O!OOOO|O", names, &PyDict_Type, &table, &kinds, &n,
                                    &PyType_Type, &tensor_type, &PyFrozenSet_Type, &const_types, &generic,
-                                   &current_device, &get_stream, &stream_handle))
+                                   &current_device, &get_stream, &stream_handle, &facts))
+    return NULL;
+  if (facts != Py_None && !(read = (safetile_read_facts)PyCapsule_GetPointer(facts, "safetile_torch_facts.read")))
     return NULL;
   if (n > MAX_ARGS) {
     PyErr_SetString(PyExc_ValueError, "Reader: too many kernel arguments");
@@ -568,6 +605,8 @@ static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
   self->get_stream = Py_NewRef(get_stream);
   self->stream_handle = Py_NewRef(stream_handle);
   self->last = NULL;
+  self->facts_capsule = read ? Py_NewRef(facts) : NULL;
+  self->facts = read;
   self->n = n;
   memcpy(self->kinds, kinds, n);
   return (PyObject *)self;
@@ -582,6 +621,7 @@ static int reader_traverse(Reader *self, visitproc visit, void *arg) {
   Py_VISIT(self->get_stream);
   Py_VISIT(self->stream_handle);
   Py_VISIT(self->last);
+  Py_VISIT(self->facts_capsule);
   return 0;
 }
 
@@ -594,6 +634,8 @@ static int reader_clear(Reader *self) {
   Py_CLEAR(self->get_stream);
   Py_CLEAR(self->stream_handle);
   Py_CLEAR(self->last);
+  Py_CLEAR(self->facts_capsule);
+  self->facts = NULL;
   return 0;
 }
 
@@ -616,7 +658,8 @@ static PyTypeObject ReaderType = {
   .tp_name = "safetile_lean_launch.Reader",
   .tp_basicsize = sizeof(Reader),
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-  .tp_doc = "Reader(table, kinds, tensor_type, const_types, generic, current_device, get_stream, stream_handle)"
+  .tp_doc = "Reader(table, kinds, tensor_type, const_types, generic, current_device, get_stream, stream_handle,"
+            " facts=None)"
             ": ct.launch's one-pass path for one tuple of argument kinds; call(stream, grid, args) -> launched",
   .tp_new = reader_new,
   .tp_traverse = (traverseproc)reader_traverse,
