@@ -91,3 +91,58 @@ def test_off_means_no_reader(monkeypatch, facts_module):
 def test_the_capsule_is_what_the_c_modules_take(facts_module):
     cap = torch_facts.capsule()
     assert type(cap).__name__ == "PyCapsule" and "safetile_torch_facts.read" in repr(cap)
+
+
+_cuda = torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(64, 48, device="cuda"),
+    lambda: torch.randn(64, 48, device="cuda", dtype=torch.float16)[3:, ::2],
+    lambda: torch.randn(5, 7, device="cuda").t(),
+    lambda: torch.randn(9, device="cuda")._neg_view(),
+    lambda: torch.zeros(4, 1, device="cuda").expand(4, 6),
+], ids=["plain", "f16 strided view", "transposed", "negative view", "expanded"])
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda, reason="needs a CUDA GPU")
+def test_cuda_tensors_read_as_torch_answers(facts_module, make):
+    t = make()
+    assert facts_module.facts(t) == _torch_answer(t)
+    assert facts_module.facts(t)[4] == torch.cuda.current_device()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("facts", [False, True], ids=["torch-methods", "cxx-facts"])
+def test_ct_launch_on_the_one_pass_path_reads_each_tensor_as_it_is_now(monkeypatch, facts_module, facts):
+    """ct.launch's C reader with and without the C++ reader: the same kernel launched on other
+    tensors, views and a re-pointed tensor computes on the memory each names at that launch."""
+    import safetile as ct
+    from safetile.backends.triton import lean
+    monkeypatch.setattr(torch_facts, "capsule", lambda: facts_module.read if facts else None)
+
+    @ct.kernel
+    def axpy(x, y, out, a: float, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        ct.store(out, (b,), ct.load(x, (b,), (TILE,)) * a + ct.load(y, (b,), (TILE,)))
+
+    n = 1024
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.full((n,), float("nan"), device="cuda")
+    for _ in range(3):  # compile, learn the one-pass path, then run on it
+        ct.launch(None, (n // 256,), axpy, (x, y, out, 2.0, 256))
+    if lean._loader.loaded() is not None:
+        assert type(axpy.gpu_fast).__name__ == "Reader"
+    torch.testing.assert_close(out, x * 2.0 + y)
+    x2, y2 = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out.fill_(float("nan"))
+    ct.launch(None, (n // 256,), axpy, (x2, y2, out, -1.0, 256))
+    torch.testing.assert_close(out, -x2 + y2)
+    x.set_(torch.randn(n, device="cuda"))  # re-pointed in place: the launch reads its new memory
+    out.fill_(float("nan"))
+    ct.launch(None, (n // 256,), axpy, (x, y, out, 0.5, 256))
+    torch.testing.assert_close(out, x * 0.5 + y)
+    big = torch.randn(2 * n, device="cuda")
+    out.fill_(float("nan"))
+    ct.launch(None, (n // 256,), axpy, (big[::2], big[1::2], out, 3.0, 256))  # strided views: another key
+    torch.testing.assert_close(out, big[::2] * 3.0 + big[1::2])
