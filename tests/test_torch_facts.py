@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import safetile as ct
+
 torch = pytest.importorskip("torch")
 from safetile.runtime import torch_facts  # noqa: E402
 
@@ -96,6 +98,12 @@ def test_the_capsule_is_what_the_c_modules_take(facts_module):
 _cuda = torch.cuda.is_available()
 
 
+@ct.kernel
+def _axpy(x, y, out, a: float, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    ct.store(out, (b,), ct.load(x, (b,), (TILE,)) * a + ct.load(y, (b,), (TILE,)))
+
+
 @pytest.mark.parametrize("make", [
     lambda: torch.randn(64, 48, device="cuda"),
     lambda: torch.randn(64, 48, device="cuda", dtype=torch.float16)[3:, ::2],
@@ -117,14 +125,9 @@ def test_cuda_tensors_read_as_torch_answers(facts_module, make):
 def test_ct_launch_on_the_one_pass_path_reads_each_tensor_as_it_is_now(monkeypatch, facts_module, facts):
     """ct.launch's C reader with and without the C++ reader: the same kernel launched on other
     tensors, views and a re-pointed tensor computes on the memory each names at that launch."""
-    import safetile as ct
     from safetile.backends.triton import lean
     monkeypatch.setattr(torch_facts, "capsule", lambda: facts_module.read if facts else None)
-
-    @ct.kernel
-    def axpy(x, y, out, a: float, TILE: ct.Constant[int]):
-        b = ct.bid(0)
-        ct.store(out, (b,), ct.load(x, (b,), (TILE,)) * a + ct.load(y, (b,), (TILE,)))
+    axpy = _axpy.replace_hints()  # a kernel of its own: learns its one-pass path in this test
 
     n = 1024
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")

@@ -168,6 +168,12 @@ def c_compiler() -> str:
     return os.environ.get("CC", "")
 
 
+def cxx_compiler() -> str:
+    """``CXX`` (default '': the C++ compiler Python was built with): the compiler of the torch fact
+    reader (runtime/torch_facts.py)."""
+    return os.environ.get("CXX", "")
+
+
 def pipeline_loops() -> int:
     """``SAFETILE_PIPELINE_LOOPS`` (default 3): the pipelining depth of tile-streaming loops on
     sm_80+; 0, or anything but digits, turns it off."""

@@ -140,7 +140,7 @@ def _build(name: str, source_file: str, folder: str) -> str:
     """g++ (or ``CXX``) against the installed torch's headers and libraries, with its C++ ABI."""
     import torch
     from torch.utils import cpp_extension as ext
-    cxx = shlex.split(os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++")
+    cxx = shlex.split(env.cxx_compiler() or sysconfig.get_config_var("CXX") or "c++")
     out = os.path.join(folder, name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
     libs = ext.library_paths()
     abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
