@@ -389,7 +389,9 @@ static PyObject *site(int *unknown) {
       return NULL;
     }
     if (skip == Py_False) {
-      PyObject *r = Py_BuildValue("(Oi)", code->co_filename, PyFrame_GetLineNumber(f));
+      PyObject *line = PyLong_FromLong(PyFrame_GetLineNumber(f));
+      PyObject *r = line == NULL ? NULL : PyTuple_Pack(2, code->co_filename, line);
+      Py_XDECREF(line);
       Py_DECREF(code);
       Py_DECREF(f);
       return r;
