@@ -8,13 +8,14 @@
 #   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
 #   host   host cost only, each benchmark in three fresh processes (their readings move between
 #          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
+#   full   tests, then host in four processes (one call)
 # Everything lands in $OUT/final (packed into $OUT/final-<part>.tgz: the device runner returns few
 # files); a short table is printed last.
 #   PYTHONPATH=src bash bench/final_device.sh tests|bench|quick
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
-PART=${1:?tests, bench or quick}
+PART=${1:?tests, bench, quick, host or full}
 BASE=${OUT:-bench/results/final}
 R=$BASE/final
 mkdir -p "$R"
@@ -45,6 +46,15 @@ quick)
     step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
     step 170 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
     step 200 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json" ;;
+full)  # tests, then host cost in four fresh processes each (fits one call: ~420 s on the H200)
+    OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
+    for i in 1 2 3 4; do
+        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
+        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
+    done
+    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json"
+    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
+        --compile-reps 3 --out "$R/compile.json" ;;
 host)
     for i in 1 2 3; do
         step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
@@ -54,9 +64,10 @@ host)
     step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
         --compile-reps 3 --out "$R/compile.json" ;;
 *)
-    echo "unknown part $PART: tests, bench, quick or host"
+    echo "unknown part $PART: tests, bench, quick, host or full"
     exit 2 ;;
 esac
+python3 bench/host_summary.py "$R" > "$R/host_summary.txt" 2>&1
 tar czf "$BASE/final-$PART.tgz" -C "$BASE" final
 echo "== summary ($PART)"
 cat "$R/steps.txt"
@@ -65,4 +76,5 @@ for f in "$R"/diag*.txt "$R"/safe_launch*.txt "$R"/patterns.txt "$R"/compile.txt
          "$R"/samples.txt; do
     [ -f "$f" ] && sed -n '/^== /,$p' "$f" | grep -v '^  ' | tail -25
 done
+cat "$R/host_summary.txt"
 exit 0
