@@ -297,6 +297,14 @@ def test_gpu_fast_path_reads_a_tensor_passed_twice_once(monkeypatch, reader):
                                         (y.data_ptr(), x.data_ptr(), z.data_ptr()),
                                         (z.data_ptr(),) * 3]
     assert not fast(None, (1,), (x, torch.zeros(8), z, 4))  # another shape: a miss
+    n = len(calls)
+    # a lazy negative view shows the facts of its base, but its memory does not hold its values: never the
+    # one-pass path (the checked path refuses it; red team round 8, attack 819), passed once or twice
+    assert not fast(None, (1,), (x._neg_view(), x, z, 4))
+    assert not fast(None, (1,), (y, x._neg_view(), z, 4))
+    neg = x._neg_view()
+    assert not fast(None, (1,), (neg, neg, z, 4))
+    assert len(calls) == n
 
 
 def test_gpu_fast_path_lean_form_places_arguments_and_keeps_keys_apart(monkeypatch, reader):

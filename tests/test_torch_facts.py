@@ -19,7 +19,7 @@ def facts_module():
 
 
 def _torch_answer(t):
-    return (t.data_ptr(), t.dtype, tuple(t.shape), t.stride(), t.get_device(), t.is_neg())
+    return (t.data_ptr(), t.dtype, tuple(t.shape), t.stride(), t.get_device(), t.is_neg() or t.is_conj())
 
 
 def _tensors():
@@ -37,7 +37,6 @@ def _tensors():
     yield "negative view", base._neg_view()
     yield "conjugate view", torch.randn(3, 3, dtype=torch.complex64, generator=g).conj()
     yield "16 dimensions", torch.zeros((1,) * 15 + (3,))
-    yield "meta", torch.empty(5, 6, device="meta")
     for dt in (torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int32, torch.int64,
                torch.bool):
         yield f"{dt}", torch.zeros(9, dtype=dt)
@@ -60,6 +59,22 @@ def test_tensors_without_plain_strided_memory_are_declined(facts_module):
     assert facts_module.facts(torch.eye(3).to_sparse_csr()) is None
     nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
     assert facts_module.facts(nested) is None
+    assert facts_module.facts(torch.empty(5, 6, device="meta")) is None  # no memory
+    q = torch.quantize_per_tensor(torch.zeros(4), 0.1, 0, torch.qint8)
+    assert facts_module.facts(q) is None
+
+
+def test_a_view_longer_than_its_storage_is_declined(facts_module):
+    """A storage shrunk in place leaves views that reach past its end (torch does not check when it
+    reads them); the reader declines them, so a launch takes the path that refuses them in words."""
+    x = torch.ones(4096)
+    view = x[100:200]
+    assert facts_module.facts(view) == _torch_answer(view)
+    x.untyped_storage().resize_(16)
+    assert facts_module.facts(x) is None and facts_module.facts(view) is None
+    assert facts_module.facts(x[:4]) == _torch_answer(x[:4])  # 16 bytes: four floats still fit
+    y = torch.zeros(0)
+    assert facts_module.facts(y) == _torch_answer(y)  # no elements: nothing to reach
 
 
 def test_a_tensor_changed_in_place_reads_its_new_facts(facts_module):

@@ -64,4 +64,11 @@ if bad:
     broke("; ".join(bad))
 if all("same_addr=0" in r for r in rows.values()):
     inconclusive("the allocator did not reuse the address; " + str(rows))
+if rows["c"].split("result=")[1][:8] != rows["py"].split("result=")[1][:8]:
+    broke("C twin and Python path decide differently (docs: 'the C code decides nothing the Python path would "
+          "decide differently'): the C twin reused its per-terminal alias of x because x shows the same facts, "
+          "though the alias's storage was freed and x is on new memory at the old address; its pins then refuse "
+          "a launch the Python path runs correctly. C: " + rows["c"][3:] + " | Py: " + rows["py"][3:])
+if False:
+    inconclusive("the allocator did not reuse the address; " + str(rows))
 held("; ".join(f"{k}: {v[3:]}" for k, v in rows.items()))

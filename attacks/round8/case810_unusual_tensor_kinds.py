@@ -15,11 +15,6 @@ def copyany(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
     z.store(ct.load_tile_like(x, z))
 
 
-@ct.entry
-def copy2(z: ct.Mut[ct.f32, "B", "C"], x: ct.Ref[ct.f32, -1, -1]):
-    z.store(ct.load_tile_like(x, z))
-
-
 class Sub(torch.Tensor):
     pass
 
@@ -103,7 +98,7 @@ try:
     x = torch.arange(2**17, dtype=torch.float32).reshape((2,) * 17)
 
     @ct.entry
-    def first(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1]):
+    def first(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, (-1,) * 17]):
         z.store(ct.full(z.shape, 1.0, ct.f32))
     z = poisoned(N).partition(16)
     (z, _) = first(z, x).sync()

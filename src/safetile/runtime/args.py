@@ -136,6 +136,10 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         return DataclassSpec(type(a), tuple(_spec(f"{name}.{f.name}", hints.get(f.name, ANY), getattr(a, f.name))
                                             for f in dataclasses.fields(a)))
     if is_array(a):
+        if _is_torch_tensor(a):
+            problem = torch_kind_problem(a)
+            if problem is not None:
+                raise LaunchTypeError(f"argument {name!r}: the torch tensor {problem}")
         try:
             d = array_dtype(a)
         except TypeError as e:
@@ -249,7 +253,27 @@ _PLAIN_CONSTS = frozenset({int, float, bool, str, type(None)})
 _NP_SCALARS: set = set()  # NumPy scalar types seen (each has one fixed dtype)
 
 
+def torch_kind_problem(a: Any) -> str | None:
+    """What makes a torch tensor other than plain strided memory holding the values it shows (DLPack
+    and the GPU launchers read its memory as is), or None."""
+    if a.is_nested:
+        return "is nested"
+    if a.layout is not sys.modules["torch"].strided:
+        return f"has layout {a.layout}"
+    if a.is_meta:
+        return "is on the meta device (no data)"
+    if a.is_quantized:
+        return "is quantized"
+    if a.is_neg() or a.is_conj():
+        bit, fix = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
+        return (f"has its lazy {bit} bit set (its memory does not hold the values it shows); "
+                f"materialise it with .{fix}()")
+    return None
+
+
 def _torch_key(a):
+    if torch_kind_problem(a) is not None:
+        return None  # the checked path refuses it
     return (type(a), a.dtype, a.ndim, a.is_cuda)
 
 
@@ -298,8 +322,16 @@ def signature(kernel: TileKernel, args: tuple) -> tuple | None:
             f = _KEYERS.get(t)
             if f is None:
                 return _register(kernel, args)
-            out.append(f(a))
+            k = f(a)
+            if k is None:
+                return None
+            out.append(k)
     return tuple(out)
+
+
+def _is_torch_tensor(a: Any) -> bool:
+    torch = sys.modules.get("torch")  # never imports torch itself
+    return torch is not None and type(a).__module__.startswith("torch") and isinstance(a, torch.Tensor)
 
 
 def _register(kernel: TileKernel, args: tuple) -> tuple | None:

@@ -41,26 +41,49 @@ typedef struct {
   uintptr_t ptr;      /* data_ptr() */
   PyObject *dtype;    /* the torch.dtype object (borrowed: dtypes live as long as torch) */
   int device;         /* get_device(): -1 on the CPU */
-  int neg;            /* is_neg() */
+  int neg;            /* is_neg() or is_conj(): the memory does not hold the values shown */
   int ndim;
   int64_t sizes[SAFETILE_FACTS_MAX_DIMS], strides[SAFETILE_FACTS_MAX_DIMS];
 } safetile_facts;
 }
 
+/* Whether every element the view reaches lies inside its storage's bytes. A storage shrunk in place
+   (``untyped_storage().resize_``) or a tensor caught half-way through another thread's ``set_``
+   (torch runs it without the GIL) can show a view longer than its memory; torch itself does not
+   check when it reads. */
+static bool within_storage(const at::Tensor &t) {
+  int64_t n = t.numel();
+  if (n == 0) return true;
+  const c10::Storage &st = t.storage();
+  __int128 lo = 0, hi = 0;
+  auto sizes = t.sizes();
+  auto strides = t.strides();
+  for (int64_t i = 0; i < t.dim(); i++) {
+    __int128 reach = (__int128)(sizes[i] - 1) * strides[i];
+    if (reach < 0) lo += reach; else hi += reach;
+  }
+  __int128 item = t.element_size(), offset = t.storage_offset();
+  __int128 start = (offset + lo) * item, end = (offset + hi + 1) * item;
+  return start >= 0 && end <= (__int128)st.nbytes();
+}
+
 /* 1: the facts of ``obj`` (the caller checked it is exactly a torch.Tensor); 0: not readable here
-   (no storage, too many dimensions, any C++ exception), no Python error set: the caller reads
-   through Python, which raises or refuses in words. Never calls back into Python. */
+   (no plain strided memory, a view reaching past its storage, too many dimensions, any C++
+   exception), no Python error set: the caller takes the Python path, which refuses in words (or,
+   for an unchecked launch, reads through torch). Never calls back into Python: a TorchFunctionMode
+   cannot answer for the tensor. */
 static int read_facts(PyObject *obj, safetile_facts *f) noexcept {
   try {
     const at::Tensor &t = THPVariable_Unpack(obj);
     int64_t nd = t.dim();
-    if (nd > SAFETILE_FACTS_MAX_DIMS || t.is_sparse() || t.is_nested() || t.layout() != at::kStrided)
+    if (nd > SAFETILE_FACTS_MAX_DIMS || t.is_sparse() || t.is_nested() || t.layout() != at::kStrided ||
+        t.is_meta() || t.is_quantized() || !t.has_storage() || !within_storage(t))
       return 0;
     f->ptr = reinterpret_cast<uintptr_t>(t.data_ptr());
     f->dtype = reinterpret_cast<PyObject *>(torch::getTHPDtype(t.scalar_type()));
     if (f->dtype == nullptr) return 0;
     f->device = t.get_device();
-    f->neg = t.is_neg() ? 1 : 0;
+    f->neg = (t.is_neg() || t.is_conj()) ? 1 : 0;
     f->ndim = static_cast<int>(nd);
     auto sizes = t.sizes();
     auto strides = t.strides();
@@ -85,7 +108,7 @@ static PyObject *int_tuple(const int64_t *v, int n) {
   return t;
 }
 
-/* facts(t) -> (data_ptr, dtype, shape, stride, device, is_neg), or None where not readable (tests
+/* facts(t) -> (data_ptr, dtype, shape, stride, device, is_neg or is_conj), or None where not readable (tests
    compare it with torch's own answers) */
 static PyObject *facts(PyObject *, PyObject *obj) {
   if (!THPVariable_CheckExact(obj)) {
@@ -102,7 +125,8 @@ static PyObject *facts(PyObject *, PyObject *obj) {
 }
 
 static PyMethodDef methods[] = {
-  {"facts", (PyCFunction)facts, METH_O, "facts(t): (data_ptr, dtype, shape, stride, device, is_neg) or None"},
+  {"facts", (PyCFunction)facts, METH_O,
+   "facts(t): (data_ptr, dtype, shape, stride, device, is_neg or is_conj) or None"},
   {NULL, NULL, 0, NULL},
 };
 

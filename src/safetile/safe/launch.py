@@ -30,7 +30,7 @@ from .deviceop import DeviceOp, ExecContext
 from .entry import EntryKernel
 from .errors import AliasError, DeviceOpError, LaunchDroppedWarning, LaunchTypeError
 from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
-from .memory import REGISTRY, moved_message, notify_all, own_alias, wait_until
+from .memory import REGISTRY, moved_message, notify_all, own_alias, untraced, wait_until
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
@@ -70,6 +70,7 @@ def prepare(kernel: EntryKernel, args: tuple) -> Plan:
     return prepare_runtime(kernel, args)[0]
 
 
+@untraced
 def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
     """``prepare``, and the launch's runtime arguments (read in the same pass). A raw NumPy array or
     torch tensor is replaced by safetile's own alias of it first (``memory.own_alias``): the checks
@@ -212,6 +213,7 @@ class _OpRef(weakref.ref):
 
 # ------------------------------------------------------------------------------ running
 
+@untraced
 def check_pins(plan: Plan, runtime: tuple) -> None:
     """Refuse a launch whose torch memory moved (a storage reallocated) since it was checked."""
     for i, name, ptr in plan.pins:

@@ -160,6 +160,11 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   Py_INCREF(stream);
   Py_INCREF(plan);
   if (Py_TYPE(plan) != S.Plan) goto none;
+  if (read_facts == NULL) {  /* the pins are read through torch's data_ptr(): not while a mode may answer */
+    int m = mode_active();
+    if (m < 0) goto error;
+    if (m) goto none;
+  }
   bound = SLOT(plan, S.pl_bound);
   checked = SLOT(plan, S.pl_checked);
   if (bound == NULL || checked == NULL || Py_TYPE(bound) != S.Bound) {

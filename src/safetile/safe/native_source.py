@@ -21,6 +21,25 @@ SOURCE = r"""
 /* runtime/torch_facts.py's C++ reader, once it is built (use_facts); NULL: torch's Python methods */
 static safetile_read_facts read_facts;
 static PyObject *facts_capsule;
+static PyObject *mode_enabled;  /* torch._C._is_torch_function_mode_enabled, found once torch is imported */
+
+/* 1: a TorchFunctionMode is active, so torch's Python methods may answer for a tensor (the Python path
+   reads with torch functions off: memory.untraced); 0: none (or no torch); -1: error */
+static int mode_active(void) {
+  if (mode_enabled == NULL) {
+    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+    if (torch == NULL) return 0;
+    PyObject *c = PyObject_GetAttrString(torch, "_C");
+    mode_enabled = c == NULL ? NULL : PyObject_GetAttrString(c, "_is_torch_function_mode_enabled");
+    Py_XDECREF(c);
+    if (mode_enabled == NULL) return -1;
+  }
+  PyObject *r = PyObject_CallNoArgs(mode_enabled);
+  if (r == NULL) return -1;
+  int on = r == Py_True;
+  Py_DECREF(r);
+  return on;
+}
 
 typedef struct {
   int ready;
@@ -216,6 +235,10 @@ static int ptr_unmoved(PyObject *data, PyObject *facts) {
   if (Py_TYPE(data) != S.torch_Tensor) return 0;
   PyObject *ext = SLOT(facts, S.f_extent);
   if (ext == NULL) return 0;
+  if (read_facts == NULL) {  /* data_ptr() through torch: not while a mode may answer for it */
+    int m = mode_active();
+    if (m != 0) return m < 0 ? -1 : 0;
+  }
   PyObject *was = PyObject_GetAttr(ext, S.s_ptr);
   if (was == NULL) return -1;
   int eq = data_ptr_is(data, was);
@@ -262,8 +285,8 @@ static PyObject *call0(PyObject *f) { return PyObject_Vectorcall(f, NULL, 0, NUL
 static int facts_equal(PyObject *t, PyObject *part) {
   if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return 0;
   safetile_facts f;
-  if (read_facts != NULL && Py_TYPE(t) == S.torch_Tensor && read_facts(t, &f))
-    return ptr_is(PyTuple_GET_ITEM(part, 0), f.ptr) && PyTuple_GET_ITEM(part, 1) == f.dtype &&
+  if (read_facts != NULL && Py_TYPE(t) == S.torch_Tensor)  /* declined (e.g. past its storage): not equal */
+    return read_facts(t, &f) && ptr_is(PyTuple_GET_ITEM(part, 0), f.ptr) && PyTuple_GET_ITEM(part, 1) == f.dtype &&
            ints_are(PyTuple_GET_ITEM(part, 2), f.sizes, f.ndim) &&
            ints_are(PyTuple_GET_ITEM(part, 3), f.strides, f.ndim) &&
            int_is(PyTuple_GET_ITEM(part, 4), f.device) && !f.neg;
@@ -304,10 +327,13 @@ static PyObject *raw_alias(PyObject *x, PyObject *part) {
 }
 
 /* A raw torch tensor's alias, made once per terminal (``ExecContext.aliases``: id -> (x, part, alias)):
-   reused while ``x`` still shows the facts it was made from (the same key part). Equal facts are the
-   same memory: the alias keeps the storage it was made on alive, so that address cannot have been
-   handed to other memory, and an in-place reallocation of the storage moves both pointers. Outside a
-   terminal (no context), a fresh alias. NULL with no error: the facts differ (the Python path). */
+   reused while ``x`` and the alias both still show the facts it was made from (the same key part).
+   Then they are the same memory: the alias keeps the storage it was made on alive, so that address
+   cannot have been handed to other memory unless the storage itself was reallocated or freed in place
+   (``untyped_storage().resize_``), which moves the alias's pointer too, and ``x`` showing the old facts
+   again on new memory at the recycled address gets a fresh alias, as the Python path makes (red team
+   round 8, attack 805). Outside a terminal (no context), a fresh alias. NULL with no error: the facts
+   differ (the Python path). */
 static PyObject *cached_alias(PyObject *x, PyObject *part, PyObject *ctx) {
   PyObject *cache = (ctx != NULL && Py_TYPE(ctx) == S.ExecContext) ? SLOT(ctx, S.x_aliases) : NULL;
   if (cache == NULL || !PyDict_CheckExact(cache)) return raw_alias(x, part);
@@ -319,7 +345,7 @@ static PyObject *cached_alias(PyObject *x, PyObject *part, PyObject *ctx) {
     return NULL;
   }
   if (entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 3 && PyTuple_GET_ITEM(entry, 0) == x &&
-      PyTuple_GET_ITEM(entry, 1) == part && facts_equal(x, part)) {
+      PyTuple_GET_ITEM(entry, 1) == part && facts_equal(x, part) && facts_equal(PyTuple_GET_ITEM(entry, 2), part)) {
     PyObject *al = PyTuple_GET_ITEM(entry, 2);
     Py_INCREF(al);
     Py_DECREF(key);
@@ -531,7 +557,11 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
       Py_INCREF(d);
       PyTuple_SET_ITEM(runtime, i, d);
     } else if (t == S.torch_Tensor) {
-      /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime) */
+      /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime); its
+         detach() is a torch method an active TorchFunctionMode could answer: the Python path then */
+      int m = mode_active();
+      if (m < 0) goto error_plan;
+      if (m) goto none_plan;
       PyObject *al = cached_alias(x, part, ctx);
       if (al == NULL) {
         if (PyErr_Occurred()) goto error_plan;

@@ -41,6 +41,12 @@ def check_torch_kind(x: Any, what: str) -> None:
         bit = "conjugate" if x.is_conj() else "negative"
         raise TensorError(f"{what}: the torch tensor has its lazy {bit} bit set (its memory does not hold the values "
                           f"it shows); materialise it first with .resolve_{'conj' if x.is_conj() else 'neg'}()")
+    if x.numel():  # a storage shrunk in place leaves views reaching past its end (torch does not check)
+        reach = sum((n - 1) * s for n, s in zip(x.shape, x.stride()))
+        end = (x.storage_offset() + reach + 1) * x.element_size()
+        if end > x.untyped_storage().nbytes():
+            raise TensorError(f"{what}: the torch tensor reaches {end} bytes into its storage, which holds "
+                              f"{x.untyped_storage().nbytes()} (resized in place?): it names memory it does not have")
 
 
 def numpy_protocol(host_copy: Callable[[], np.ndarray], dtype: Any, copy: bool | None, label: Any) -> np.ndarray:

@@ -68,10 +68,11 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
             rank = int(k[6:])
             guards.append(f"type({a}) is _T")
             read = (f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride(); "
-                    f"k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i})")
+                    f"k{i} = ({a}.dtype, {a}.get_device(), p{i} & 15, s{i}, t{i}); "
+                    f"n{i} = {a}.is_neg()")
             for n_, j in enumerate(tensors[:4]):  # the same tensor passed again (x, x, out): read it once
                 reads.append(f"{'el' if n_ else ''}if {a} is a{j}:")
-                reads.append(f"    p{i}, s{i}, t{i}, k{i} = p{j}, s{j}, t{j}, k{j}")
+                reads.append(f"    p{i}, s{i}, t{i}, k{i}, n{i} = p{j}, s{j}, t{j}, k{j}, n{j}")
             if tensors:
                 reads.append("else:")
             reads.append(f"{'    ' if tensors else ''}{read}")
@@ -108,6 +109,8 @@ def _specialised(kinds: tuple[str, ...], table: dict, generic) -> Any:
         f"    {', '.join(names)}{',' if n == 1 else ''} = args",
         *([f"    if not ({' and '.join(guards)}):", "        return generic(stream, grid, args)"] if guards else []),
         *(f"    {r}" for r in reads),
+        *([f"    if {' or '.join(f'n{i}' for i in tensors)}:",  # lazy negative views: the checked path
+           "        return generic(stream, grid, args)"] if tensors else []),
         f"    key = ({', '.join(keys)}{',' if n == 1 else ''})",
         "    seen, hit = last",
         "    if key != seen:",
@@ -181,7 +184,7 @@ class FastPath:
         for is_const, a in zip(self.consts, args):
             t = type(a)
             if t is L._Tensor:
-                if is_const:
+                if is_const or a.is_neg():  # a lazy negative view: its memory does not hold its values
                     return None
                 ptr = a.data_ptr()
                 shape = a.shape

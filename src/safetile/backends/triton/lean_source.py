@@ -305,7 +305,7 @@ enum { K_TENSOR, K_INT, K_FLOAT, K_BOOL, K_CONST, K_COUNT };
 #define MAX_ARGS 64
 #define MAX_FLAT 512
 
-static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device, *py_one;
+static PyObject *s_data_ptr, *s_shape, *s_stride, *s_dtype, *s_get_device, *s_is_neg, *py_one;
 
 typedef struct {
   PyObject_HEAD
@@ -372,8 +372,12 @@ static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargs
         shape[i] = Py_NewRef(shape[j]);
         stride[i] = Py_NewRef(stride[j]);
         part = Py_NewRef(PyTuple_GET_ITEM(key, j));
-      } else if (r->facts != NULL && r->facts(a, &f)) { /* the same facts, read in C++ (torch_facts.py) */
+      } else if (r->facts != NULL) { /* the same facts, read in C++ (torch_facts.py) */
         PyObject *device = NULL, *align = NULL;
+        if (!r->facts(a, &f) || f.neg) { /* not plain memory holding its values: the checked path decides */
+          go_generic = 1;
+          goto out;
+        }
         if (!(ptr[i] = PyLong_FromUnsignedLongLong(f.ptr)) || !(shape[i] = int_tuple(f.sizes, f.ndim)) ||
             !(stride[i] = int_tuple(f.strides, f.ndim)) || !(device = PyLong_FromLong(f.device)) ||
             !(align = PyLong_FromUnsignedLongLong(f.ptr & 15))) {
@@ -385,10 +389,19 @@ static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargs
         Py_DECREF(align);
       } else {
         PyObject *dtype = NULL, *device = NULL, *align = NULL;
+        PyObject *neg = NULL;
         if (!(ptr[i] = method0(a, s_data_ptr)) || !(shape[i] = PyObject_GetAttr(a, s_shape)) ||
             !(stride[i] = method0(a, s_stride)) || !(dtype = PyObject_GetAttr(a, s_dtype)) ||
-            !(device = method0(a, s_get_device))) {
+            !(device = method0(a, s_get_device)) || !(neg = method0(a, s_is_neg))) {
           Py_XDECREF(dtype);
+          Py_XDECREF(device);
+          goto out;
+        }
+        Py_DECREF(neg);
+        if (neg != Py_False) { /* a lazy negative view: its memory does not hold its values */
+          Py_DECREF(dtype);
+          Py_DECREF(device);
+          go_generic = 1;
           goto out;
         }
         if (!PyLong_Check(ptr[i]) || !PyTuple_Check(shape[i]) || !PyTuple_Check(stride[i])) {
@@ -685,8 +698,9 @@ PyMODINIT_FUNC PyInit_safetile_lean_launch(void) {
   s_stride = PyUnicode_InternFromString("stride");
   s_dtype = PyUnicode_InternFromString("dtype");
   s_get_device = PyUnicode_InternFromString("get_device");
+  s_is_neg = PyUnicode_InternFromString("is_neg");
   py_one = PyLong_FromLong(1);
-  if (!s_data_ptr || !s_shape || !s_stride || !s_dtype || !s_get_device || !py_one)
+  if (!s_data_ptr || !s_shape || !s_stride || !s_dtype || !s_get_device || !s_is_neg || !py_one)
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (!m)
