@@ -20,7 +20,9 @@ from safetile.backends.triton import launcher
 from safetile.safe.launch import prepare
 from safetile.safe.native import FAST
 from safetile.backends.triton import lean
+from safetile.runtime import torch_facts
 lean._loader.get(build=True)
+print("C++ fact reader loaded:", torch_facts.module(build=True) is not None)  # before FAST: it takes the capsule
 print("safe launch C path loaded:", FAST.load(build=True))
 launcher._cuda_get_device = launcher._current_device = lambda: -1
 launcher._get_stream = lambda device: 0

@@ -102,8 +102,8 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
             parts.append((ta, a) if ta is not float or a != 0.0 else (ta, a, math.copysign(1.0, a)))
             runtime.append(a)
         elif ta is _TorchTensor:  # raw torch tensor (a Ref): its alias's facts, read on every launch
-            check_torch_kind(a, f"argument {names[i]!r} of kernel {kernel.__name__!r}")
-            al = a.detach()
+            al = a.detach()  # checked, not the tensor: detach() racing another thread's set_ copies a mix
+            check_torch_kind(al, f"argument {names[i]!r} of kernel {kernel.__name__!r}")
             parts.append((al.data_ptr(), al.dtype, al.shape, al.stride(), al.get_device()))
             runtime.append(al)
             if checked is None:

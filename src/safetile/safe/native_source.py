@@ -546,6 +546,7 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   }
   runtime = PyTuple_New(n);
   if (runtime == NULL) goto error_plan;
+  int mode = -2;  /* whether a TorchFunctionMode is active: asked at the first raw torch tensor */
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = args[i], *part = PyTuple_GET_ITEM(parts, i);
     PyTypeObject *t = Py_TYPE(x);
@@ -559,9 +560,9 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     } else if (t == S.torch_Tensor) {
       /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime); its
          detach() is a torch method an active TorchFunctionMode could answer: the Python path then */
-      int m = mode_active();
-      if (m < 0) goto error_plan;
-      if (m) goto none_plan;
+      if (mode == -2) mode = mode_active();
+      if (mode < 0) goto error_plan;
+      if (mode) goto none_plan;
       PyObject *al = cached_alias(x, part, ctx);
       if (al == NULL) {
         if (PyErr_Occurred()) goto error_plan;
