@@ -314,9 +314,12 @@ static int facts_equal(PyObject *t, PyObject *part) {
   return 1;
 }
 
-/* ``x.detach()`` when its facts equal ``part``; NULL with no error when they differ. */
+/* ``x.detach()`` when its facts equal ``part``; NULL with no error when they differ or a TorchFunctionMode
+   is active (the Python path then aliases with torch functions off). */
 static PyObject *raw_alias(PyObject *x, PyObject *part) {
   if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return NULL;
+  int m = mode_active();  /* detach() is a torch method an active TorchFunctionMode could answer */
+  if (m != 0) return NULL;  /* -1: the error stays set */
   PyObject *al = PyObject_CallMethodNoArgs(x, S.s_detach);
   if (al == NULL) return NULL;
   if (Py_TYPE(al) != S.torch_Tensor || !facts_equal(al, part)) {
@@ -560,9 +563,11 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     } else if (t == S.torch_Tensor) {
       /* a raw torch tensor (a Ref): its own alias, whose facts are the key part (prepare_runtime); its
          detach() is a torch method an active TorchFunctionMode could answer: the Python path then */
-      if (mode == -2) mode = mode_active();
-      if (mode < 0) goto error_plan;
-      if (mode) goto none_plan;
+      if (read_facts == NULL) {  /* its facts read through torch's methods: not while a mode may answer */
+        if (mode == -2) mode = mode_active();
+        if (mode < 0) goto error_plan;
+        if (mode) goto none_plan;
+      }
       PyObject *al = cached_alias(x, part, ctx);
       if (al == NULL) {
         if (PyErr_Occurred()) goto error_plan;
