@@ -96,11 +96,14 @@ class NativeModule:
 
     def get(self, build: bool) -> ModuleType | None:
         """The module, built first when missing and ``build``; None when it cannot be had (no C
-        compiler, a failed build, a load error: remembered for the rest of the process)."""
+        compiler, a failed build, a load error: remembered for the rest of the process). Without
+        ``build`` it never waits: while another thread builds it (seconds for a C++ module), None."""
         m = self._module
         if m is not None or self._failed:
             return m
-        with self._lock:
+        if not self._lock.acquire(blocking=build):
+            return None
+        try:
             if self._module is None and not self._failed:
                 path = self.path()
                 try:
@@ -112,6 +115,8 @@ class NativeModule:
                 except Exception:  # noqa: BLE001 - the Python path keeps working without it
                     self._failed = True
             return self._module
+        finally:
+            self._lock.release()
 
     def prebuild(self) -> threading.Thread | None:
         """Build the module in the background when it is missing (beside a first compile)."""
