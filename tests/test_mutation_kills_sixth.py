@@ -1,3 +1,133 @@
 """Kill tests of mutation testing's sixth pass (bench/NOTES.md, "Mutation testing (issue 9), sixth
 pass"): each checks user-visible behaviour that a surviving mutant of ``safetile.safe`` changed."""
 from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import safetile as ct
+from safetile.safe.memory import REGISTRY
+
+from attack_helpers import spin_write
+
+WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
+
+
+def wait_until(cond, what: str) -> None:
+    """Poll ``cond`` until it holds; fail after ``WAIT`` seconds instead of hanging."""
+    deadline = time.monotonic() + WAIT
+    while not cond():
+        assert time.monotonic() < deadline, f"{what} never happened"
+        threading.Event().wait(0.0005)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs os.fork (Linux)")
+@pytest.mark.parametrize("copy", [lambda v: ct.copy(v), lambda v: ct.to_device(v, "cpu")], ids=["copy", "to_device"])
+def test_after_a_fork_a_copy_of_memory_a_running_launch_wrote_is_refused_by_name(copy):
+    """In a forked child, memory the parent was writing when it forked has undefined contents: a
+    copy of it (``ct.copy``, ``ct.to_device``) is refused as "a copy", naming the launch."""
+    from test_fork import in_child
+    t = ct.zeros(1024).sync()
+    view = t[:]
+    op = spin_write(t.partition(64), 3.0, 20000)
+    runner = threading.Thread(target=op.sync, daemon=True)
+    runner.start()
+    wait_until(lambda: any(not e.enqueued for e in REGISTRY._entries) or not runner.is_alive(),
+               "the launch claiming its memory")
+    assert runner.is_alive()
+
+    def child():
+        try:
+            copy(view).sync()
+            return "ran"
+        except ct.ForkError as e:
+            return str(e)
+    out = in_child(child)
+    runner.join(WAIT)
+    assert out.startswith("a copy is refused: this memory was being written by launch 'spin_write' (op #"), out
+
+
+@ct.entry
+def store_trailing(z: ct.Mut[ct.f32, (1, 8)], k: ct.Constant[int]):
+    """Each block stores a (1, 4) tile of 7s at in-block tile (0, k) of its own row."""
+    z.partition((1, 4)).store(ct.full((1, 4), 7.0, ct.float32), (0, k))
+
+
+@pytest.mark.parametrize("k, written", [(1, slice(4, 8)), (2, None), (-1, None)])
+def test_an_in_block_store_at_a_constant_index_past_a_whole_axis_writes_nothing(k, written):
+    """A prefix partition's trailing axis is whole (not bounded by a block mask): a constant tile
+    index past its end (here exactly the tile count, 2) writes nothing, not the next row."""
+    z = ct.zeros((3, 8)).sync().partition_prefix((1,))
+    z, _ = store_trailing(z, k).sync()
+    want = np.zeros((3, 8), np.float32)
+    if written is not None:
+        want[:, written] = 7.0
+    assert np.array_equal(z.unpartition().to_numpy(), want)
+
+
+@ct.entry
+def fill_mapped(c: ct.MappedMut[ct.f32, ("B",)]):
+    for idx in c.iter_indices():
+        c.store(ct.full((B,), 1.0, ct.float32), idx)  # noqa: F821
+
+
+def test_unmap_of_a_mapped_partition_moved_into_a_launch_is_refused_by_name():
+    m = ct.zeros(64).sync().partition(16).map(2)
+    op = fill_mapped(m)
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{m.label} cannot be unmapped: it was moved into "
+                                                                   "launch 'fill_mapped'")):
+        m.unmap()
+    (m2,) = op.sync()
+    assert np.array_equal(m2.unmap().unpartition().to_numpy(), np.ones(64, np.float32))
+
+
+def test_map_of_a_moved_partition_is_refused_by_name():
+    p = ct.zeros(64).sync().partition(16)
+    m = p.map(2)
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{p.label} cannot be mapped: it was moved into "
+                                                                   f"{m.label} (by .map() at ")):
+        p.map(2)
+    assert m.unmap() is p
+
+
+@pytest.mark.parametrize("args", [(None,), (1, 2)])
+def test_a_dlpack_copy_with_positional_arguments_is_refused_as_a_safetile_error(args):
+    """DLPack's ``__dlpack__`` takes keyword arguments only: positional ones are refused, with a
+    copy as without, in safetile's words (a TensorError, still a TypeError) and nothing exported."""
+    t = ct.from_numpy(np.arange(4, dtype=np.float32)).sync()
+    shown = ", ".join(map(repr, args))
+    for kw in ({"copy": True}, {}):
+        given = ", ".join([shown] + [f"{k}={v!r}" for k, v in kw.items()])
+        with pytest.raises(ct.TensorError, match="^" + re.escape(f"{t.label} cannot be exported by DLPack with "
+                                                                f"{given}: TypeError")):
+            t.__dlpack__(*args, **kw)
+    assert isinstance(t.shared(), ct.Shared)  # no export was left claiming the memory
+
+
+def test_a_partition_kept_from_a_failed_terminal_says_how_to_get_its_tensor_back():
+    """``op.partition(shape)`` inside a terminal that then fails gives the tensor back; a partition
+    a ``then`` closure kept is refused as a partition, naming its tensor and ``.unpartition()``, which
+    still returns that tensor."""
+    kept = []
+
+    def keep(p):
+        kept.append(p)
+        return p
+
+    def fail(_):
+        raise ValueError("the chain fails after the partition")
+    x = ct.zeros(64).sync()
+    with pytest.raises(ValueError, match="the chain fails"):
+        ct.value(x).partition(16).then(keep).then(fail).sync()
+    (p,) = kept
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{p.label} cannot be inspected: it was moved into its "
+                                                                   f"{x.label}, given back by a failed terminal "
+                                                                   "(.unpartition() returns it)") + "$"):
+        p.grid()
+    assert p.unpartition() is x and np.array_equal(x.to_numpy(), np.zeros(64, np.float32))

@@ -220,7 +220,7 @@ class Partition(Owned):
                 self._released = True
                 t._borrow = None
             else:
-                self._move(f"the tensor returned by .unpartition() at {site}", check=False)
+                self._move(f"the tensor returned by .unpartition() at {site}")
                 t._give_back()
             CLAIMS.release(self._claim)
         return t
@@ -233,18 +233,18 @@ class Partition(Owned):
 
     def map(self, num_tile_blocks: int) -> MappedPartition:
         """A mapped partition for persistent kernels: ``num_tile_blocks`` blocks walk all sub-tensors."""
-        self._check("mapped")
-        n = num_tile_blocks
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            raise PartitionError(f"map: num_tile_blocks must be an integer, got {n!r}")
-        total = math.prod(self._grid())
-        if not 1 <= int(n) <= total:
-            raise PartitionError(f"map of {self.label}: num_tile_blocks={int(n)} is out of range; it must be "
-                                 f"between 1 and the number of sub-tensors ({total})")
-        m = object.__new__(MappedPartition)
-        m._setup(self, int(n))
         site = caller_site()
-        with OWNERSHIP:
+        with OWNERSHIP:  # usable, then moved: one step
+            self._check("mapped")
+            n = num_tile_blocks
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+                raise PartitionError(f"map: num_tile_blocks must be an integer, got {n!r}")
+            total = math.prod(self._grid())
+            if not 1 <= int(n) <= total:
+                raise PartitionError(f"map of {self.label}: num_tile_blocks={int(n)} is out of range; it must be "
+                                     f"between 1 and the number of sub-tensors ({total})")
+            m = object.__new__(MappedPartition)
+            m._setup(self, int(n))
             self._move(f"{m.label} (by .map() at {site}); get it back with .unmap()")
             self._mapped = m
         return m
@@ -320,6 +320,7 @@ class MappedPartition(Owned):
         with OWNERSHIP:
             if isinstance(self._moved, GivenBack):
                 return self._partition
+            self._check("unmapped")
             self._move(f"the partition returned by .unmap() at {site}")
             self._partition._mapped = None
             self._partition._give_back()
