@@ -72,9 +72,9 @@ def test_an_in_block_store_at_a_constant_index_past_a_whole_axis_writes_nothing(
 
 
 @ct.entry
-def fill_mapped(c: ct.MappedMut[ct.f32, ("B",)]):
+def fill_mapped(c: ct.MappedMut[ct.f32, (16,)]):
     for idx in c.iter_indices():
-        c.store(ct.full((B,), 1.0, ct.float32), idx)  # noqa: F821
+        c.store(ct.full((16,), 1.0, ct.float32), idx)
 
 
 def test_unmap_of_a_mapped_partition_moved_into_a_launch_is_refused_by_name():
@@ -126,8 +126,8 @@ def test_a_partition_kept_from_a_failed_terminal_says_how_to_get_its_tensor_back
     with pytest.raises(ValueError, match="the chain fails"):
         ct.value(x).partition(16).then(keep).then(fail).sync()
     (p,) = kept
-    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{p.label} cannot be inspected: it was moved into its "
-                                                                   f"{x.label}, given back by a failed terminal "
-                                                                   "(.unpartition() returns it)") + "$"):
+    said = (f"{p.label} cannot be inspected: it was moved into its {x.label}, given back by a failed terminal "
+            "(.unpartition() returns it)")
+    with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(said) + "$"):
         p.grid()
     assert p.unpartition() is x and np.array_equal(x.to_numpy(), np.zeros(64, np.float32))
