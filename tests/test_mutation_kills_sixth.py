@@ -131,3 +131,40 @@ def test_a_partition_kept_from_a_failed_terminal_says_how_to_get_its_tensor_back
     with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(said) + "$"):
         p.grid()
     assert p.unpartition() is x and np.array_equal(x.to_numpy(), np.zeros(64, np.float32))
+
+
+@ct.entry
+def bump_rows(c: ct.MappedMut[ct.f32, (1, 8)]):
+    for idx in c.iter_indices():
+        c.store(c.load(idx) + 1.0, idx)
+
+
+def test_a_mapped_prefix_partition_loads_and_stores_whole_rows():
+    """A mapped prefix partition's index names the partitioned axes only; its trailing axis is
+    whole: every block reads and writes its rows from their first element."""
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    m = ct.from_numpy(a).sync().partition_prefix((1,)).map(2)
+    (m,) = bump_rows(m).sync()
+    assert np.array_equal(m.unmap().unpartition().to_numpy(), a + 1.0)
+
+
+def test_a_cuda_device_without_any_gpu_says_why_and_names_only_the_cpu(monkeypatch):
+    """With no GPU (faked here, so that a GPU machine checks it too) a CUDA device is refused with
+    the likely reasons, offering only 'cpu'."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: False)
+    with pytest.raises(ct.TensorError, match="^" + re.escape("device 'cuda:0' is not available: this process sees 0 "
+                                                             "CUDA GPU(s) (no GPU, or torch built without CUDA); use "
+                                                             "'cpu'") + "$"):
+        ct.zeros(4, device="cuda")
+
+
+@pytest.mark.parametrize("make", [lambda t: t, lambda t: t.shared()], ids=["Tensor", "Shared"])
+def test_the_array_protocol_converts_to_the_dtype_asked_for(make):
+    """``__array__(dtype)`` (NumPy's protocol, which libraries call directly) returns a host copy
+    of that element type, not one NumPy would have to convert afterwards."""
+    v = make(ct.from_numpy(np.arange(4, dtype=np.float32) + 0.5).sync())
+    a = v.__array__(np.float64)
+    assert a.dtype == np.float64 and np.array_equal(a, np.arange(4) + 0.5)
+    assert v.__array__().dtype == np.float32
