@@ -168,3 +168,41 @@ def test_the_array_protocol_converts_to_the_dtype_asked_for(make):
     a = v.__array__(np.float64)
     assert a.dtype == np.float64 and np.array_equal(a, np.arange(4) + 0.5)
     assert v.__array__().dtype == np.float32
+
+
+def test_a_memcpy_that_ran_says_it_is_done_and_runs_no_more():
+    dst = ct.zeros(8).sync()
+    op = ct.memcpy(dst, np.arange(8, dtype=np.float32))
+    assert op.sync() is dst
+    with pytest.raises(ct.DeviceOpError, match=r"^" + re.escape(op.label) + r" cannot be cancelled: it is done$"):
+        op.cancel()
+    assert np.array_equal(dst.to_numpy(), np.arange(8, dtype=np.float32))
+
+
+class Pause:
+    """A ``then`` closure that stops the chain until ``go`` is set (``entered``: it is stopped there)."""
+
+    def __init__(self):
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, value):
+        self.entered.set()
+        assert self.go.wait(WAIT)
+        return value
+
+
+def test_a_memcpy_destination_stays_the_chains_until_its_terminal_ends():
+    """A memcpy inside a chain gives its destination back to the chain, not to everyone: until the
+    terminal ends, another thread's use of it is refused, naming the terminal."""
+    dst = ct.zeros(8).sync()
+    pause = Pause()
+    op = ct.memcpy(dst, np.ones(8, np.float32)).then(pause)
+    fut = ct.Stream("cpu").submit(op.sync)
+    try:
+        assert pause.entered.wait(WAIT)
+        with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(
+                f"{dst.label} cannot be read: it is in use by a running sync(), which has not finished")):
+            dst.to_numpy()
+    finally:
+        pause.go.set()
+    assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), np.ones(8, np.float32))
