@@ -14,7 +14,7 @@ import pytest
 import safetile as ct
 from safetile.safe.memory import REGISTRY
 
-from attack_helpers import spin_write
+from attack_helpers import add, spin_write
 
 WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
 
@@ -206,3 +206,27 @@ def test_a_memcpy_destination_stays_the_chains_until_its_terminal_ends():
     finally:
         pause.go.set()
     assert fut.result(WAIT) is dst and np.array_equal(dst.to_numpy(), np.ones(8, np.float32))
+
+
+def test_a_mapped_partition_of_an_ended_borrow_is_refused_by_name():
+    t = ct.zeros(64).sync()
+    with ct.borrow_mut(t) as b:
+        m = b.partition(16).map(2)
+    with pytest.raises(ct.OwnershipError, match="^" + re.escape(f"{m.label} cannot be inspected: its partition was "
+                                                                "released (its borrow ended)") + "$"):
+        m.grid()
+    assert not t.to_numpy().any()  # the tensor itself is usable again
+
+
+def test_a_replay_of_a_launch_over_a_reallocated_raw_torch_argument_is_refused_by_name():
+    """A graph holds the raw torch tensors it was captured with by their memory: a replay after
+    one was reallocated (``resize_``) is refused naming that argument, and runs nothing."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(16, dtype=torch.float32)
+    z = ct.zeros(16).sync().partition(16)
+    g = add(z, x).graph()
+    x.resize_(1 << 20)
+    with pytest.raises(ct.GraphCaptureError, match=re.escape("launch 'add' (op #") + r".*" + re.escape(
+            "argument 'x': its torch storage was reallocated (resize_) since the capture")):
+        g.launch()
+    assert g.replays == 0
