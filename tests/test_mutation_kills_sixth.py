@@ -230,3 +230,20 @@ def test_a_replay_of_a_launch_over_a_reallocated_raw_torch_argument_is_refused_b
             "argument 'x': its torch storage was reallocated (resize_) since the capture")):
         g.launch()
     assert g.replays == 0
+
+
+@pytest.mark.parametrize("kind, says", [
+    ("nested", "a torch tensor nested is not plain strided memory"),
+    ("sparse", "a torch tensor with layout torch.sparse_coo is not plain strided memory"),
+    ("quantized", "a torch tensor quantized is not plain strided memory"),
+])
+def test_torch_tensors_that_are_not_strided_memory_are_refused_naming_their_kind(kind, says):
+    torch = pytest.importorskip("torch")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's prototype and deprecation notices
+        x = {"nested": lambda: torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)]),
+             "sparse": lambda: torch.zeros(4).to_sparse(),
+             "quantized": lambda: torch.quantize_per_tensor(torch.zeros(4), 0.1, 0, torch.qint8)}[kind]()
+    with pytest.raises(ct.TensorError, match="^" + re.escape(f"Tensor: {says}; safetile tensors wrap strided memory")):
+        ct.from_dlpack(x)
