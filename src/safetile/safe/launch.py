@@ -376,7 +376,7 @@ class LaunchOp(DeviceOp, Unique):
                 ta = type(a)
                 if ta is Shared:
                     a._holders -= 1
-                elif (ta is Partition or ta is Tensor or isinstance(a, Owned)) and a._holder is ref:
+                elif isinstance(a, Owned) and a._holder is ref:
                     a._moved = None
                     a._holder = None
                     if ctx is not None and a._lent is not ctx:
