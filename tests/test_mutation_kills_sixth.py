@@ -247,3 +247,25 @@ def test_torch_tensors_that_are_not_strided_memory_are_refused_naming_their_kind
              "quantized": lambda: torch.quantize_per_tensor(torch.zeros(4), 0.1, 0, torch.qint8)}[kind]()
     with pytest.raises(ct.TensorError, match="^" + re.escape(f"Tensor: {says}; safetile tensors wrap strided memory")):
         ct.from_dlpack(x)
+
+
+@ct.entry
+def put_first(z: ct.Mut[ct.f32, (4,)], c: ct.Constant[tuple]):
+    z.store(ct.full((4,), c[0], ct.float32))
+
+
+def test_launches_with_different_tuple_constants_run_each_its_own_constant():
+    """A tuple Constant compiles into the kernel: a second launch with another tuple is not the
+    first one's cached plan."""
+    z = ct.zeros(4).sync().partition(4)
+    for c in ((2,), (3,), (2,)):
+        z, _ = put_first(z, c).sync()
+        assert np.array_equal(z.to_numpy(), np.full(4, c[0], np.float32)), c
+
+
+def test_a_launch_with_too_few_arguments_names_the_parameters():
+    z = ct.zeros(4).sync().partition(4)
+    with pytest.raises(ct.LaunchTypeError, match="^" + re.escape("kernel 'put_first' takes 2 argument(s) (z, c), "
+                                                                 "got 1")):
+        put_first(z)
+    assert not z.is_moved

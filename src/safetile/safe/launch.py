@@ -280,13 +280,12 @@ class LaunchOp(DeviceOp, Unique):
                 self._state = "built"
                 return
         self._take(args, kernel)
-        self._state = "built"
         try:
             self._plan, self._runtime = prepare_runtime(kernel, args)
-        except BaseException:
-            self._state = "rejected"
+        except BaseException:  # still "new": the op never reaches the caller
             self._give_back(args)
             raise
+        self._state = "built"
 
     @property
     def site(self) -> str:
