@@ -84,13 +84,12 @@ class Partition(Owned):
     @classmethod
     def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
         what = f"{'partition_prefix' if prefix else 'partition'} of {tensor.label}"
-        tensor._check("partitioned")
-        pshape = cls._checked_shape(tensor, shape, prefix, what)
-        p = object.__new__(cls)
-        p._setup(tensor, pshape, prefix, borrowed)
         site = caller_site()
         with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
             tensor._check("partitioned")
+            pshape = cls._checked_shape(tensor, shape, prefix, what)
+            p = object.__new__(cls)
+            p._setup(tensor, pshape, prefix, borrowed)
             p._claim = CLAIMS.claim(p, WRITABLE, [tensor._extent()], LazyText(_label_of, weakref.ref(p)),
                                     f"{what} is refused")
             if borrowed:
