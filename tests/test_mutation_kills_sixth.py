@@ -14,7 +14,7 @@ import pytest
 import safetile as ct
 from safetile.safe.memory import REGISTRY
 
-from attack_helpers import add, spin_write
+from attack_helpers import add, inc, spin_write
 
 WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
 
@@ -269,3 +269,28 @@ def test_a_launch_with_too_few_arguments_names_the_parameters():
                                                                  "got 1")):
         put_first(z)
     assert not z.is_moved
+
+
+def test_a_host_read_waits_for_a_running_launch_while_other_work_is_in_flight():
+    """With another terminal's work in flight (paused in its chain, on other memory), a launch
+    writing ``t`` still registers as being submitted: a host read of ``t`` meanwhile waits for it
+    and sees the finished result (test_mutation_kills_gaps checks the same with nothing else in flight)."""
+    other = ct.zeros(16).sync().partition(16)
+    pause = Pause()
+    busy = ct.Stream("cpu").submit(inc(other).then(pause).sync)
+    try:
+        assert pause.entered.wait(WAIT)
+        t = ct.zeros(1024).sync()
+        view = t[:]
+        runner = threading.Thread(target=lambda: spin_write(t.partition(64), 3.0, 10000).sync(), daemon=True)
+        runner.start()
+        wait_until(lambda: any(not e.enqueued for e in REGISTRY._entries) or not runner.is_alive(),
+                   "the launch claiming its memory")
+        assert runner.is_alive(), "the launch ran without ever being seen as running"
+        seen = view.to_numpy()
+        runner.join(WAIT)
+        assert np.array_equal(seen, np.full(1024, 3.0, np.float32)), "a host read saw a launch half-way"
+    finally:
+        pause.go.set()
+    (out,) = busy.result(WAIT)
+    assert np.array_equal(out.to_numpy(), np.ones(16, np.float32))

@@ -51,6 +51,7 @@ class Partition(Owned):
     """
 
     __slots__ = ("_tensor", "_pshape", "_prefix", "_borrowed", "_released", "_facts", "_claim", "_mapped")
+    _claim: int  # its writable claim on the memory (claims.py), set with the move that makes it
 
     _kind = "partition"
 
@@ -78,7 +79,6 @@ class Partition(Owned):
         self._borrowed = borrowed
         self._released = False
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim: int | None = None  # its writable claim on the memory (claims.py)
         self._mapped: MappedPartition | None = None  # the mapped partition it was moved into, if any
 
     @classmethod
@@ -353,6 +353,7 @@ class Shared(Unique):
     """
 
     __slots__ = ("_tensor", "_holders", "_unwrapped", "_facts", "_claim", "__weakref__")
+    _claim: int  # its frozen claim on the memory (claims.py), set with the move that makes it
 
     def __new__(cls, tensor: Tensor) -> Shared:
         if isinstance(tensor, Shared):
@@ -369,7 +370,6 @@ class Shared(Unique):
         self._holders = 0  # launches built but not finished that read this handle (under OWNERSHIP)
         self._unwrapped: str | None = None
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim: int | None = None  # its frozen claim on the memory (claims.py)
 
     @classmethod
     def _take(cls, tensor: Tensor) -> Shared:
