@@ -294,3 +294,17 @@ def test_a_host_read_waits_for_a_running_launch_while_other_work_is_in_flight():
         pause.go.set()
     (out,) = busy.result(WAIT)
     assert np.array_equal(out.to_numpy(), np.ones(16, np.float32))
+
+
+def test_the_default_pool_of_a_torch_device_is_that_devices():
+    """``ct.default_pool`` takes a torch.device as it takes a name: the CPU's is the CPU pool; a
+    CUDA device's is that device's pool, or refused when there is no GPU (rather than answered
+    with another device's pool)."""
+    torch = pytest.importorskip("torch")
+    assert ct.default_pool(torch.device("cpu")) is ct.default_pool("cpu")
+    if torch.cuda.is_available():
+        assert ct.default_pool(torch.device("cuda", 0)) is ct.default_pool("cuda:0")
+        return
+    with pytest.raises(ct.TensorError, match="^" + re.escape("device 'cuda:0' is not available: this process sees 0 "
+                                                             "CUDA GPU(s)")):
+        ct.default_pool(torch.device("cuda", 0))
