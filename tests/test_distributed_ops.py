@@ -61,6 +61,7 @@ def test_a_shared_tensor_is_read_never_written():
         ctd.all_gather(s, out)
     o, p = ctd.all_gather(out, s).sync()  # a Shared part is fine: read in place, still shared after
     assert p is s and o.to_numpy().tolist() == [1.0] * 4 and s.to_numpy().tolist() == [1.0] * 4
+    assert s.try_unwrap().to_numpy().tolist() == [1.0] * 4  # the finished collective holds it no more
 
 
 @pytest.mark.parametrize("case", ["overlap", "self-overlap", "strided", "size", "dtype"])

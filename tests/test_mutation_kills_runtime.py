@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -18,6 +19,15 @@ from safetile.safe.memory import InFlight, Registry, extent_of
 from attack_helpers import add, inc, rnd
 
 WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
+
+
+def wait_until(cond, what: str) -> None:
+    """Poll ``cond`` until it holds; fail after ``WAIT`` seconds (a mutant that never makes it true
+    fails the test instead of hanging it until mutmut's wall limit)."""
+    deadline = time.monotonic() + WAIT
+    while not cond():
+        assert time.monotonic() < deadline, f"{what} never happened"
+        threading.Event().wait(0.001)
 
 
 class Pause:
@@ -67,7 +77,9 @@ def test_a_value_lent_to_an_unfinished_await_names_it():
 
     async def main():
         task = asyncio.ensure_future(op)  # runs on a stream's worker thread
+        deadline = time.monotonic() + WAIT
         while not pause.entered.is_set():
+            assert not task.done() and time.monotonic() < deadline, "the awaited chain never reached its pause"
             await asyncio.sleep(0.001)
         with pytest.raises(ct.UseAfterMoveError, match="^" + in_use_message(p, f"an unfinished await of {op.label}")):
             p.to_numpy()
@@ -87,9 +99,8 @@ def test_a_value_moved_into_a_running_replay_names_it():
     assert busy.wait(WAIT)
     driver = ct.Stream("cpu")
     fut = driver.submit(g.launch)  # takes the values, then waits for the graph's stream
-    while not z.is_moved:
-        assert not fut.done()
-        threading.Event().wait(0.001)
+    wait_until(lambda: z.is_moved or fut.done(), "the replay taking its values")
+    assert not fut.done()
     with pytest.raises(ct.UseAfterMoveError, match="^" + re.escape(f"{z.label} cannot be read: it was moved into a "
                                                                    f"replay of {g.label}; it is given back when the "
                                                                    "replay ends") + "$"):
@@ -129,8 +140,9 @@ def test_stream_run_waits_behind_queued_work():
     runner = threading.Thread(target=lambda: result.append(
         s.run(lambda: order.append("run") or threading.current_thread().name)), daemon=True)
     runner.start()
-    while s._queued < 2:  # the run's job is queued behind the first: the runner is waiting for it
-        threading.Event().wait(0.001)
+    # the run's job is queued behind the first, and the runner waits for it (a runner that ends
+    # instead, having run nothing or run out of order, fails the asserts below)
+    wait_until(lambda: s._queued >= 2 or not runner.is_alive(), "Stream.run queueing behind queued work")
     threading.Event().wait(0.02)
     go.set()
     runner.join(WAIT)

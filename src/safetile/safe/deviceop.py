@@ -563,7 +563,7 @@ def _unpartition_unused(p: Any) -> None:
     from .partition import GivenBack
     with OWNERSHIP:
         if p._moved is None and not p._released and not p._borrowed:  # nobody has taken it further
-            p._move(GivenBack(f"its {p._tensor.label}", "unpartition"), check=False)
+            p._move(GivenBack(f"its {p._tensor.label}", "unpartition"))
             CLAIMS.release(p._claim)
             p._tensor._give_back()
 

@@ -280,7 +280,6 @@ class Memcpy(DeviceOp, Unique):
         if not isinstance(dst, (Tensor, Partition)):
             raise LaunchTypeError(f"memcpy: the destination must be a Tensor or a Partition, got "
                                   f"{type(dst).__name__}")
-        dst._check("copied into")
         sdata = _source_data(src, "memcpy")
         ddata = dst._tensor._data if isinstance(dst, Partition) else dst._data
         if tuple(sdata.shape) != tuple(ddata.shape):

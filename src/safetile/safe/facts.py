@@ -112,30 +112,27 @@ def tensor_facts(t: Tensor) -> ArgFacts:
 
 def facts_of(a: Any) -> ArgFacts | None:
     """The facts of a tensor-like argument; None for anything else (scalars, constants, junk)."""
-    ta = type(a)  # pragma: no mutate (a fast path: the isinstance tests below give the same answers)
-    if ta is Tensor:
+    if isinstance(a, Tensor):
         return tensor_facts(a)
-    if ta is Partition or isinstance(a, Partition):
+    if isinstance(a, Partition):
         tf = tensor_facts(a._tensor)
         f = a._facts  # pragma: no mutate (a cache: wrapper_facts interns, so it gives the same object again)
         if f is None or f.extent is not tf.extent:
             f = a._facts = wrapper_facts("partition", tf, a._pshape)
         return f
-    if ta is Shared or isinstance(a, Shared):
+    if isinstance(a, Shared):
         tf = tensor_facts(a._tensor)
         f = a._facts  # pragma: no mutate (a cache: wrapper_facts interns, so it gives the same object again)
         if f is None or f.extent is not tf.extent:
             f = a._facts = wrapper_facts("shared", tf)
         return f
-    if ta is MappedPartition or isinstance(a, MappedPartition):
+    if isinstance(a, MappedPartition):
         p = a._partition
         tf = tensor_facts(p._tensor)
         f = a._facts  # pragma: no mutate (a cache: wrapper_facts interns, so it gives the same object again)
         if f is None or f.extent is not tf.extent:
             f = a._facts = wrapper_facts("mapped", tf, p._pshape, a._n)
         return f
-    if isinstance(a, Tensor):
-        return tensor_facts(a)
     if isinstance(a, np.ndarray):
         a = plain(a)
         return intern(ArgFacts("array", a, extent_of(a)))

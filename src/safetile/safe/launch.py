@@ -282,13 +282,12 @@ class LaunchOp(DeviceOp, Unique):
                 self._state = "built"
                 return
         self._take(args, kernel)
-        self._state = "built"
         try:
             self._plan, self._runtime = prepare_runtime(kernel, args)
-        except BaseException:
-            self._state = "rejected"
+        except BaseException:  # still "new": the op never reaches the caller
             self._give_back(args)
             raise
+        self._state = "built"
 
     @property
     def site(self) -> str:
@@ -378,7 +377,7 @@ class LaunchOp(DeviceOp, Unique):
                 ta = type(a)
                 if ta is Shared:
                     a._holders -= 1
-                elif (ta is Partition or ta is Tensor or isinstance(a, Owned)) and a._holder is ref:
+                elif isinstance(a, Owned) and a._holder is ref:
                     a._moved = None
                     a._holder = None
                     if ctx is not None and a._lent is not ctx:

@@ -112,8 +112,6 @@ def own_alias(a: Any) -> Any:
         return np.ndarray.view(a, np.ndarray)  # the base class's method: a subclass cannot lie (``plain``)
     if type(a).__module__.startswith("torch"):
         import torch
-        if type(a) is torch.Tensor:
-            return a.detach()
         if isinstance(a, torch.Tensor):  # a subclass (nn.Parameter, ...): no __torch_function__ of its own runs
             with torch._C.DisableTorchFunctionSubclass():
                 al = torch.Tensor.detach(a)

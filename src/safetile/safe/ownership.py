@@ -192,12 +192,10 @@ class Owned(Unique):
             raise UseAfterMoveError(f"{self.label} cannot be {action}: it is in use by {lent.label}, which has not "
                                     "finished; that terminal's result gives it back")
 
-    def _move(self, into: str, holder=None, check: bool = True) -> None:
-        """Check that the value is usable and move it, as one step (``OWNERSHIP``). ``holder``
+    def _move(self, into: str, holder=None) -> None:
+        """Move the value (the caller has checked, under ``OWNERSHIP``, that it is usable). ``holder``
         (an operation) is kept weakly: a dropped operation is not kept alive by its arguments."""
         with OWNERSHIP:
-            if check:
-                self._check("moved")
             self._moved = into
             self._holder = (getattr(holder, "_ref", None) or weakref.ref(holder)) if holder is not None else None
 

@@ -51,6 +51,7 @@ class Partition(Owned):
     """
 
     __slots__ = ("_tensor", "_pshape", "_prefix", "_borrowed", "_released", "_facts", "_claim", "_mapped")
+    _claim: int  # its writable claim on the memory (claims.py), set with the move that makes it
 
     _kind = "partition"
 
@@ -78,19 +79,17 @@ class Partition(Owned):
         self._borrowed = borrowed
         self._released = False
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim: int | None = None  # its writable claim on the memory (claims.py)
         self._mapped: MappedPartition | None = None  # the mapped partition it was moved into, if any
 
     @classmethod
     def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
         what = f"{'partition_prefix' if prefix else 'partition'} of {tensor.label}"
-        tensor._check("partitioned")
-        pshape = cls._checked_shape(tensor, shape, prefix, what)
-        p = object.__new__(cls)
-        p._setup(tensor, pshape, prefix, borrowed)
         site = caller_site()
         with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
             tensor._check("partitioned")
+            pshape = cls._checked_shape(tensor, shape, prefix, what)
+            p = object.__new__(cls)
+            p._setup(tensor, pshape, prefix, borrowed)
             p._claim = CLAIMS.claim(p, WRITABLE, [tensor._extent()], LazyText(_label_of, weakref.ref(p)),
                                     f"{what} is refused")
             if borrowed:
@@ -220,7 +219,7 @@ class Partition(Owned):
                 self._released = True
                 t._borrow = None
             else:
-                self._move(f"the tensor returned by .unpartition() at {site}", check=False)
+                self._move(f"the tensor returned by .unpartition() at {site}")
                 t._give_back()
             CLAIMS.release(self._claim)
         return t
@@ -233,18 +232,18 @@ class Partition(Owned):
 
     def map(self, num_tile_blocks: int) -> MappedPartition:
         """A mapped partition for persistent kernels: ``num_tile_blocks`` blocks walk all sub-tensors."""
-        self._check("mapped")
-        n = num_tile_blocks
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            raise PartitionError(f"map: num_tile_blocks must be an integer, got {n!r}")
-        total = math.prod(self._grid())
-        if not 1 <= int(n) <= total:
-            raise PartitionError(f"map of {self.label}: num_tile_blocks={int(n)} is out of range; it must be "
-                                 f"between 1 and the number of sub-tensors ({total})")
-        m = object.__new__(MappedPartition)
-        m._setup(self, int(n))
         site = caller_site()
-        with OWNERSHIP:
+        with OWNERSHIP:  # usable, then moved: one step
+            self._check("mapped")
+            n = num_tile_blocks
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+                raise PartitionError(f"map: num_tile_blocks must be an integer, got {n!r}")
+            total = math.prod(self._grid())
+            if not 1 <= int(n) <= total:
+                raise PartitionError(f"map of {self.label}: num_tile_blocks={int(n)} is out of range; it must be "
+                                     f"between 1 and the number of sub-tensors ({total})")
+            m = object.__new__(MappedPartition)
+            m._setup(self, int(n))
             self._move(f"{m.label} (by .map() at {site}); get it back with .unmap()")
             self._mapped = m
         return m
@@ -320,6 +319,7 @@ class MappedPartition(Owned):
         with OWNERSHIP:
             if isinstance(self._moved, GivenBack):
                 return self._partition
+            self._check("unmapped")
             self._move(f"the partition returned by .unmap() at {site}")
             self._partition._mapped = None
             self._partition._give_back()
@@ -353,6 +353,7 @@ class Shared(Unique):
     """
 
     __slots__ = ("_tensor", "_holders", "_unwrapped", "_facts", "_claim", "__weakref__")
+    _claim: int  # its frozen claim on the memory (claims.py), set with the move that makes it
 
     def __new__(cls, tensor: Tensor) -> Shared:
         if isinstance(tensor, Shared):
@@ -369,7 +370,6 @@ class Shared(Unique):
         self._holders = 0  # launches built but not finished that read this handle (under OWNERSHIP)
         self._unwrapped: str | None = None
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
-        self._claim: int | None = None  # its frozen claim on the memory (claims.py)
 
     @classmethod
     def _take(cls, tensor: Tensor) -> Shared:

@@ -223,7 +223,6 @@ class StreamPool(_Queue):
 
 _pools: dict[str, StreamPool] = {}
 _pool_lock = threading.Lock()
-POOL_SIZE = 4
 
 
 def default_pool(device: str | None = None) -> StreamPool:
@@ -239,7 +238,7 @@ def default_pool(device: str | None = None) -> StreamPool:
     with _pool_lock:
         pool = _pools.get(dev)  # pragma: no mutate (double-checked: another thread's new pool is as good)
         if pool is None:
-            pool = _pools[dev] = StreamPool(dev, POOL_SIZE)
+            pool = _pools[dev] = StreamPool(dev)
         return pool
 
 

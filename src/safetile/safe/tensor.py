@@ -296,7 +296,7 @@ class Tensor(Owned):
         copy (not claimed). Waits for unfinished launches writing the memory."""
         if kwargs.get("copy") is True:
             self._check("exported")
-            return self._host_copy().__dlpack__(*args, **kwargs)
+            return self._export(self._host_copy(), args, kwargs)
         # The claim's holder is a fresh alias that only this export references: the capsule holds it
         # (NumPy: the capsule's context holds the view; torch: the capsule holds the alias's C++
         # tensor, which keeps its Python object alive), then the consumer, until it lets go.
@@ -313,17 +313,21 @@ class Tensor(Owned):
                 raise AliasError(f"{e}; take a copy instead: t.to_numpy() or np.from_dlpack(t, copy=True)") from None
         try:
             REGISTRY.wait_for_host(ext, True, "a DLPack export")
-            try:
-                return alias.__dlpack__(*args, **kwargs)
-            except (TypeError, ValueError, RuntimeError, BufferError, OverflowError) as e:
-                # the array library refused the arguments: said as safetile says it (still a TypeError and
-                # a ValueError, and a BufferError where the library meant "cannot export this way")
-                raise (ExportError if isinstance(e, BufferError) else TensorError)(
-                    f"{self.label} cannot be exported by DLPack with {_dlpack_args(args, kwargs)}: "
-                    f"{describe(e)}") from None
+            return self._export(alias, args, kwargs)
         except BaseException:
             CLAIMS.release(token)  # no export came out (e.g. a dtype DLPack cannot describe)
             raise
+
+    def _export(self, arr: Any, args: tuple, kwargs: dict) -> Any:
+        """``arr.__dlpack__(*args, **kwargs)``; the array library's refusal of the arguments said as
+        safetile says it (still a TypeError and a ValueError, and a BufferError where the library
+        meant "cannot export this way")."""
+        try:
+            return arr.__dlpack__(*args, **kwargs)
+        except (TypeError, ValueError, RuntimeError, BufferError, OverflowError) as e:
+            raise (ExportError if isinstance(e, BufferError) else TensorError)(
+                f"{self.label} cannot be exported by DLPack with {_dlpack_args(args, kwargs)}: "
+                f"{describe(e)}") from None
 
     def __dlpack_device__(self):
         self._check("exported")
