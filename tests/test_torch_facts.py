@@ -164,3 +164,18 @@ def test_ct_launch_on_the_one_pass_path_reads_each_tensor_as_it_is_now(monkeypat
     out.fill_(float("nan"))
     ct.launch(None, (n // 256,), axpy, (big[::2], big[1::2], out, 3.0, 256))  # strided views: another key
     torch.testing.assert_close(out, big[::2] * 3.0 + big[1::2])
+
+
+def test_the_background_build_finishes_in_a_process_of_its_own(monkeypatch, tmp_path, facts_module):
+    """The build outlives the script that starts it (a build thread would die with a short script and
+    never write the cache): prebuild() starts one detached process, once, which writes the module
+    into the cache for later loads."""
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path))
+    loader = torch_facts._Loader()
+    monkeypatch.setattr(torch_facts, "_loader", loader)
+    builder = torch_facts.prebuild()
+    assert builder is not None and torch_facts.prebuild() is builder  # one per process
+    assert builder.wait(timeout=600) == 0
+    assert loader.native().path().exists()
+    assert torch_facts.module() is not None  # loaded from the cache, not built here
+    assert torch_facts._Loader().start_build() is None  # built: nothing to start

@@ -9,10 +9,11 @@ tensor's C++ object, as every torch C++ extension does (``THPVariable_Unpack``),
 reader to the other C modules (the lean launcher's ``Reader``, the safe launch) as a capsule.
 
 It is a C++ extension built against the installed torch's headers, once per torch version, into
-safetile's cache (``runtime/native.py``), in the background beside a kernel's first compile; a
-later process loads it. Where it cannot be built (no C++ compiler, no torch headers) or is turned
-off (``SAFETILE_TORCH_FACTS=0``), the callers read through Python calls as before: the facts are
-the same either way (tests compare the two on every kind of tensor).
+safetile's cache (``runtime/native.py``), by a detached process started beside a kernel's first
+compile (it finishes even when the script that started it has ended); later launches load it.
+Where it cannot be built (no C++ compiler, no torch headers) or is turned off
+(``SAFETILE_TORCH_FACTS=0``), the callers read through Python calls as before: the facts are the
+same either way (tests compare the two on every kind of tensor).
 """
 from __future__ import annotations
 
@@ -184,12 +185,20 @@ def _torch_tag() -> str:
         return "no-torch"
 
 
+# The build as a process of its own: a C++ build against torch's headers takes ~10 s, longer than many
+# scripts live, and a build thread would die with its process before writing the cache.
+_BUILD_SCRIPT = ("import sys; sys.path.insert(0, {root!r}); import torch; "
+                 "from safetile.runtime import torch_facts; torch_facts.module(build=True)")
+
+
 class _Loader:
-    """The module's loader, made on first use (its tag names the torch it is built against)."""
+    """The module's loader, made on first use (its tag names the torch it is built against), and the
+    background build this process started, if any."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._native: NativeModule | None = None
+        self._builder: subprocess.Popen | None = None
 
     def native(self) -> NativeModule:
         with self._lock:
@@ -197,16 +206,32 @@ class _Loader:
                 self._native = NativeModule(_NAME, SOURCE, _build, tag=_torch_tag())
             return self._native
 
+    def start_build(self) -> subprocess.Popen | None:
+        """A detached process that builds the module into the cache (it outlives this one), once per
+        process, unless the module is loaded or already built."""
+        native = self.native()
+        with self._lock:
+            if self._builder is not None or native.loaded() is not None or native.path().exists():
+                return self._builder
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            try:
+                self._builder = subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT.format(root=root)],
+                                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError:  # no process to spare: callers read through torch's methods
+                return None
+            return self._builder
+
 
 _loader = _Loader()
 
 
-def prebuild() -> threading.Thread | None:
+def prebuild() -> subprocess.Popen | None:
     """Build the module in the background (beside a kernel's first compile) when it is missing and
-    torch is in use (it reads nothing else)."""
+    torch is in use (it reads nothing else); ``wait()`` on the answer to use it once built."""
     if not env.torch_facts() or "torch" not in sys.modules:
         return None
-    return _loader.native().prebuild()
+    return _loader.start_build()
 
 
 def module(build: bool = False) -> Any:

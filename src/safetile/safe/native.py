@@ -110,8 +110,8 @@ def _load_after(fast: FastPath, t: threading.Thread) -> None:
     fast.load(build=False)
 
 
-def _facts_after(fast: FastPath, t: threading.Thread) -> None:
-    t.join()
+def _facts_after(fast: FastPath, builder: Any) -> None:
+    builder.wait()
     if fast.build is not None:
         fast.use_facts(torch_facts.capsule())
 
