@@ -9,13 +9,14 @@
 #   host   host cost only, each benchmark in three fresh processes (their readings move between
 #          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
 #   full   tests, then host in four processes (one call)
+#   hostq  host cost in three processes, the C++ fact reader built first (no cold compiles)
 # Everything lands in $OUT/final (packed into $OUT/final-<part>.tgz: the device runner returns few
 # files); a short table is printed last.
 #   PYTHONPATH=src bash bench/final_device.sh tests|bench|quick
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
-PART=${1:?tests, bench, quick, host or full}
+PART=${1:?tests, bench, quick, host, hostq or full}
 BASE=${OUT:-bench/results/final}
 R=$BASE/final
 mkdir -p "$R"
@@ -55,6 +56,13 @@ full)  # tests, then host cost in four fresh processes each (fits one call: ~420
     step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json"
     step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
         --compile-reps 3 --out "$R/compile.json" ;;
+hostq)  # host cost only, the C++ fact reader built first (a fresh machine builds it beside the first compile)
+    step 120 facts python3 -c "import torch; from safetile.runtime import torch_facts as t; print(t.module(build=True))"
+    for i in 1 2 3; do
+        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
+        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
+    done
+    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json" ;;
 host)
     for i in 1 2 3; do
         step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"

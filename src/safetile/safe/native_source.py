@@ -314,6 +314,17 @@ static int facts_equal(PyObject *t, PyObject *part) {
   return 1;
 }
 
+/* Whether safetile's own alias still shows ``part``'s facts: nobody re-points it, so only its storage
+   reallocated or freed in place changes them, and that moves its data pointer (all that torch's
+   methods are asked for; the C++ reader reads every fact at no cost). */
+static int alias_unmoved(PyObject *al, PyObject *part) {
+  if (read_facts != NULL) return facts_equal(al, part);
+  if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 5) return 0;
+  int eq = data_ptr_is(al, PyTuple_GET_ITEM(part, 0));
+  if (eq < 0) PyErr_Clear();
+  return eq == 1;
+}
+
 /* ``x.detach()`` when its facts equal ``part``; NULL with no error when they differ or a TorchFunctionMode
    is active (the Python path then aliases with torch functions off). */
 static PyObject *raw_alias(PyObject *x, PyObject *part) {
@@ -348,7 +359,7 @@ static PyObject *cached_alias(PyObject *x, PyObject *part, PyObject *ctx) {
     return NULL;
   }
   if (entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 3 && PyTuple_GET_ITEM(entry, 0) == x &&
-      PyTuple_GET_ITEM(entry, 1) == part && facts_equal(x, part) && facts_equal(PyTuple_GET_ITEM(entry, 2), part)) {
+      PyTuple_GET_ITEM(entry, 1) == part && facts_equal(x, part) && alias_unmoved(PyTuple_GET_ITEM(entry, 2), part)) {
     PyObject *al = PyTuple_GET_ITEM(entry, 2);
     Py_INCREF(al);
     Py_DECREF(key);
