@@ -179,3 +179,17 @@ def test_the_background_build_finishes_in_a_process_of_its_own(monkeypatch, tmp_
     assert loader.native().path().exists()
     assert torch_facts.module() is not None  # loaded from the cache, not built here
     assert torch_facts._Loader().start_build() is None  # built: nothing to start
+
+
+def test_a_build_that_cannot_succeed_is_not_tried_again(monkeypatch, tmp_path):
+    """Where no C++ compiler is at hand, the background build leaves a marker, and later processes
+    read through torch's methods without starting another build."""
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    loader = torch_facts._Loader()
+    monkeypatch.setattr(torch_facts, "_loader", loader)
+    builder = torch_facts.prebuild()
+    assert builder is not None and builder.wait(timeout=300) == 0
+    assert not loader.native().path().exists()
+    monkeypatch.setattr(torch_facts, "_loader", torch_facts._Loader())  # a later process
+    assert torch_facts.prebuild() is None and torch_facts.module() is None

@@ -188,7 +188,25 @@ def _torch_tag() -> str:
 # The build as a process of its own: a C++ build against torch's headers takes ~10 s, longer than many
 # scripts live, and a build thread would die with its process before writing the cache.
 _BUILD_SCRIPT = ("import sys; sys.path.insert(0, {root!r}); import torch; "
-                 "from safetile.runtime import torch_facts; torch_facts.module(build=True)")
+                 "from safetile.runtime import torch_facts; torch_facts.build_or_mark()")
+
+
+def build_or_mark() -> None:
+    """The background build: the module into the cache, or a marker beside where it would be when it
+    cannot be built here (no C++ compiler, no headers), so later processes do not try again."""
+    native = _loader.native()
+    if native.get(build=True) is None:
+        marker = _failed_marker(native)
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:  # no writable cache: the next process tries again
+            pass
+
+
+def _failed_marker(native: NativeModule) -> Any:
+    path = native.path()
+    return path.with_name(path.name + ".failed")
 
 
 class _Loader:
@@ -211,7 +229,8 @@ class _Loader:
         process, unless the module is loaded or already built."""
         native = self.native()
         with self._lock:
-            if self._builder is not None or native.loaded() is not None or native.path().exists():
+            if (self._builder is not None or native.loaded() is not None or native.path().exists()
+                    or _failed_marker(native).exists()):
                 return self._builder
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             try:
