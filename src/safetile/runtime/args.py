@@ -139,7 +139,7 @@ def _spec(name: str, kind: Kind, a: Any) -> ArgSpec:
         if _is_torch_tensor(a):
             problem = torch_kind_problem(a)
             if problem is not None:
-                raise LaunchTypeError(f"argument {name!r}: the torch tensor {problem}")
+                raise LaunchTypeError(f"argument {name!r}: {problem}")
         try:
             d = array_dtype(a)
         except TypeError as e:
@@ -254,20 +254,17 @@ _NP_SCALARS: set = set()  # NumPy scalar types seen (each has one fixed dtype)
 
 
 def torch_kind_problem(a: Any) -> str | None:
-    """What makes a torch tensor other than plain strided memory holding the values it shows (DLPack
-    and the GPU launchers read its memory as is), or None."""
-    if a.is_nested:
-        return "is nested"
-    if a.layout is not sys.modules["torch"].strided:
-        return f"has layout {a.layout}"
-    if a.is_meta:
-        return "is on the meta device (no data)"
-    if a.is_quantized:
-        return "is quantized"
-    if a.is_neg() or a.is_conj():
-        bit, fix = ("negative", "resolve_neg") if a.is_neg() else ("conjugate", "resolve_conj")
-        return (f"has its lazy {bit} bit set (its memory does not hold the values it shows); "
-                f"materialise it with .{fix}()")
+    """Why a torch tensor is not plain strided memory holding the values it shows (DLPack, NumPy and
+    the GPU launchers read its memory as is), worded for an error message; None when it is."""
+    if a.is_nested or a.layout is not sys.modules["torch"].strided or a.device.type == "meta" or a.is_quantized:
+        kind = ("nested" if a.is_nested else "quantized" if a.is_quantized else
+                "on the meta device (no data)" if a.device.type == "meta" else f"with layout {a.layout}")
+        return (f"a torch tensor {kind} is not plain strided memory; safetile tensors wrap strided memory "
+                "(convert it first, e.g. .to_dense())")
+    if a.is_conj() or a.is_neg():
+        bit, fix = ("conjugate", "resolve_conj") if a.is_conj() else ("negative", "resolve_neg")
+        return (f"the torch tensor has its lazy {bit} bit set (its memory does not hold the values it shows); "
+                f"materialise it first with .{fix}()")
     return None
 
 

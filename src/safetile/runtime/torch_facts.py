@@ -30,13 +30,9 @@ from .native import NativeModule
 
 _NAME = "safetile_torch_facts"
 
-SOURCE = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <torch/csrc/autograd/python_variable.h>
-#include <torch/csrc/DynamicTypes.h>
-
-extern "C" {
+# The facts, the reader's type and a helper, as every C module using the reader declares them (this
+# module's own C++ source, lean_source.py, safe/native_source.py).
+C_DECLARATIONS = r"""
 #define SAFETILE_FACTS_MAX_DIMS 16
 typedef struct {
   uintptr_t ptr;      /* data_ptr() */
@@ -46,6 +42,30 @@ typedef struct {
   int ndim;
   int64_t sizes[SAFETILE_FACTS_MAX_DIMS], strides[SAFETILE_FACTS_MAX_DIMS];
 } safetile_facts;
+typedef int (*safetile_read_facts)(PyObject *, safetile_facts *);
+
+/* a tuple of ints, as torch's ``shape`` and ``stride()`` answer */
+static inline PyObject *safetile_int_tuple(const int64_t *v, int n) {
+  PyObject *t = PyTuple_New(n);
+  if (t == NULL) return NULL;
+  for (int i = 0; i < n; i++) {
+    PyObject *x = PyLong_FromLongLong(v[i]);
+    if (x == NULL) { Py_DECREF(t); return NULL; }
+    PyTuple_SET_ITEM(t, i, x);
+  }
+  return t;
+}
+"""
+
+
+SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/DynamicTypes.h>
+
+extern "C" {
+""" + C_DECLARATIONS + r"""
 }
 
 /* Whether every element the view reaches lies inside its storage's bytes. A storage shrunk in place
@@ -98,17 +118,6 @@ static int read_facts(PyObject *obj, safetile_facts *f) noexcept {
   }
 }
 
-static PyObject *int_tuple(const int64_t *v, int n) {
-  PyObject *t = PyTuple_New(n);
-  if (t == NULL) return NULL;
-  for (int i = 0; i < n; i++) {
-    PyObject *x = PyLong_FromLongLong(v[i]);
-    if (x == NULL) { Py_DECREF(t); return NULL; }
-    PyTuple_SET_ITEM(t, i, x);
-  }
-  return t;
-}
-
 /* facts(t) -> (data_ptr, dtype, shape, stride, device, is_neg or is_conj), or None where not readable (tests
    compare it with torch's own answers) */
 static PyObject *facts(PyObject *, PyObject *obj) {
@@ -118,7 +127,8 @@ static PyObject *facts(PyObject *, PyObject *obj) {
   }
   safetile_facts f;
   if (!read_facts(obj, &f)) Py_RETURN_NONE;
-  PyObject *shape = int_tuple(f.sizes, f.ndim), *stride = shape ? int_tuple(f.strides, f.ndim) : NULL;
+  PyObject *shape = safetile_int_tuple(f.sizes, f.ndim);
+  PyObject *stride = shape ? safetile_int_tuple(f.strides, f.ndim) : NULL;
   PyObject *r = stride ? Py_BuildValue("(KONNiO)", (unsigned long long)f.ptr, f.dtype, shape, stride, f.device,
                                        f.neg ? Py_True : Py_False) : NULL;
   if (r == NULL) { Py_XDECREF(shape); Py_XDECREF(stride); }
@@ -144,20 +154,6 @@ extern "C" PyMODINIT_FUNC PyInit_safetile_torch_facts(void) {
   }
   return m;
 }
-"""
-
-# The struct and function type as C consumers declare them (lean_source.py, safe/native_source.py).
-C_DECLARATIONS = r"""
-#define SAFETILE_FACTS_MAX_DIMS 16
-typedef struct {
-  uintptr_t ptr;
-  PyObject *dtype;
-  int device;
-  int neg;
-  int ndim;
-  int64_t sizes[SAFETILE_FACTS_MAX_DIMS], strides[SAFETILE_FACTS_MAX_DIMS];
-} safetile_facts;
-typedef int (*safetile_read_facts)(PyObject *, safetile_facts *);
 """
 
 

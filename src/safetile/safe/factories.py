@@ -25,7 +25,8 @@ from .errors import AliasError, AllocationError, DeviceOpError, LaunchDroppedWar
 from .memory import REGISTRY, distinct_elements, extent_of, moved_message, notify_all, overlaps, own_alias, wait_until
 from .ownership import OWNERSHIP, Unique, caller_site
 from .tile_api import tile_api
-from .tensor import Tensor, check_torch_kind, normalize_device, numpy_to_torch, torch_dtype, torch_to_numpy
+from .tensor import (Tensor, check_torch_kind, normalize_device, numpy_to_torch, torch_alias, torch_dtype,
+                     torch_to_numpy)
 
 
 # No device addresses more bytes than this; larger requests are refused when the op is built
@@ -204,9 +205,8 @@ def _source_data(src: Any, what: str) -> Any:
         src._check("copied")
         return src._tensor._data
     if isinstance(src, np.ndarray) or type(src).__module__.startswith("torch"):
-        if not isinstance(src, np.ndarray):
-            check_torch_kind(src, what)
-        al = own_alias(src)  # re-pointing ``src`` afterwards changes nothing of what is copied
+        # re-pointing ``src`` afterwards changes nothing of what is copied
+        al = own_alias(src) if isinstance(src, np.ndarray) else torch_alias(src, what)
         if al is not None:
             return al
     raise TensorError(f"{what}: cannot copy from {type(src).__name__}")

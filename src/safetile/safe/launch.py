@@ -34,7 +34,7 @@ from .memory import REGISTRY, moved_message, notify_all, own_alias, untraced, wa
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
 from .partition import MappedPartition, Partition, Shared
-from .tensor import Tensor, check_torch_kind
+from .tensor import Tensor, check_torch_kind, torch_alias
 
 if TYPE_CHECKING:
     from .memory import InFlight
@@ -102,8 +102,7 @@ def prepare_runtime(kernel: EntryKernel, args: tuple) -> tuple[Plan, tuple]:
             parts.append((ta, a) if ta is not float or a != 0.0 else (ta, a, math.copysign(1.0, a)))
             runtime.append(a)
         elif ta is _TorchTensor:  # raw torch tensor (a Ref): its alias's facts, read on every launch
-            al = a.detach()  # checked, not the tensor: detach() racing another thread's set_ copies a mix
-            check_torch_kind(al, f"argument {names[i]!r} of kernel {kernel.__name__!r}")
+            al = torch_alias(a, f"argument {names[i]!r} of kernel {kernel.__name__!r}")
             parts.append((al.data_ptr(), al.dtype, al.shape, al.stride(), al.get_device()))
             runtime.append(al)
             if checked is None:

@@ -90,8 +90,8 @@ def untraced(fn: _F) -> _F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         torch = sys.modules.get("torch")
-        if torch is None:
-            return fn(*args, **kwargs)
+        if torch is None or not (torch._C._is_torch_function_enabled() or torch._C._is_torch_function_mode_enabled()):
+            return fn(*args, **kwargs)  # already off (nested: prepare_runtime -> torch_alias)
         with torch._C.DisableTorchFunction():
             return fn(*args, **kwargs)
     return wrapper  # type: ignore[return-value]

@@ -15,9 +15,10 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, describe
+from ..runtime.args import torch_kind_problem
 from .errors import AliasError, BorrowError, ExportError, TensorError
 from .claims import CLAIMS, EXPORTED
-from .memory import REGISTRY
+from .memory import REGISTRY, untraced
 from .ownership import OWNERSHIP, LazyText, Owned, caller_site
 
 if TYPE_CHECKING:  # partition.py and facts.py import this module
@@ -31,22 +32,28 @@ def _is_torch(x: Any) -> bool:
 
 def check_torch_kind(x: Any, what: str) -> None:
     """Refuse the torch tensors that are not plain strided memory (DLPack and NumPy cannot carry
-    them): sparse, nested, quantized, meta, and conjugate / negative views (a lazy bit, not the values)."""
-    if x.is_nested or x.layout is not _torch_strided() or x.device.type == "meta" or x.is_quantized:
-        kind = ("nested" if x.is_nested else "quantized" if x.is_quantized else
-                "on the meta device (no data)" if x.device.type == "meta" else f"with layout {x.layout}")
-        raise TensorError(f"{what}: a torch tensor {kind} is not plain strided memory; safetile tensors wrap "
-                          "strided memory (convert it first, e.g. .to_dense())")
-    if x.is_conj() or x.is_neg():
-        bit = "conjugate" if x.is_conj() else "negative"
-        raise TensorError(f"{what}: the torch tensor has its lazy {bit} bit set (its memory does not hold the values "
-                          f"it shows); materialise it first with .resolve_{'conj' if x.is_conj() else 'neg'}()")
+    them): sparse, nested, quantized, meta, conjugate / negative views (a lazy bit, not the values),
+    and views reaching past their storage."""
+    problem = torch_kind_problem(x)
+    if problem is not None:
+        raise TensorError(f"{what}: {problem}")
     if x.numel():  # a storage shrunk in place leaves views reaching past its end (torch does not check)
         reach = sum((n - 1) * s for n, s in zip(x.shape, x.stride()))
         end = (x.storage_offset() + reach + 1) * x.element_size()
         if end > x.untyped_storage().nbytes():
             raise TensorError(f"{what}: the torch tensor reaches {end} bytes into its storage, which holds "
                               f"{x.untyped_storage().nbytes()} (resized in place?): it names memory it does not have")
+
+
+@untraced
+def torch_alias(x: Any, what: str) -> Any:
+    """safetile's own alias of a torch tensor (``detach()``), refused unless plain strided memory.
+    The alias is checked, not ``x``: ``detach()`` racing another thread's ``set_`` can copy one
+    state's pointer with another's strides (red team round 8, attack 815); and both are read with
+    torch functions off, so a TorchFunctionMode cannot answer for the tensor (812, 813)."""
+    al = x.detach()
+    check_torch_kind(al, what)
+    return al
 
 
 def numpy_protocol(host_copy: Callable[[], np.ndarray], dtype: Any, copy: bool | None, label: Any) -> np.ndarray:
@@ -65,11 +72,6 @@ def numpy_protocol(host_copy: Callable[[], np.ndarray], dtype: Any, copy: bool |
         return a.astype(dtype)
     except (TypeError, ValueError) as e:
         raise TensorError(f"a NumPy array of {label} with dtype={dtype!r}: {e}") from None
-
-
-def _torch_strided():
-    import torch
-    return torch.strided
 
 
 def torch_to_numpy(x) -> np.ndarray:
@@ -154,15 +156,15 @@ class Tensor(Owned):
             self._data = np.ndarray.view(data, np.ndarray)  # plain, whatever subclass came in (memory.plain)
             self._device = "cpu"
         elif _is_torch(data):
-            check_torch_kind(data, "Tensor")
-            if data.device.type == "cuda":
-                self._data = data.detach()
-                self._device = str(data.device)
+            alias = torch_alias(data, "Tensor")
+            if alias.device.type == "cuda":
+                self._data = alias
+                self._device = str(alias.device)
             else:  # CPU torch memory is viewed through NumPy (zero copy), made from a detached alias:
                 # the view then holds the storage itself, not the caller's tensor, whose storage
                 # set_() or a .data assignment replaces (freeing the memory under the view)
                 from ..runtime.args import as_numpy
-                self._data = as_numpy(data.detach()).view()
+                self._data = as_numpy(alias).view()
                 self._device = "cpu"
         else:
             raise TensorError(f"Tensor wraps a NumPy array or a torch tensor, got {type(data).__name__}")

@@ -323,21 +323,6 @@ static PyObject *method0(PyObject *obj, PyObject *name) {
   return PyObject_VectorcallMethod(name, stack + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
-static PyObject *int_tuple(const int64_t *v, int n) {
-  PyObject *t = PyTuple_New(n);
-  if (!t)
-    return NULL;
-  for (int i = 0; i < n; i++) {
-    PyObject *x = PyLong_FromLongLong(v[i]);
-    if (!x) {
-      Py_DECREF(t);
-      return NULL;
-    }
-    PyTuple_SET_ITEM(t, i, x);
-  }
-  return t;
-}
-
 static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
   Reader *r = (Reader *)self;
   if (PyVectorcall_NARGS(nargsf) != 3 || kwnames) {
@@ -378,8 +363,8 @@ static PyObject *reader_call(PyObject *self, PyObject *const *args, size_t nargs
           go_generic = 1;
           goto out;
         }
-        if (!(ptr[i] = PyLong_FromUnsignedLongLong(f.ptr)) || !(shape[i] = int_tuple(f.sizes, f.ndim)) ||
-            !(stride[i] = int_tuple(f.strides, f.ndim)) || !(device = PyLong_FromLong(f.device)) ||
+        if (!(ptr[i] = PyLong_FromUnsignedLongLong(f.ptr)) || !(shape[i] = safetile_int_tuple(f.sizes, f.ndim)) ||
+            !(stride[i] = safetile_int_tuple(f.strides, f.ndim)) || !(device = PyLong_FromLong(f.device)) ||
             !(align = PyLong_FromUnsignedLongLong(f.ptr & 15))) {
           Py_XDECREF(device);
           goto out;
