@@ -193,3 +193,10 @@ def test_a_build_that_cannot_succeed_is_not_tried_again(monkeypatch, tmp_path):
     assert not loader.native().path().exists()
     monkeypatch.setattr(torch_facts, "_loader", torch_facts._Loader())  # a later process
     assert torch_facts.prebuild() is None and torch_facts.module() is None
+
+
+def test_no_background_build_without_a_cache(monkeypatch):
+    """With the cache off a build could not be found by any later process: none is started."""
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", "off")
+    monkeypatch.setattr(torch_facts, "_loader", torch_facts._Loader())
+    assert torch_facts.prebuild() is None

@@ -26,7 +26,7 @@ import threading
 from typing import Any
 
 from . import env
-from .native import NativeModule
+from .native import NativeModule, cache_dir
 
 _NAME = "safetile_torch_facts"
 
@@ -224,6 +224,8 @@ class _Loader:
         """A detached process that builds the module into the cache (it outlives this one), once per
         process, unless the module is loaded or already built."""
         native = self.native()
+        if cache_dir() is None:  # no cache to build into that a later process would find
+            return None
         with self._lock:
             if (self._builder is not None or native.loaded() is not None or native.path().exists()
                     or _failed_marker(native).exists()):
