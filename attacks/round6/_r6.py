@@ -1,5 +1,7 @@
 """Round-6 helpers: watchdog, verdict printers, a tiny kernel zoo."""
-import faulthandler, os, sys, threading, warnings
+import os, sys, threading, warnings  # threading: the cases use it through `from _rN import *`
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from verdicts import broke, broken, held, inconclusive, is_st, outside, watchdog  # noqa: E402,F401
 os.environ.setdefault("SAFETILE_CACHE_DIR", "off")
 import numpy as np  # noqa
 import safetile as ct  # noqa
@@ -7,33 +9,7 @@ warnings.simplefilter("ignore")
 TIMEOUT = float(os.environ.get("ATTACK_TIMEOUT", "20"))
 
 
-def _out(kind, msg, code):
-    sys.stdout.write(f"{kind}: {msg}\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def held(msg=""): _out("HELD", msg, 0)
-def broken(msg): _out("BROKEN", msg, 1)
-def outside(msg): _out("OUTSIDE", msg, 0)
-def inconclusive(msg): _out("INCONCLUSIVE", msg, 3)
-
-
-def _hang():
-    sys.stdout.write("BROKEN: watchdog fired after %.0fs (hang/deadlock)\n" % TIMEOUT)
-    sys.stdout.flush()
-    faulthandler.dump_traceback(all_threads=True)
-    os._exit(1)
-
-
-_t = threading.Timer(TIMEOUT, _hang)
-_t.daemon = True
-_t.start()
-
-
-def is_st(e):
-    return type(e).__module__.startswith("safetile")
+watchdog(TIMEOUT)
 
 
 def arr(n, v=0.0, dt=np.float32):

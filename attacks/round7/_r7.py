@@ -1,7 +1,9 @@
 """Round-7 helpers: watchdog, verdict printers, a tiny kernel zoo, and a differential driver that
 runs one scenario twice in child processes -- with the safe launch's C twin loaded (its four C
 method descriptors installed) and with SAFETILE_SAFE_NATIVE=0 -- and compares what they observed."""
-import faulthandler, json, os, subprocess, sys, threading, warnings
+import json, os, subprocess, sys, threading, warnings  # (the cases use these through `from _r7 import *`)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from verdicts import broke, broken, held, inconclusive, is_st, outside, watchdog  # noqa: E402,F401
 os.environ.setdefault("SAFETILE_CACHE_DIR", "off")
 import numpy as np  # noqa
 import safetile as ct  # noqa
@@ -11,33 +13,7 @@ TIMEOUT = float(os.environ.get("ATTACK_TIMEOUT", "25"))
 MODE = os.environ.get("R7_MODE", "")          # "" parent, "c" or "py" child
 
 
-def _out(kind, msg, code):
-    sys.stdout.write(f"{kind}: {msg}\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def held(msg=""): _out("HELD", msg, 0)
-def broken(msg): _out("BROKEN", msg, 1)
-def outside(msg): _out("OUTSIDE", msg, 0)
-def inconclusive(msg): _out("INCONCLUSIVE", msg, 3)
-
-
-def _hang():
-    sys.stdout.write("BROKEN: watchdog fired after %.0fs (hang/deadlock)\n" % TIMEOUT)
-    sys.stdout.flush()
-    faulthandler.dump_traceback(all_threads=True)
-    os._exit(1)
-
-
-_t = threading.Timer(TIMEOUT, _hang)
-_t.daemon = True
-_t.start()
-
-
-def is_st(e):
-    return type(e).__module__.startswith("safetile")
+watchdog(TIMEOUT)
 
 
 def err(e, n=110):

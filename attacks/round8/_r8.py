@@ -1,6 +1,8 @@
 """Round-8 helpers: watchdog, verdict printers, a tiny kernel zoo, and a stubbed one-pass launcher.
 A case prints a final line `HELD: ...`, `BROKE: ...`, `OUTSIDE: ...` or `INCONCLUSIVE: ...`."""
-import faulthandler, os, sys, threading, warnings
+import os, sys, threading, warnings  # threading: the cases use it through `from _rN import *`
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from verdicts import broke, broken, held, inconclusive, is_st, outside, watchdog  # noqa: E402,F401
 os.environ.setdefault("SAFETILE_CACHE_DIR", "off")
 import numpy as np  # noqa
 import torch  # noqa
@@ -11,33 +13,7 @@ warnings.simplefilter("ignore")
 TIMEOUT = float(os.environ.get("ATTACK_TIMEOUT", "50"))
 
 
-def _out(kind, msg, code):
-    sys.stdout.write(f"{kind}: {msg}\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def held(msg=""): _out("HELD", msg, 0)
-def broke(msg): _out("BROKE", msg, 1)
-def outside(msg): _out("OUTSIDE", msg, 0)
-def inconclusive(msg): _out("INCONCLUSIVE", msg, 3)
-
-
-def _hang():
-    sys.stdout.write("BROKE: watchdog fired after %.0fs (hang/deadlock)\n" % TIMEOUT)
-    sys.stdout.flush()
-    faulthandler.dump_traceback(all_threads=True)
-    os._exit(1)
-
-
-_t = threading.Timer(TIMEOUT, _hang)
-_t.daemon = True
-_t.start()
-
-
-def is_st(e):
-    return type(e).__module__.startswith("safetile")
+watchdog(TIMEOUT, "BROKE")
 
 
 def err(e, n=120):
