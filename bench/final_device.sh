@@ -28,6 +28,19 @@ step() {  # step SECONDS NAME COMMAND...: the command's output in $R/NAME.txt, i
     timeout "$limit" "$@" > "$R/$name.txt" 2>&1
     echo "$name: rc=$? in $((SECONDS - t0)) s" | tee -a "$R/steps.txt"
 }
+host_runs() {  # host cost in $1 fresh processes each, the C++ fact reader built first (as a used installation
+    # has it; on a fresh machine the first compile only starts its build)
+    step 120 facts python3 -c "import torch; from safetile.runtime import torch_facts as t; print(t.module(build=True))"
+    for i in $(seq 1 "$1"); do
+        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
+        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
+    done
+    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json"
+}
+cold_compiles() {
+    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
+        --compile-reps 3 --out "$R/compile.json"
+}
 SAMPLES=()
 [ -n "${CUTILE_SAMPLES:-}" ] && [ -d "$CUTILE_SAMPLES" ] && SAMPLES=(--cutile-samples "$CUTILE_SAMPLES")
 case $PART in
@@ -35,8 +48,7 @@ tests)
     OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
     step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
     step 150 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
-    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
-        --compile-reps 3 --out "$R/compile.json" ;;
+    cold_compiles ;;
 bench)
     step 200 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
     step 260 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
@@ -49,30 +61,15 @@ quick)
     step 200 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json" ;;
 full)  # tests, then host cost in four fresh processes each (fits one call: ~420 s on the H200)
     OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
-    for i in 1 2 3 4; do
-        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
-        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
-    done
-    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json"
-    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
-        --compile-reps 3 --out "$R/compile.json" ;;
-hostq)  # host cost only, the C++ fact reader built first (a fresh machine builds it beside the first compile)
-    step 120 facts python3 -c "import torch; from safetile.runtime import torch_facts as t; print(t.module(build=True))"
-    for i in 1 2 3; do
-        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
-        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
-    done
-    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json" ;;
+    host_runs 4
+    cold_compiles ;;
+hostq)  # host cost only, no cold compiles
+    host_runs 3 ;;
 host)
-    for i in 1 2 3; do
-        step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
-        step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"
-    done
-    step 90 patterns python3 bench/launch_patterns.py --json "$R/launch_patterns.json"
-    step 100 compile python3 bench/gpu_bench.py --only compile --compile-kernels gemm,attention_w8 \
-        --compile-reps 3 --out "$R/compile.json" ;;
+    host_runs 3
+    cold_compiles ;;
 *)
-    echo "unknown part $PART: tests, bench, quick, host or full"
+    echo "unknown part $PART: tests, bench, quick, host, hostq or full"
     exit 2 ;;
 esac
 python3 bench/host_summary.py "$R" > "$R/host_summary.txt" 2>&1
