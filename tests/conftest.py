@@ -75,3 +75,16 @@ def racy():
     sys.setswitchinterval(1e-6)
     yield
     sys.setswitchinterval(old)
+
+
+@pytest.fixture(scope="session")
+def cxx_facts():
+    """The C++ fact reader (runtime/torch_facts.py), built into this process's cache: tests that run
+    a launch path with and without it take its capsule (``cxx_facts.read``); skipped where it cannot
+    be built (no C++ compiler or torch headers)."""
+    pytest.importorskip("torch")
+    from safetile.runtime import torch_facts
+    m = torch_facts.module(build=True)
+    if m is None:
+        pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
+    return m

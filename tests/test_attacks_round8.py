@@ -49,10 +49,7 @@ def path(request):
     else:
         cap = None
         if request.param == "c+cxx":
-            m = torch_facts.module(build=True)
-            if m is None:
-                pytest.skip("the C++ fact reader cannot be built here")
-            cap = m.read
+            cap = request.getfixturevalue("cxx_facts").read
         FAST.use_facts(cap)
     yield request.param
     if loaded:

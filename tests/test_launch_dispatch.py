@@ -218,10 +218,7 @@ def reader(request, monkeypatch, tmp_path_factory):
     from safetile.runtime import torch_facts
     capsule = None
     if request.param == "c-facts":
-        m = torch_facts.module(build=True)
-        if m is None:
-            pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
-        capsule = m.read
+        capsule = request.getfixturevalue("cxx_facts").read
     monkeypatch.setattr(torch_facts, "capsule", lambda: capsule)
     if request.param.startswith("c"):
         from test_lean_launch import built_loader
@@ -347,7 +344,7 @@ def test_gpu_fast_path_lean_form_places_arguments_and_keeps_keys_apart(monkeypat
 
 
 @pytest.mark.parametrize("facts", [False, True], ids=["torch-methods", "cxx-facts"])
-def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path_factory, facts):
+def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path_factory, request, facts):
     """The C reader (lean.py) over many launches: every object it touched has the reference
     count it had (nothing leaked or freed early); a malformed call is a TypeError."""
     import sys
@@ -362,10 +359,7 @@ def test_c_reader_keeps_no_reference_and_refuses_bad_calls(monkeypatch, tmp_path
     from safetile.runtime import torch_facts
     capsule = None
     if facts:
-        m = torch_facts.module(build=True)
-        if m is None:
-            pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
-        capsule = m.read
+        capsule = request.getfixturevalue("cxx_facts").read
     monkeypatch.setattr(torch_facts, "capsule", lambda: capsule)
     monkeypatch.setattr(lean, "_loader", built_loader(tmp_path_factory))
     monkeypatch.setattr(L, "_current_device", lambda: -1)

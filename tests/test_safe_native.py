@@ -70,10 +70,7 @@ def native(request):
         pytest.skip("the C twin is off (SAFETILE_SAFE_NATIVE=0) or cannot be built here (no C compiler)")
     capsule = None
     if request.param == "cxx-facts":
-        m = torch_facts.module(build=True)
-        if m is None:
-            pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
-        capsule = m.read
+        capsule = request.getfixturevalue("cxx_facts").read
     FAST.use_facts(capsule)
     c = Counting()
     FAST.build, FAST.run = c.build, c.run

@@ -11,11 +11,8 @@ from safetile.runtime import torch_facts  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def facts_module():
-    m = torch_facts.module(build=True)
-    if m is None:
-        pytest.skip("the C++ fact reader cannot be built here (no C++ compiler or torch headers)")
-    return m
+def facts_module(cxx_facts):
+    return cxx_facts
 
 
 def _torch_answer(t):
