@@ -31,6 +31,8 @@ step() {  # step SECONDS NAME COMMAND...: the command's output in $R/NAME.txt, i
 host_runs() {  # host cost in $1 fresh processes each, the C++ fact reader built first (as a used installation
     # has it; on a fresh machine the first compile only starts its build)
     step 120 facts python3 -c "import torch; from safetile.runtime import torch_facts as t; print(t.module(build=True))"
+    # and the safe C module, whose lock a process takes at import when it is built (safe/native_lock.py)
+    step 120 safe_native python3 -c "from safetile.safe.native import MODULE; print(MODULE.get(build=True))"
     for i in $(seq 1 "$1"); do
         step 60 "diag$i" python3 bench/launch_diag.py --json "$R/diag$i.json"
         step 150 "safe_launch$i" python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch$i.json"

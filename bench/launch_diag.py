@@ -141,7 +141,9 @@ def main() -> None:
 def chains(res: dict, reps: int) -> None:
     """Safe chain vs unchecked chain (issue 9): 1000 dependent tiny adds, one sync."""
     from safetile.safe.native import FAST
+    from safetile.safe.ownership import OWNERSHIP
     res["safe launch C path loaded"] = float(FAST.load(build=True))  # as a warm process has it
+    res["safe C lock (built before import)"] = float(type(OWNERSHIP).__name__ == "Lock")
     xa, xb = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     xs, xbs = ct.from_dlpack(xa).shared(), ct.from_dlpack(xb).shared()
     zt = torch.empty_like(xa)

@@ -24,6 +24,13 @@ os.environ["SAFETILE_CACHE_DIR"] = _CACHE
 # both for the safety tests). Mutation runs mutate the Python path, so they keep it.
 if os.environ.get("MUTANT_UNDER_TEST"):
     os.environ["SAFETILE_SAFE_NATIVE"] = "0"
+elif os.environ.get("SAFETILE_SAFE_NATIVE", "1") != "0":
+    # built before safetile is imported here, as in a warm installation: the module's C lock is then
+    # OWNERSHIP and the registry's lock (safe/native_lock.py), which are chosen at import
+    import subprocess
+    subprocess.run([sys.executable, "-c", "from safetile.safe.native import MODULE; MODULE.get(build=True)"],
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join([_SRC, os.environ.get("PYTHONPATH", "")])},
+                   check=False, capture_output=True, timeout=600)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -378,6 +378,42 @@ def test_a_chain_of_a_bound_plan_is_submitted_in_c(path):
     z, x, y = add(z, x, y).sync()  # every argument given back usable (the stub computed nothing)
 
 
+def test_a_chain_on_the_same_memory_keeps_its_arguments_once(native):
+    """The C run keeps each launch's runtime arguments with the terminal (ExecContext.keep), but
+    not again when the last kept are the same objects: a chain of 50 keeps one tuple."""
+    from safetile.safe.streams import current_context
+    kept: list = []
+
+    class Peek(Recorder):
+        def __call__(self, *a):
+            super().__call__(*a)
+            kept.append(len(current_context().keep))
+
+    rec = Peek()
+    xn, yn = data()
+    x, y = ct.from_dlpack(xn).shared(), ct.from_dlpack(yn).shared()
+    z = ct.from_dlpack(np.zeros(256, np.float32)).partition(64)
+    bind_stub(add, (z, x, y), rec)
+    z, x, y = chain(add, z, x, y, 50).sync()
+    assert native.ran == 49 and len(rec.calls) == 50
+    assert kept[1:] == [1] * 49  # the first launch took the Python path (which keeps GPU work's only)
+
+
+def test_keep_runtime_skips_only_the_same_objects_again():
+    from safetile.safe.deviceop import ExecContext
+    from safetile.safe.streams import default_pool
+    ctx = ExecContext(default_pool(None).next(), label="test")
+    a, b = object(), object()
+    first = (a, b)
+    for runtime in (first, first, (a, b)):
+        ctx.keep_runtime(runtime)
+    assert ctx.keep == [first]
+    ctx.keep_runtime((b, a))
+    ctx.keep_runtime((a, b, a))
+    ctx.keep_runtime((a,))
+    assert ctx.keep == [first, (b, a), (a, b, a), (a,)]
+
+
 def test_a_failing_submission_gives_the_arguments_back(path):
     rec = Recorder(fail_at=5)
     xn, yn = data()

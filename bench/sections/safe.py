@@ -24,7 +24,9 @@ def bench_safe(args, res):
     import io
     import pstats
     from safetile.safe.native import FAST
-    out = {"rows": [], "safe_native": FAST.load(build=True)}  # the safe launch's C path, as a warm process has it
+    from safetile.safe.ownership import OWNERSHIP
+    out = {"rows": [], "safe_native": FAST.load(build=True),  # the safe launch's C path, as a warm process has it
+           "ownership_lock": type(OWNERSHIP).__name__}  # chosen at import: the C lock once the module is built
 
     def chain_time(run_n, n, reps):
         run_n(2)

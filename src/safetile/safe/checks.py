@@ -38,7 +38,7 @@ class Junk:
     type_name: str
 
 
-@dataclass
+@dataclass(slots=True)  # slots: the C run reads ``device`` at its offset (native_run.py)
 class TypeCheck:
     """What the type-level checks decided (compilation waits for the preconditions)."""
 

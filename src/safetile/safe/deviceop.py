@@ -75,6 +75,18 @@ class ExecContext:
         REGISTRY.claim(e, key, writes, reads)
         return e
 
+    def keep_runtime(self, runtime: tuple) -> None:
+        """Keep a launch's runtime arguments until the work is over; not again when the last kept
+        are the same objects (a chain launching one kernel on the same memory keeps one tuple, not
+        one per launch: fewer objects for the cyclic collector to walk). The C run does the same."""
+        keep = self.keep
+        if keep:
+            last = keep[-1]
+            if last is runtime or (type(last) is tuple and len(last) == len(runtime)
+                                   and all(last[i] is runtime[i] for i in range(len(runtime)))):
+                return
+        keep.append(runtime)
+
     def submit(self, op: Any, step: Callable[[Stream], None], writes, reads, device: str,
                values=(), raw=(), pins=()) -> None:
         """Run a host-built step (a copy, a collective) on this terminal's stream after claiming its

@@ -506,7 +506,7 @@ class LaunchOp(DeviceOp, Unique):
                     stream = ctx.stream  # begin may have moved the terminal to a stream of the device
                 self._inflight = entry
                 if stream.is_cuda:  # the arguments' memory outlives this op until the terminal's work is over
-                    ctx.keep.append(self._runtime)
+                    ctx.keep_runtime(self._runtime)
                 try:
                     bound = plan.bound  # set only for GPU plans: run_plan's common case, inline
                     if bound and stream.device_index == bound.device:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..runtime.interrupts import block
 from .errors import ForkError
+from .native import new_lock
 
 EXACT_LIMIT = 1 << 22  # bytes per view compared exactly; beyond, intersecting extents count as overlap
 
@@ -366,8 +367,10 @@ class Registry:
     so the tuple stays short; finished GPU entries left behind (a terminal that failed
     midway) are pruned when the tuple has grown."""
 
+    __slots__ = ("_lock", "_entries", "_prune_at")  # the C run reads the first two at their offsets
+
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # re-entrant, C-cheap when built: the C twin takes it every chained launch
         self._entries: tuple[InFlight, ...] = ()
         self._prune_at = 32
 

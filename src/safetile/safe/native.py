@@ -34,11 +34,13 @@ from typing import Any
 
 from ..runtime import env, torch_facts
 from ..runtime.native import NativeModule
+from ..runtime.native import cache_dir as native_cache_dir
+from .native_lock import LOCK
 from .native_methods import METHODS
 from .native_run import RUN
 from .native_source import SOURCE
 
-MODULE = NativeModule("safetile_safe_native", SOURCE + RUN + METHODS)
+MODULE = NativeModule("safetile_safe_native", LOCK + SOURCE + RUN + METHODS)
 
 
 class FastPath:
@@ -105,6 +107,17 @@ class FastPath:
                 m.install(False)
 
 
+def new_lock() -> Any:
+    """A re-entrant lock the C twin takes as well (``OWNERSHIP``, the registry's): the module's
+    ``Lock`` when the module is already built (native_lock.py says why), else ``threading.RLock``.
+    Chosen when the lock is made, without building or waiting: the C twin takes either kind."""
+    if env.safe_native() and native_cache_dir() is not None:
+        m = MODULE.get(build=False)
+        if m is not None and hasattr(m, "Lock"):
+            return m.Lock()
+    return threading.RLock()
+
+
 def _load_after(fast: FastPath, t: threading.Thread) -> None:
     t.join()
     fast.load(build=False)
@@ -125,7 +138,7 @@ def _objects() -> tuple[dict, dict]:
             __slots__ = ("call", "grid", "tail", "device")
     from ..frontend.captures import ABSENT, FUNCTION_STATE, CaptureSet, _unchanged
     from . import memory, ownership, streams
-    from .checks import Plan
+    from .checks import Plan, TypeCheck
     from .deviceop import DeviceOp, ExecContext, Then
     from .entry import EntryKernel, KernelCaches
     from .facts import ArgFacts
@@ -136,7 +149,7 @@ def _objects() -> tuple[dict, dict]:
                "KernelCaches": KernelCaches, "ExecContext": ExecContext, "InFlight": memory.InFlight,
                "torch_Tensor": _TorchTensor, "ArgFacts": ArgFacts, "CaptureSet": CaptureSet,
                "Bound": Bound, "Plan": Plan, "EntryKernel": EntryKernel, "DeviceOp": DeviceOp, "Then": Then,
-               "FastPath": FastPath}
+               "FastPath": FastPath, "TypeCheck": TypeCheck, "Registry": memory.Registry}
     source = env.backend_source()
     assert source is not None  # checked by load()
     data, key = source

@@ -196,5 +196,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "safetile_safe_native", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit_safetile_safe_native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_safetile_safe_native(void) {
+  PyObject *m = PyModule_Create(&module);
+  if (m != NULL && add_lock_type(m) < 0) Py_CLEAR(m);
+  return m;
+}
 """

@@ -44,6 +44,21 @@ static int pins_hold(PyObject *plan, PyObject *runtime) {
   return ok;
 }
 
+/* ExecContext.keep_runtime: append ``runtime`` unless the last kept tuple holds the same objects */
+static int keep_runtime(PyObject *keep, PyObject *runtime) {
+  Py_ssize_t n = PyList_GET_SIZE(keep), k = PyTuple_GET_SIZE(runtime);
+  if (n > 0) {
+    PyObject *last = PyList_GET_ITEM(keep, n - 1);
+    if (last == runtime) return 0;
+    if (PyTuple_CheckExact(last) && PyTuple_GET_SIZE(last) == k) {
+      Py_ssize_t i = 0;
+      while (i < k && PyTuple_GET_ITEM(last, i) == PyTuple_GET_ITEM(runtime, i)) i++;
+      if (i == k) return 0;
+    }
+  }
+  return PyList_Append(keep, runtime);
+}
+
 static int notify(void) {
   if (PyList_GET_SIZE(S.waiters) == 0) return 0;
   PyObject *r = call0(S.notify_all);
@@ -124,8 +139,12 @@ static int stream_facts(PyObject *ctx, PyObject *stream, PyObject **sdev, PyObje
 static struct { PyObject *lock, *acq, *rel; } R;
 
 static int registry_lock(void) {
-  PyObject *l = PyObject_GetAttr(S.registry, S.s_lock);
-  if (l == NULL) return -1;
+  PyObject *l = SLOT(S.registry, S.r_lock);
+  if (l == NULL) {
+    PyErr_SetString(PyExc_AttributeError, "the registry has no lock");
+    return -1;
+  }
+  Py_INCREF(l);
   if (l != R.lock) {
     PyObject *acq = PyObject_GetAttr(l, S.s_acquire), *rel = acq ? PyObject_GetAttr(l, S.s_release) : NULL;
     if (rel == NULL) {
@@ -173,8 +192,9 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   }
   Py_INCREF(bound);
   Py_INCREF(checked);
-  pdev = PyObject_GetAttr(checked, S.s_device);
-  if (pdev == NULL || stream_facts(ctx, stream, &sdev, &sidx, &handle) < 0) goto error;
+  if (Py_TYPE(checked) != S.TypeCheck || (pdev = SLOT(checked, S.tc_device)) == NULL) goto none;
+  Py_INCREF(pdev);
+  if (stream_facts(ctx, stream, &sdev, &sidx, &handle) < 0) goto error;
   int same = PyObject_RichCompareBool(pdev, sdev, Py_EQ);
   if (same < 0) goto error;
   if (!same) goto none;
@@ -185,8 +205,9 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   if (same < 0) goto error;
   if (!same) goto none;
   /* Registry.reclaim's test: this entry alone is registered and already holds this plan's extents */
-  entries = PyObject_GetAttr(S.registry, S.s_entries);
-  if (entries == NULL) goto error;
+  entries = SLOT(S.registry, S.r_entries);  /* copy-on-write: read without the lock */
+  if (entries == NULL) goto none;
+  Py_INCREF(entries);
   if (!PyTuple_CheckExact(entries) || PyTuple_GET_SIZE(entries) != 1 || PyTuple_GET_ITEM(entries, 0) != entry)
     goto none;
   {
@@ -211,9 +232,7 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     int ok = 0;
     PyObject *acq = Py_NewRef(R.acq), *rel = Py_NewRef(R.rel);  /* held: another thread may find a new lock */
     if (lock(acq) == 0) {
-      PyObject *now = PyObject_GetAttr(S.registry, S.s_entries);
-      ok = now == entries;
-      Py_XDECREF(now);
+      ok = SLOT(S.registry, S.r_entries) == entries;
       if (ok) {
         slot_set(entry, S.i_enqueued, Py_False);
         slot_set(entry, S.i_event, Py_None);
@@ -231,7 +250,7 @@ static PyObject *run(PyObject *self, PyObject *const *a, Py_ssize_t na) {
   slot_set(op, S.l_inflight, entry);
   {  /* the arguments' memory outlives this op until the terminal's work is over (ExecContext.keep) */
     PyObject *keep = SLOT(ctx, S.x_keep);
-    if (keep == NULL || !PyList_Check(keep) || PyList_Append(keep, runtime) < 0) {
+    if (keep == NULL || !PyList_Check(keep) || keep_runtime(keep, runtime) < 0) {
       if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "ExecContext.keep is not a list");
       slot_set(entry, S.i_enqueued, Py_True);
       result = fail(op, ctx);

@@ -44,13 +44,13 @@ static int mode_active(void) {
 typedef struct {
   int ready;
   PyTypeObject *Partition, *Shared, *Tensor, *LaunchOp, *KernelCaches, *ExecContext, *InFlight, *torch_Tensor, *Bound,
-      *Plan;
+      *Plan, *TypeCheck, *Registry;
   PyObject *OpRef, *op_ids, *acquire, *release, *local, *internal, *unchanged, *env_data, *env_key,
       *registry, *waiters, *notify_all, *caller_location, *function_state, *absent, *s_new, *s_built,
       *s_running, *s_detach, *s_dtype, *s_shape, *s_stride, *s_get_device, *s_is_neg,
       *s_acquire, *s_release, *one, *s_done, *s_ctx, *s_data_ptr, *s_ptr,
       *s_caches, *s_config_key, *s_callables, *s_bound, *s_checked, *s_device, *s_device_index,
-      *s_handle, *s_pins, *s_entries, *s_lock, *s_execute, *s_fail, *empty;
+      *s_handle, *s_pins, *s_execute, *s_fail, *empty;
   /* slot offsets */
   Py_ssize_t o_moved, o_holder, o_lent;                   /* Owned */
   Py_ssize_t p_tensor, p_facts, p_released;               /* Partition */
@@ -61,6 +61,8 @@ typedef struct {
   Py_ssize_t cs_check, cs_entries;                        /* CaptureSet */
   Py_ssize_t b_call, b_grid, b_tail, b_device;            /* launcher.Bound */
   Py_ssize_t pl_bound, pl_checked, pl_pins;               /* Plan */
+  Py_ssize_t tc_device;                                   /* checks.TypeCheck */
+  Py_ssize_t r_entries, r_lock;                           /* memory.Registry */
   Py_ssize_t l_state, l_kernel, l_args, l_arity, l_id, l_site, l_plan, l_runtime, l_inflight, l_ref, l_into;
   Py_ssize_t x_stream, x_recorder, x_entry, x_lent, x_keep, x_aliases, x_sfacts; /* ExecContext */
   Py_ssize_t i_enqueued, i_event, i_added;                /* InFlight */
@@ -118,6 +120,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   CLS(Partition, "Partition"); CLS(Shared, "Shared"); CLS(Tensor, "Tensor"); CLS(LaunchOp, "LaunchOp");
   CLS(KernelCaches, "KernelCaches"); CLS(ExecContext, "ExecContext"); CLS(InFlight, "InFlight");
   CLS(torch_Tensor, "torch_Tensor"); CLS(Bound, "Bound"); CLS(Plan, "Plan");
+  CLS(TypeCheck, "TypeCheck"); CLS(Registry, "Registry");
   PyTypeObject *argfacts, *captureset;
   {
     PyObject *v = PyDict_GetItemString(c, "ArgFacts");
@@ -160,6 +163,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   if (offset_of((PyObject *)captureset, "entries", &S.cs_entries) < 0) return NULL;
   OFF(Bound, "call", b_call); OFF(Bound, "grid", b_grid); OFF(Bound, "tail", b_tail); OFF(Bound, "device", b_device);
   OFF(Plan, "bound", pl_bound); OFF(Plan, "checked", pl_checked); OFF(Plan, "pins", pl_pins);
+  OFF(TypeCheck, "device", tc_device); OFF(Registry, "_entries", r_entries); OFF(Registry, "_lock", r_lock);
   OFF(LaunchOp, "_state", l_state); OFF(LaunchOp, "kernel", l_kernel); OFF(LaunchOp, "args", l_args);
   OFF(LaunchOp, "arity", l_arity); OFF(LaunchOp, "id", l_id); OFF(LaunchOp, "_site", l_site);
   OFF(LaunchOp, "_plan", l_plan); OFF(LaunchOp, "_runtime", l_runtime); OFF(LaunchOp, "_inflight", l_inflight);
@@ -175,10 +179,14 @@ static PyObject *setup(PyObject *self, PyObject *args) {
   STR(s_data_ptr, "data_ptr"); STR(s_ptr, "ptr"); STR(s_caches, "caches"); STR(s_config_key, "config_key");
   STR(s_callables, "callable_preconditions"); STR(s_bound, "bound"); STR(s_checked, "checked");
   STR(s_device, "device"); STR(s_device_index, "device_index"); STR(s_handle, "handle"); STR(s_pins, "pins");
-  STR(s_entries, "_entries"); STR(s_lock, "_lock"); STR(s_execute, "_execute"); STR(s_fail, "_fail");
+  STR(s_execute, "_execute"); STR(s_fail, "_fail");
   S.empty = PyTuple_New(0);
   S.one = PyLong_FromLong(1);
   if (S.empty == NULL || S.one == NULL) return NULL;
+  if (Py_TYPE(S.registry) != S.Registry) {
+    PyErr_SetString(PyExc_TypeError, "setup: registry is not a memory.Registry");
+    return NULL;
+  }
   S.ready = 1;
   Py_RETURN_NONE;
 }
@@ -444,7 +452,13 @@ static PyObject *site(int *unknown) {
   Py_RETURN_NONE;
 }
 
+/* ``acq``/``rel``: a lock's bound methods; a native_lock.py Lock is taken directly */
 static int lock(PyObject *acq) {
+  OwnLock *own = own_of(acq);
+  if (own != NULL) {
+    own_acquire(own, -1.0);
+    return 0;
+  }
   PyObject *r = call0(acq);
   if (r == NULL) return -1;
   Py_DECREF(r);
@@ -452,11 +466,16 @@ static int lock(PyObject *acq) {
 }
 
 static void unlock(PyObject *rel) {
-  PyObject *et, *ev, *tb;
+  PyObject *et, *ev, *tb;  /* an error pending (the caller's) stays pending */
   PyErr_Fetch(&et, &ev, &tb);
-  PyObject *r = call0(rel);
-  Py_XDECREF(r);
-  if (r == NULL) PyErr_Clear();  /* only a release of an unheld lock fails: never ours */
+  OwnLock *own = own_of(rel);
+  if (own != NULL) {
+    if (own_release(own) < 0) PyErr_Clear();  /* only a release of an unheld lock fails: never ours */
+  } else {
+    PyObject *r = call0(rel);
+    Py_XDECREF(r);
+    if (r == NULL) PyErr_Clear();
+  }
   PyErr_Restore(et, ev, tb);
 }
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-import threading
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from .errors import OwnershipError, UseAfterMoveError
+from .native import new_lock
 from .streams import current_context
 
 if TYPE_CHECKING:  # deviceop.py imports this module
@@ -28,7 +28,7 @@ _ids = itertools.count(1)
 # Every ownership transition (a check that a value is usable and the move that follows, a give
 # back, a borrow, a shared handle's holders) happens under this one lock, so two threads can never
 # both take one value: the check and the move are one step. It is held for microseconds.
-OWNERSHIP = threading.RLock()
+OWNERSHIP = new_lock()  # threading.RLock's interface; a C lock when the safe C module is built (native.py)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
