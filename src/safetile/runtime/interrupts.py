@@ -55,7 +55,8 @@ PROTECTED = (
 )
 # Modules of safe/ and integrations/ that change no shared state (compile-time, pure, presentation): walked past.
 NEUTRAL = ("safe/device.py", "safe/errors.py", "safe/native_lock.py", "safe/native_methods.py", "safe/native_run.py",
-           "safe/native_source.py", "safe/picture.py", "safe/preconditions.py", "safe/tile_api.py", "safe/types.py", "safe/verify.py")
+           "safe/native_source.py", "safe/picture.py", "safe/preconditions.py", "safe/tile_api.py", "safe/types.py",
+           "safe/verify.py")
 
 RESEND_EVERY = 0.001  # s between looks at a held-back interrupt (a delivery is sent once the last one arrived)
 FORCE_AFTER = 5.0  # s: an interrupt held back longer is raised anyway
