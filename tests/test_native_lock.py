@@ -115,6 +115,44 @@ def test_bad_arguments_are_refused_as_rlock_refuses_them(Lock, call, error):
     assert not lock.locked()
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals reach the main thread")
+@pytest.mark.parametrize("how", ["with", "acquire", "timeout"])
+def test_a_ctrl_c_interrupts_a_wait_as_it_interrupts_rlocks(Lock, how):
+    """The main thread waits for a lock another thread holds; a SIGINT raises KeyboardInterrupt out
+    of the wait, the lock not taken, and the next release finds no stale waiter."""
+    import signal
+    lock, held, stop = Lock(), threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            stop.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    assert held.wait(10)
+    main = threading.main_thread().ident
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            if how == "with":
+                with lock:
+                    pass
+            elif how == "acquire":
+                lock.acquire()
+            else:
+                lock.acquire(timeout=30)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+        stop.set()
+        t.join(10)
+    assert not lock.locked() and lock.acquire(False)
+    lock.release()
+
+
 def test_threads_that_release_the_gil_inside_never_overlap(Lock):
     """8 threads, each critical section sleeping (the GIL released while the lock is held): one
     thread inside at a time and no lost update, as with torch calls made under the registry's lock."""

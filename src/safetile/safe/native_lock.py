@@ -8,9 +8,9 @@ safe chained launch's host time on the dev box (bench/NOTES.md, session 10). Thi
 stores; a thread that must wait releases the GIL and blocks on ``wake``, which a release lets one
 waiter through when someone waits. It is a real lock: code holding it may release the GIL (torch
 calls do) and other threads still wait. Built only where the GIL exists (``Py_GIL_DISABLED``: the
-module has no ``Lock`` and ``threading.RLock`` is used). Blocking waits are not interrupted by
-Ctrl-C (the lock is held for microseconds); ``acquire(timeout=...)`` is honoured (a fork waits
-with a timeout: forking.py).
+module has no ``Lock`` and ``threading.RLock`` is used). ``acquire(timeout=...)`` is honoured (a fork waits
+with a timeout: forking.py); a signal handler that raises (Ctrl-C) interrupts a wait, as it does
+``RLock.acquire``'s.
 """
 
 LOCK = r"""
@@ -35,7 +35,8 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Wait for the lock to be free and take it: 1 taken, 0 timed out (timeout < 0: no limit). */
+/* Wait for the lock to be free and take it: 1 taken, 0 timed out (timeout < 0: no limit), -1 with
+   the exception a signal handler raised (as RLock's acquire: a Ctrl-C interrupts the wait). */
 static int own_wait(OwnLock *l, unsigned long me, double timeout) {
   double end = timeout < 0 ? 0.0 : now_s() + timeout;
   int taken = 0;
@@ -51,19 +52,24 @@ static int own_wait(OwnLock *l, unsigned long me, double timeout) {
       if (left <= 0) break;
       us = (long long)(left * 1e6) + 1;
     }
+    PyLockStatus r;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock_timed(l->wake, (PY_TIMEOUT_T)us, 0);
+    r = PyThread_acquire_lock_timed(l->wake, (PY_TIMEOUT_T)us, 1);
     Py_END_ALLOW_THREADS
+    if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0) {
+      taken = -1;
+      break;
+    }
   }
   l->waiters--;
-  if (taken) {
+  if (taken == 1) {
     l->owner = me;
     l->depth = 1;
   }
   return taken;
 }
 
-/* Take the lock (timeout in seconds, < 0 no limit, 0 only if free): 1 taken, 0 not. */
+/* Take the lock (timeout in seconds, < 0 no limit, 0 only if free): 1 taken, 0 not, -1 interrupted. */
 static int own_acquire(OwnLock *l, double timeout) {
   unsigned long me = PyThread_get_thread_ident();
   if (l->depth == 0) {
@@ -163,11 +169,12 @@ static PyObject *own_acquire_py(OwnLock *l, PyObject *const *args, Py_ssize_t na
     }
   }
   if (!block) t = 0.0;
-  return PyBool_FromLong(own_acquire(l, t));
+  int taken = own_acquire(l, t);
+  return taken < 0 ? NULL : PyBool_FromLong(taken);
 }
 
 static PyObject *own_enter(OwnLock *l, PyObject *unused) {
-  own_acquire(l, -1.0);
+  if (own_acquire(l, -1.0) < 0) return NULL;
   Py_RETURN_TRUE;
 }
 

@@ -455,10 +455,7 @@ static PyObject *site(int *unknown) {
 /* ``acq``/``rel``: a lock's bound methods; a native_lock.py Lock is taken directly */
 static int lock(PyObject *acq) {
   OwnLock *own = own_of(acq);
-  if (own != NULL) {
-    own_acquire(own, -1.0);
-    return 0;
-  }
+  if (own != NULL) return own_acquire(own, -1.0) < 0 ? -1 : 0;
   PyObject *r = call0(acq);
   if (r == NULL) return -1;
   Py_DECREF(r);
