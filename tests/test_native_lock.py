@@ -198,6 +198,65 @@ def test_a_fork_child_gets_it_fresh(Lock):
     t.join()
 
 
+def test_a_fork_child_keeps_it_held_by_the_forking_thread(Lock):
+    """Forked inside a section under the lock (red team round 9, case 904): the child's forking
+    thread still holds it at its depth and leaves it as it would have."""
+    lock = Lock()
+    lock.acquire()
+    lock.acquire()
+    lock._at_fork_reinit(True)
+    assert lock._is_owned() and "depth 2" in repr(lock)
+    lock.release()
+    lock.release()
+    assert not lock.locked()
+    lock.acquire()
+    lock._at_fork_reinit()  # not kept: fresh and free whoever held it
+    assert not lock.locked()
+
+
+def test_a_thread_that_keeps_taking_it_cannot_starve_a_waiter(Lock):
+    """Red team round 9, case 911: a thread whose sections release the GIL takes the lock again
+    right after each release; a waiting thread is handed the lock at the next release."""
+    lock = Lock()
+    stop = threading.Event()
+    started = threading.Event()
+
+    def hog():
+        while not stop.is_set():
+            with lock:
+                started.set()
+                time.sleep(0.002)  # the GIL released while held, as torch calls do
+
+    t = threading.Thread(target=hog)
+    t.start()
+    try:
+        assert started.wait(10)
+        waits = []
+        for _ in range(20):
+            t0 = time.monotonic()
+            with lock:
+                waits.append(time.monotonic() - t0)
+        assert max(waits) < 1.0, waits  # one section of the hog (2 ms), not seconds
+    finally:
+        stop.set()
+        t.join(10)
+
+
+def test_waiters_are_served_in_arrival_order(Lock):
+    lock = Lock()
+    lock.acquire()
+    order: list = []
+    ts = []
+    for k in range(5):
+        ts.append(threading.Thread(target=lambda k=k: (lock.acquire(), order.append(k), lock.release())))
+        ts[-1].start()
+        time.sleep(0.05)  # queued behind the ones before it
+    lock.release()
+    for t in ts:
+        t.join(10)
+    assert order == [0, 1, 2, 3, 4]
+
+
 def test_the_suite_runs_with_the_c_lock_as_a_warm_installation_does(Lock):
     """conftest builds the module before safetile is imported: OWNERSHIP and the registry's lock
     are the C lock (unless the C twin is off for this run)."""

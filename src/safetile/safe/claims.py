@@ -20,25 +20,31 @@ garbage-collected.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import weakref
 from typing import Any
 
 from .errors import AliasError
-from .memory import Extent, overlaps, reinit_lock
+from .memory import Extent, overlaps
+from .ownership import OWNERSHIP
 
 FROZEN, WRITABLE, EXPORTED = "frozen", "writable", "exported"
 
 
 class Claims:
-    """The live claims, by kind (one lock; claims are made when holders are made, not per launch)."""
+    """The live claims, by kind (claims are made when holders are made, not per launch)."""
 
     def __init__(self):
-        # re-entrant: a finalizer (a collected holder, a dropped unrun memcpy) may run inside any
-        # allocation, also while this thread holds the lock, and it releases its claim
-        self._lock = threading.RLock()
+        # OWNERSHIP itself, re-entrant: a finalizer (a collected holder, a dropped unrun memcpy or
+        # launch) may run inside any allocation, also while this thread holds it, and it releases its
+        # claim or gives arguments back. One lock for claims and moves, so no lock order to break:
+        # with two, a finalizer run under the claims lock waited for OWNERSHIP while another thread
+        # held OWNERSHIP and waited for the claims lock (red team round 9, case 900)
+        self._lock = OWNERSHIP
         self._ids = itertools.count(1)
+        self._refs: dict[int, weakref.ref] = {}  # token -> the weak reference whose callback ends it
         self._live: dict[str, dict[int, tuple[list[Extent], Any]]] = {FROZEN: {}, WRITABLE: {}, EXPORTED: {}}
         # the thread is between a claim's check and its registration: the lock, re-entrant, does
         # not keep out a signal handler or finalizer run on this thread in that window
@@ -66,8 +72,11 @@ class Claims:
                                 err.conflict = other  # the kind of claim in the way (see Shared._take)
                                 raise err
                 token = next(self._ids)
-                # the finalizer first: a claim is never registered without what ends it
-                weakref.finalize(holder, self._forget, token)
+                # what ends it first: a claim is never registered without it. A weak reference whose
+                # callback is this module's code (not weakref.finalize's, in the standard library):
+                # a Ctrl-C arriving as it runs is held back until it is done (runtime/interrupts.py;
+                # red team round 9, case 912: one cut weakref.finalize short and the claim outlived it)
+                self._refs[token] = weakref.ref(holder, functools.partial(self._collected, token))
                 self._live[kind][token] = (list(extents), label)
             finally:
                 self._checking.active = False  # pragma: no mutate (read only for its truth)
@@ -78,8 +87,12 @@ class Claims:
         if token is not None:
             self._forget(token)
 
+    def _collected(self, token: int, _ref: Any) -> None:  # pragma: no mutate block (a finalizer)
+        self._forget(token)
+
     def _forget(self, token: int) -> None:  # pragma: no mutate block (runs as a finalizer too)
         with self._lock:
+            self._refs.pop(token, None)
             for live in self._live.values():
                 live.pop(token, None)
 
@@ -88,11 +101,6 @@ class Claims:
         with self._lock:
             return any(overlaps(a, b) for ext_b, _ in list(self._live[EXPORTED].values()) for a in extents
                        for b in ext_b)
-
-    def after_fork_in_child(self) -> None:
-        """os.fork() (safe/forking.py): the claims stay as they were (their holders were copied too);
-        the lock is fresh."""
-        reinit_lock(self._lock)
 
     def holders(self, kind: str) -> int:
         """How many claims of ``kind`` are live (for tests)."""

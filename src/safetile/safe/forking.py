@@ -10,7 +10,9 @@ every fork (``os.register_at_fork``; multiprocessing's default start method on L
   so no other thread is half-way through a change the child would see; each is waited for a
   bounded time (a lock that stays held is still made fresh in the child);
 * after, in the parent: released in reverse order;
-* after, in the child: every lock is fresh; every live stream forgets its worker thread
+* after, in the child: every lock is fresh (one the forking thread held before, because it
+  forked inside a section under it, stays held at its depth for that thread to leave); every
+  live stream forgets its worker thread
   (made again on first use) and fails jobs queued in the parent; the work that was in flight
   is abandoned (``Registry.after_fork_in_child``): its memory is refused with ``ForkError``,
   other memory is usable. Ownership and claims are plain objects copied with the process and
@@ -36,14 +38,22 @@ class ForkGuard:
 
     def __init__(self):
         self._held: list = []  # the locks taken before the fork in progress (the forking thread's)
+        self._owned: list = []  # of those, the ones the forking thread held already (it forked under them)
 
     @staticmethod
     def locks() -> list:
-        return [ownership.OWNERSHIP, CLAIMS._lock, facts._INTERN_LOCK, streams._pool_lock,
-                memory.REGISTRY._lock, memory._FLAGS]
+        """The runtime's locks in their order, each once (the claims use OWNERSHIP itself)."""
+        out: list = []
+        for lock in (ownership.OWNERSHIP, CLAIMS._lock, facts._INTERN_LOCK, streams._pool_lock,
+                     memory.REGISTRY._lock, memory._FLAGS):
+            if not any(lock is seen for seen in out):
+                out.append(lock)
+        return out
 
     def before(self) -> None:
-        self._held = [lock for lock in self.locks() if lock.acquire(timeout=LOCK_WAIT)]
+        locks = self.locks()
+        self._owned = [lock for lock in locks if getattr(lock, "_is_owned", lambda: False)()]
+        self._held = [lock for lock in locks if lock.acquire(timeout=LOCK_WAIT)]
 
     def after_in_parent(self) -> None:
         held, self._held = self._held, []
@@ -51,16 +61,17 @@ class ForkGuard:
             lock.release()
 
     def after_in_child(self) -> None:
-        self._held = []
-        memory.reinit_lock(ownership.OWNERSHIP)
-        CLAIMS.after_fork_in_child()
-        memory.reinit_lock(facts._INTERN_LOCK)
-        memory.reinit_lock(streams._pool_lock)
+        held, owned, self._held, self._owned = self._held, self._owned, [], []
+        for lock in self.locks():  # fresh, or kept for the forking thread that held it before the fork
+            memory.reinit_lock(lock, keep=any(lock is o for o in owned))
         memory.REGISTRY.after_fork_in_child()
         memory.flags_after_fork_in_child()
         error = ForkError("this work was queued in the parent process when it forked; it never runs in this child")
         for s in list(streams.Stream._live):
             s.after_fork_in_child(error)
+        for lock in reversed(held):  # a kept lock: the guard's own take of it ends, the thread's stays
+            if any(lock is o for o in owned):
+                lock.release()
 
 
 FORK_GUARD = ForkGuard()

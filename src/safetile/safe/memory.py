@@ -203,15 +203,23 @@ _FLAGS = threading.RLock()
 _WAITERS: list = []  # the waiting threads' locks (changed under _FLAGS)
 
 
-def reinit_lock(lock: Any) -> None:
-    """A lock (or condition) made fresh in place, unlocked, as the standard library does after a
-    fork (``_at_fork_reinit``; in place: modules hold it by name)."""
-    lock._at_fork_reinit()
+def reinit_lock(lock: Any, keep: bool = False) -> None:
+    """A lock (or condition) made fresh in place after a fork, unlocked, as the standard library
+    does (``_at_fork_reinit``; in place: modules hold it by name); with ``keep`` (the forking thread
+    held it before the fork: it forked inside a section under it, from user code safetile ran
+    there) it stays held for that thread to leave (red team round 9, case 904): the C lock keeps
+    its holder's depth and drops its queue of (gone) waiters, an ``RLock`` is left as it is."""
+    if not keep:
+        lock._at_fork_reinit()
+    elif not isinstance(lock, _RLOCK):
+        lock._at_fork_reinit(True)
+
+
+_RLOCK = type(threading.RLock())
 
 
 def flags_after_fork_in_child() -> None:
-    """The lock is fresh and nobody waits on it (the waiting threads do not exist here)."""
-    reinit_lock(_FLAGS)
+    """Nobody waits (the waiting threads do not exist here; the lock: safe/forking.py)."""
     _WAITERS.clear()
 
 
@@ -460,10 +468,10 @@ class Registry:
 
     # os.fork(): safe/forking.py takes the lock before, releases it after in the parent, and in the child:
     def after_fork_in_child(self) -> None:
-        """The lock is fresh, and the work that was in flight in the parent is abandoned: its threads
-        do not exist here. Memory it was writing is refused (``ForkError``) to every later access,
-        instead of waiting forever; reads in flight simply end; other memory stays usable."""
-        reinit_lock(self._lock)
+        """The work that was in flight in the parent is abandoned: its threads do not exist here
+        (the lock is made fresh by safe/forking.py). Memory it was writing is refused (``ForkError``)
+        to every later access, instead of waiting forever; reads in flight simply end; other memory
+        stays usable."""
         kept = []
         for e in self._entries:
             if e.done or not e.writes:

@@ -4,13 +4,17 @@ Why not ``threading.RLock``: the C twin takes ``OWNERSHIP`` and the registry's l
 chained launch, and each ``RLock.acquire`` call parses its keyword arguments and reads the
 monotonic clock (CPython 3.11/3.12 compute a deadline even for a lock that is free): ~15% of a
 safe chained launch's host time on the dev box (bench/NOTES.md, session 10). This lock's state
-(holder, depth, waiters) is only read and written with the GIL held, so taking a free lock is two
-stores; a thread that must wait releases the GIL and blocks on ``wake``, which a release lets one
-waiter through when someone waits. It is a real lock: code holding it may release the GIL (torch
-calls do) and other threads still wait. Built only where the GIL exists (``Py_GIL_DISABLED``: the
-module has no ``Lock`` and ``threading.RLock`` is used). ``acquire(timeout=...)`` is honoured (a fork waits
-with a timeout: forking.py); a signal handler that raises (Ctrl-C) interrupts a wait, as it does
-``RLock.acquire``'s.
+(holder, depth, queue of waiters) is only read and written with the GIL held, so taking a free lock
+is two stores. A thread that must wait queues a node on its own stack and blocks on the node's own
+lock with the GIL released; the last release hands the lock to the first waiter directly (it is the
+holder before it even wakes), so a thread that keeps taking the lock cannot starve one that waits
+(red team round 9, case 911: without the hand-over the releasing thread, still holding the GIL,
+took it again before the woken waiter could run). It is a real lock: code holding it may release
+the GIL (torch calls do) and other threads still wait. Built only where the GIL exists
+(``Py_GIL_DISABLED``: the module has no ``Lock`` and ``threading.RLock`` is used).
+``acquire(timeout=...)`` is honoured (a fork waits with a timeout: forking.py); a signal handler
+that raises (Ctrl-C) interrupts a wait, as it does ``RLock.acquire``'s. After a fork the child keeps
+the lock only if the forking thread held it before (``_at_fork_reinit(keep)``, forking.py).
 """
 
 LOCK = r"""
@@ -19,12 +23,19 @@ LOCK = r"""
 #include <time.h>
 
 #ifndef Py_GIL_DISABLED
+/* A thread waiting for the lock: a node on its own stack, queued while it waits. */
+typedef struct Waiter {
+  struct Waiter *next;
+  unsigned long ident;
+  PyThread_type_lock lock;  /* taken by its waiter; released by the release that hands it the lock */
+  int granted;              /* the lock was handed to it: it is the holder */
+} Waiter;
+
 typedef struct {
   PyObject_HEAD
-  unsigned long owner;      /* the holder's thread ident, while depth > 0 */
-  unsigned long depth;      /* the holder's nested acquisitions; 0: free */
-  unsigned long waiters;    /* threads blocked in own_wait */
-  PyThread_type_lock wake;  /* taken while nobody is let through: waiters block on it */
+  unsigned long owner;   /* the holder's thread ident, while depth > 0 */
+  unsigned long depth;   /* the holder's nested acquisitions; 0: free (never while threads wait) */
+  Waiter *head, *tail;   /* the waiting threads, first come first served */
 } OwnLock;
 
 static PyTypeObject OwnLockType;
@@ -35,17 +46,44 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Wait for the lock to be free and take it: 1 taken, 0 timed out (timeout < 0: no limit), -1 with
-   the exception a signal handler raised (as RLock's acquire: a Ctrl-C interrupts the wait). */
+/* The last release: hand the lock to the first waiter, who owns it from here on (no thread that
+   did not wait can take it first, so none starves), or leave it free. */
+static void own_hand_on(OwnLock *l) {
+  Waiter *w = l->head;
+  if (w == NULL) return;
+  l->head = w->next;
+  if (l->head == NULL) l->tail = NULL;
+  l->owner = w->ident;
+  l->depth = 1;
+  w->granted = 1;
+  PyThread_release_lock(w->lock);
+}
+
+static void own_unlink(OwnLock *l, Waiter *w) {
+  Waiter **p = &l->head, *prev = NULL;
+  while (*p != NULL && *p != w) {
+    prev = *p;
+    p = &(*p)->next;
+  }
+  if (*p == NULL) return;
+  *p = w->next;
+  if (l->tail == w) l->tail = prev;
+}
+
+/* Queue up and wait until the lock is handed over: 1 taken, 0 timed out (timeout < 0: no limit),
+   -1 with the exception a signal handler raised (as RLock's acquire: a Ctrl-C interrupts the wait). */
 static int own_wait(OwnLock *l, unsigned long me, double timeout) {
+  Waiter w = {NULL, me, PyThread_allocate_lock(), 0};
+  if (w.lock == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  PyThread_acquire_lock(w.lock, WAIT_LOCK);
+  if (l->tail != NULL) l->tail->next = &w; else l->head = &w;
+  l->tail = &w;
   double end = timeout < 0 ? 0.0 : now_s() + timeout;
-  int taken = 0;
-  l->waiters++;
+  int result = 0;
   for (;;) {
-    if (l->depth == 0) {
-      taken = 1;
-      break;
-    }
     long long us = -1;
     if (timeout >= 0) {
       double left = end - now_s();
@@ -54,19 +92,26 @@ static int own_wait(OwnLock *l, unsigned long me, double timeout) {
     }
     PyLockStatus r;
     Py_BEGIN_ALLOW_THREADS
-    r = PyThread_acquire_lock_timed(l->wake, (PY_TIMEOUT_T)us, 1);
+    r = PyThread_acquire_lock_timed(w.lock, (PY_TIMEOUT_T)us, 1);
     Py_END_ALLOW_THREADS
+    if (w.granted) break;
     if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0) {
-      taken = -1;
+      result = -1;
       break;
     }
   }
-  l->waiters--;
-  if (taken == 1) {
-    l->owner = me;
-    l->depth = 1;
+  if (w.granted) {
+    if (result == 0) {
+      result = 1;
+    } else {  /* handed over while a signal handler raised: passed on, the error reported */
+      l->depth = 0;
+      own_hand_on(l);
+    }
+  } else {
+    own_unlink(l, &w);
   }
-  return taken;
+  PyThread_free_lock(w.lock);
+  return result;
 }
 
 /* Take the lock (timeout in seconds, < 0 no limit, 0 only if free): 1 taken, 0 not, -1 interrupted. */
@@ -91,7 +136,7 @@ static int own_release(OwnLock *l) {
     PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
     return -1;
   }
-  if (--l->depth == 0 && l->waiters > 0) PyThread_release_lock(l->wake);
+  if (--l->depth == 0) own_hand_on(l);
   return 0;
 }
 
@@ -102,35 +147,15 @@ static OwnLock *own_of(PyObject *method) {
   return self != NULL && Py_TYPE(self) == &OwnLockType ? (OwnLock *)self : NULL;
 }
 
-static PyThread_type_lock new_wake(void) {
-  PyThread_type_lock w = PyThread_allocate_lock();
-  if (w == NULL) {
-    PyErr_NoMemory();
-    return NULL;
-  }
-  PyThread_acquire_lock(w, WAIT_LOCK);
-  return w;
-}
-
 static PyObject *own_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   if (PyTuple_GET_SIZE(args) != 0 || (kw != NULL && PyDict_GET_SIZE(kw) != 0)) {
     PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
     return NULL;
   }
-  OwnLock *l = (OwnLock *)type->tp_alloc(type, 0);
-  if (l == NULL) return NULL;
-  l->wake = new_wake();
-  if (l->wake == NULL) {
-    Py_DECREF(l);
-    return NULL;
-  }
-  return (PyObject *)l;
+  return type->tp_alloc(type, 0);
 }
 
-static void own_dealloc(OwnLock *l) {
-  if (l->wake != NULL) PyThread_free_lock(l->wake);
-  Py_TYPE(l)->tp_free((PyObject *)l);
-}
+static void own_dealloc(OwnLock *l) { Py_TYPE(l)->tp_free((PyObject *)l); }
 
 /* acquire(blocking=True, timeout=-1), as threading.RLock's */
 static PyObject *own_acquire_py(OwnLock *l, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -194,15 +219,18 @@ static PyObject *own_is_owned(OwnLock *l, PyObject *unused) {
   return PyBool_FromLong(l->depth > 0 && l->owner == PyThread_get_thread_ident());
 }
 
-/* after os.fork() in the child: free, nobody waiting (those threads do not exist here). The old wake
-   lock is left as it is, not freed: it may be in a state only a thread of the parent could undo. */
-static PyObject *own_at_fork_reinit(OwnLock *l, PyObject *unused) {
-  PyThread_type_lock w = new_wake();
-  if (w == NULL) return NULL;
-  l->wake = w;
-  l->owner = 0;
-  l->depth = 0;
-  l->waiters = 0;
+/* _at_fork_reinit(keep=False), after os.fork() in the child: nobody waits (those threads do not
+   exist here, nor their queue nodes); free, or with ``keep`` (the forking thread held it before the
+   fork: safe/forking.py) still held by it at its depth. */
+static PyObject *own_at_fork_reinit(OwnLock *l, PyObject *const *args, Py_ssize_t nargs) {
+  int keep = 0;
+  if (nargs > 1) {
+    PyErr_SetString(PyExc_TypeError, "_at_fork_reinit() takes at most 1 argument");
+    return NULL;
+  }
+  if (nargs == 1 && (keep = PyObject_IsTrue(args[0])) < 0) return NULL;
+  l->head = l->tail = NULL;
+  if (!keep || l->owner != PyThread_get_thread_ident()) l->depth = 0;
   Py_RETURN_NONE;
 }
 
@@ -218,7 +246,8 @@ static PyMethodDef own_methods[] = {
     {"__exit__", (PyCFunction)(void (*)(void))own_exit, METH_FASTCALL, "release()"},
     {"locked", (PyCFunction)own_locked, METH_NOARGS, "Whether some thread holds it."},
     {"_is_owned", (PyCFunction)own_is_owned, METH_NOARGS, "Whether this thread holds it."},
-    {"_at_fork_reinit", (PyCFunction)own_at_fork_reinit, METH_NOARGS, "Fresh and free (a fork's child)."},
+    {"_at_fork_reinit", (PyCFunction)(void (*)(void))own_at_fork_reinit, METH_FASTCALL,
+     "Fresh after a fork: free, or (keep=True) still held by the forking thread at its depth."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject OwnLockType = {
