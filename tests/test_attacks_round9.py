@@ -169,3 +169,64 @@ def test_a_claim_is_ended_by_this_package_s_code_where_a_ctrl_c_waits():
     gc.collect()
     assert claims.CLAIMS.holders(claims.WRITABLE) == before
     ct.from_dlpack(arr).shared()  # no claim outlived its holder
+
+
+@pytest.mark.parametrize("made", ["built", "refused"])
+def test_leaving_a_borrow_waits_for_a_launch_another_thread_is_still_making(monkeypatch, made):
+    """Found by CI under load (round 5's 520 test, with the C twin off): a launch being made in
+    another thread (its kernel compiling, the partition already moved in, state "new") was neither
+    cancelled nor waited for by the borrow's exit, then built and ran after it, writing the tensor.
+    The exit now waits until it is made: built, it is cancelled; refused, it gave the partition back."""
+    from safetile.safe import launch
+    from safetile.safe.errors import DeviceOpError, PreconditionError
+    x = ct.from_dlpack(np.ones(256, np.float32)).shared()
+    t = ct.from_dlpack(np.zeros(256, np.float32))
+    in_prepare, go = threading.Event(), threading.Event()
+    real = launch.prepare_runtime
+    outcome: list = []
+
+    def slow_prepare(kernel, args):  # the first launch's compile, held open
+        in_prepare.set()
+        assert go.wait(30)
+        if made == "refused":
+            raise PreconditionError("refused while being made")
+        return real(kernel, args)
+
+    monkeypatch.setattr(launch, "prepare_runtime", slow_prepare)
+
+    def hammer(p):
+        try:
+            op = add(p, x)
+        except PreconditionError:
+            outcome.append("refused")
+            return
+        try:
+            op.sync()
+            outcome.append("ran")
+        except DeviceOpError:
+            outcome.append("cancelled")
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ct.LaunchDroppedWarning)
+        with ct.borrow_mut(t) as b:
+            th = threading.Thread(target=hammer, args=(b.partition(64),))
+            th.start()
+            assert in_prepare.wait(30)
+            threading.Timer(0.2, go.set).start()
+            t0 = time.monotonic()
+        waited = time.monotonic() - t0
+        at_exit = t.to_numpy().copy()
+    th.join(30)
+    time.sleep(0.05)
+    assert waited >= 0.15, (waited, outcome)  # the exit waited for the launch to be made
+    # built, it is cancelled, or, when its thread ran it first, waited for: it ran before the exit returned
+    assert outcome in ((["refused"],) if made == "refused" else (["cancelled"], ["ran"]))
+    expected = np.full(256, 1.0 if outcome == ["ran"] else 0.0, np.float32)
+    np.testing.assert_array_equal(at_exit, expected)
+    np.testing.assert_array_equal(t.to_numpy(), at_exit)  # nothing wrote it after the exit
+
+
+@ct.entry
+def add(z: ct.Mut[ct.f32, "B"], x: ct.Ref[ct.f32, -1]):
+    z.store(z.load() + ct.load_tile_like(x, z))
