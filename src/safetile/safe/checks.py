@@ -202,7 +202,7 @@ def check_types(kernel: EntryKernel, facts: tuple) -> TypeCheck:
                 b.bind(want, have, f"{what} of {name!r} (axis {axis})")
                 static.append(have)
             elif want == -1:
-                static.append(have if sub is not None else None)
+                static.append(None)  # a dynamic size (a mutable parameter's key is its sub-tensor shape)
             else:
                 if want != have:
                     raise LaunchTypeError(f"{where}: {what} is {shape} but {decl!r} needs size {want} on axis {axis}")

@@ -146,7 +146,7 @@ def _unit_padded(a, b) -> bool:
         while shape and shape[0] == 1:
             shape = shape[1:]
         return shape
-    return core(getattr(a, "shape", ())) == core(getattr(b, "shape", ()))
+    return core(a.shape) == core(b.shape)  # a reshape's operand and result are tiles (ops/shape.py)
 
 
 def _own_offset(v: Value, axis: int, size: int) -> Value | None:
