@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
-import warnings
 import weakref
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -261,11 +260,10 @@ class LaunchOp(DeviceOp, Unique):
     (``cancel()``, dropped unrun, or its borrow ended). Transitions happen under ``OWNERSHIP``."""
 
     __slots__ = ("_state", "kernel", "args", "arity", "id", "_site", "_plan", "_runtime", "_inflight", "_ref",
-                 "_into", "_maker")
+                 "_into")
 
     def __init__(self, kernel: EntryKernel, args: tuple):
-        self._state = "new"  # being made: its arguments may be moved in while its plan is checked and compiled
-        self._maker = threading.get_ident()  # the thread making it (MutBorrow's exit waits for others)
+        self._state = "new"  # not holding anything yet (a failing constructor gives nothing back)
         self.kernel = kernel
         self.args = args = tuple(args)
         self.arity = len(args)
@@ -285,9 +283,8 @@ class LaunchOp(DeviceOp, Unique):
         self._take(args, kernel)
         try:
             self._plan, self._runtime = prepare_runtime(kernel, args)
-        except BaseException:  # the op never reaches the caller
+        except BaseException:  # still "new": the op never reaches the caller
             self._give_back(args)
-            self._state = "rejected"  # made: a borrow's exit waiting for it goes on (_wait_made)
             raise
         self._state = "built"
 
@@ -430,12 +427,6 @@ class LaunchOp(DeviceOp, Unique):
         if self._set_state(("built",), "abandoned"):
             self._give_back(self.args)
         super()._abandon()
-
-    def _wait_made(self) -> None:
-        """Block while another thread is still making it (its kernel compiling, its arguments already
-        moved in): afterwards it is built (and can be cancelled) or was refused (and gave them back)."""
-        if self._state == "new" and getattr(self, "_maker", None) != threading.get_ident():
-            wait_until(lambda: self._state != "new")
 
     def _wait_finished(self) -> None:
         """Block until the launch has stopped running (and, on the GPU, its work has finished)."""

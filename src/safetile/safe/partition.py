@@ -573,11 +573,6 @@ class MutBorrow(Unique):
                 p._released = True
             holder = top.holder
             if holder is not None:
-                # a launch another thread is still making (its kernel compiling) holds the partition but
-                # is neither built nor running yet: waited for until it is built, then cancelled
-                made = getattr(holder, "_wait_made", None)  # a launch (a memcpy is made in one step)
-                if made is not None:
-                    interrupt = wait_uninterrupted(made) or interrupt
                 if holder.cancel_unrun():
                     cancelled.append(holder.label)
                 else:
