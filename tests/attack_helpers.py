@@ -7,6 +7,8 @@ random; outputs are poisoned with NaN so that a write that should not happen sho
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -86,3 +88,27 @@ def spin_write(z: ct.Mut[ct.f32, "B"], v: ct.f32, reps: ct.Constant[int]):
     for i in range(reps):
         acc = acc * 1.0
     z.store(acc * 0.0 + v)
+
+
+WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
+
+
+def wait_until(cond, what: str) -> None:
+    """Poll ``cond`` until it holds; fail after ``WAIT`` seconds (a mutant that never makes it true
+    fails the test instead of hanging it until mutmut's wall limit)."""
+    deadline = time.monotonic() + WAIT
+    while not cond():
+        assert time.monotonic() < deadline, f"{what} never happened"
+        threading.Event().wait(0.001)
+
+
+class Pause:
+    """A ``then`` closure that stops the chain until ``go`` is set (``entered``: it is stopped there)."""
+
+    def __init__(self):
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, value):
+        self.entered.set()
+        assert self.go.wait(WAIT)
+        return value

@@ -16,30 +16,7 @@ import pytest
 import safetile as ct
 from safetile.safe.memory import InFlight, Registry, extent_of
 
-from attack_helpers import add, inc, rnd
-
-WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
-
-
-def wait_until(cond, what: str) -> None:
-    """Poll ``cond`` until it holds; fail after ``WAIT`` seconds (a mutant that never makes it true
-    fails the test instead of hanging it until mutmut's wall limit)."""
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        assert time.monotonic() < deadline, f"{what} never happened"
-        threading.Event().wait(0.001)
-
-
-class Pause:
-    """A ``then`` closure that stops the chain until ``go`` is set (``entered``: it is stopped there)."""
-
-    def __init__(self):
-        self.entered, self.go = threading.Event(), threading.Event()
-
-    def __call__(self, value):
-        self.entered.set()
-        assert self.go.wait(WAIT)
-        return value
+from attack_helpers import WAIT, Pause, add, inc, rnd, wait_until
 
 
 def in_use_message(value, holder: str) -> str:

@@ -10,7 +10,6 @@ import os
 import re
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -18,29 +17,7 @@ import pytest
 import safetile as ct
 from safetile.errors import TileSafetyError
 
-from attack_helpers import add
-
-WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
-
-
-def wait_until(cond, what: str) -> None:
-    """Poll ``cond`` until it holds; fail after ``WAIT`` seconds instead of hanging."""
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        assert time.monotonic() < deadline, f"{what} never happened"
-        threading.Event().wait(0.0005)
-
-
-class Pause:
-    """A ``then`` closure that stops the chain until ``go`` is set (``entered``: it is stopped there)."""
-
-    def __init__(self):
-        self.entered, self.go = threading.Event(), threading.Event()
-
-    def __call__(self, value):
-        self.entered.set()
-        assert self.go.wait(WAIT)
-        return value
+from attack_helpers import WAIT, Pause, add
 
 
 # ----------------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import os
 import re
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -14,17 +13,7 @@ import pytest
 import safetile as ct
 from safetile.safe.memory import REGISTRY
 
-from attack_helpers import add, inc, spin_write
-
-WAIT = 10  # seconds: an upper bound for events that come at once; never reached when the code is right
-
-
-def wait_until(cond, what: str) -> None:
-    """Poll ``cond`` until it holds; fail after ``WAIT`` seconds instead of hanging."""
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        assert time.monotonic() < deadline, f"{what} never happened"
-        threading.Event().wait(0.0005)
+from attack_helpers import WAIT, Pause, add, inc, spin_write, wait_until
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs os.fork (Linux)")
@@ -179,18 +168,6 @@ def test_a_memcpy_that_ran_says_it_is_done_and_runs_no_more():
     with pytest.raises(ct.DeviceOpError, match=r"^" + re.escape(op.label) + r" cannot be cancelled: it is done$"):
         op.cancel()
     assert np.array_equal(dst.to_numpy(), np.arange(8, dtype=np.float32))
-
-
-class Pause:
-    """A ``then`` closure that stops the chain until ``go`` is set (``entered``: it is stopped there)."""
-
-    def __init__(self):
-        self.entered, self.go = threading.Event(), threading.Event()
-
-    def __call__(self, value):
-        self.entered.set()
-        assert self.go.wait(WAIT)
-        return value
 
 
 def test_a_memcpy_destination_stays_the_chains_until_its_terminal_ends():

@@ -6,17 +6,18 @@ work whose threads are gone (a read or launch over that memory waits forever). S
 every fork (``os.register_at_fork``; multiprocessing's default start method on Linux forks):
 
 * before: the runtime's process-wide locks are taken in one fixed order, outermost first
-  (ownership, claims, interned facts, stream pools, the in-flight registry, its condition),
-  so no other thread is half-way through a change the child would see; each is waited for a
-  bounded time (a lock that stays held is still made fresh in the child);
+  (ownership, which the claims ledger shares, interned facts, stream pools, the in-flight
+  registry, its condition), so no other thread is half-way through a change the child would
+  see; each is waited for a bounded time (a lock that stays held is still made fresh in the
+  child);
 * after, in the parent: released in reverse order;
 * after, in the child: every lock is fresh (one the forking thread held before, because it
   forked inside a section under it, stays held at its depth for that thread to leave); every
-  live stream forgets its worker thread
-  (made again on first use) and fails jobs queued in the parent; the work that was in flight
-  is abandoned (``Registry.after_fork_in_child``): its memory is refused with ``ForkError``,
-  other memory is usable. Ownership and claims are plain objects copied with the process and
-  stay as they were (values moved into abandoned work stay moved).
+  live stream forgets its worker thread (made again on first use) and fails jobs queued in
+  the parent; the work that was in flight is abandoned (``Registry.after_fork_in_child``): its
+  memory is refused with ``ForkError``, other memory is usable. Ownership and claims are plain
+  objects copied with the process and stay as they were (values moved into abandoned work stay
+  moved).
 
 CUDA cannot be used in a forked child at all (torch refuses once the parent used it):
 CUDA devices are refused there (``TensorError``); use multiprocessing's 'spawn' or
@@ -27,7 +28,6 @@ from __future__ import annotations
 import os
 
 from . import facts, memory, ownership, streams
-from .claims import CLAIMS
 from .errors import ForkError
 
 LOCK_WAIT = 2.0  # seconds before a fork waits for each lock at most
@@ -42,13 +42,8 @@ class ForkGuard:
 
     @staticmethod
     def locks() -> list:
-        """The runtime's locks in their order, each once (the claims use OWNERSHIP itself)."""
-        out: list = []
-        for lock in (ownership.OWNERSHIP, CLAIMS._lock, facts._INTERN_LOCK, streams._pool_lock,
-                     memory.REGISTRY._lock, memory._FLAGS):
-            if not any(lock is seen for seen in out):
-                out.append(lock)
-        return out
+        """The runtime's locks in their order (the claims ledger takes OWNERSHIP itself)."""
+        return [ownership.OWNERSHIP, facts._INTERN_LOCK, streams._pool_lock, memory.REGISTRY._lock, memory._FLAGS]
 
     def before(self) -> None:
         locks = self.locks()

@@ -203,6 +203,9 @@ _FLAGS = threading.RLock()
 _WAITERS: list = []  # the waiting threads' locks (changed under _FLAGS)
 
 
+_RLOCK = type(threading.RLock())
+
+
 def reinit_lock(lock: Any, keep: bool = False) -> None:
     """A lock (or condition) made fresh in place after a fork, unlocked, as the standard library
     does (``_at_fork_reinit``; in place: modules hold it by name); with ``keep`` (the forking thread
@@ -213,9 +216,6 @@ def reinit_lock(lock: Any, keep: bool = False) -> None:
         lock._at_fork_reinit()
     elif not isinstance(lock, _RLOCK):
         lock._at_fork_reinit(True)
-
-
-_RLOCK = type(threading.RLock())
 
 
 def flags_after_fork_in_child() -> None:
