@@ -172,6 +172,22 @@ def test_each_refusal_is_declined_by_c_and_worded_by_python(native, misuse):
     np.testing.assert_array_equal(z.unpartition().to_numpy(), xn + yn)
 
 
+def test_launch_numbers_are_the_same_on_both_paths(path):
+    """Red team round 5 (517): a launch the C path declines is numbered once, by the Python path
+    that words its refusal, so op numbers (in every message) agree with the C twin on and off."""
+    xn, yn = data()
+    x, y = ct.from_dlpack(xn).shared(), ct.from_dlpack(yn).shared()
+    z = ct.from_dlpack(np.zeros(256, np.float32)).partition(64)
+    z, x, y = add(z, x, y).sync()  # the plan is made: the C path's case from here on
+    first = add(z, x, y)
+    with pytest.raises(OwnershipError, match="moved"):
+        add(z, x, y)  # refused: numbered by the Python path, once
+    z, x, y = first.sync()
+    second = add(z, x, y)
+    assert second.id - first.id == 2
+    second.sync()
+
+
 def test_a_changed_global_recompiles_on_the_c_path(native):
     global SCALE
     xn = np.arange(64, dtype=np.float32)

@@ -22,7 +22,7 @@ from ..errors import ArgumentError
 from .claims import CLAIMS, WRITABLE
 from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
-from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all
+from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all, wait_until
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import Shared
 from .streams import Stream, default_pool, execution, wait_done
@@ -154,6 +154,8 @@ class Graph(Handle, Unique):
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
         self._lock = threading.Lock()  # replays, close() and update() one at a time
+        self._ref = weakref.ref(self)  # what the values a replay took point back to (Owned.holder)
+        self._replaying = False  # a replay holds the values (from _take to _end), under OWNERSHIP
         self._setup(recorder, value, stream)
 
     def _setup(self, recorder: Recorder, value: Any, stream: Stream) -> None:
@@ -265,7 +267,18 @@ class Graph(Handle, Unique):
                 v._check(LazyText(_used_by, self))
             for v in owned:
                 v._moved = label
+                v._holder = self._ref  # a borrow's exit waits for the replay (_wait_finished)
+            self._replaying = True
         return owned, label
+
+    def cancel_unrun(self) -> bool:
+        """A replay that took its values is queued or running: it is never cancelled (a borrow's
+        exit asks each holder of its partitions, then waits for it)."""
+        return False
+
+    def _wait_finished(self) -> None:
+        """Block until the replay that took the values has ended and given them back."""
+        wait_until(lambda: not self._replaying)
 
     def _check_raw(self) -> None:
         """Raw NumPy/torch arguments are foreign objects: their owner can re-point or reshape them in
@@ -289,6 +302,8 @@ class Graph(Handle, Unique):
                 for v in owned:
                     if v._moved is label:
                         v._moved = None
+                        v._holder = None
+                self._replaying = False
             notify_all()
         finally:
             self._lock.release()  # last: close() and update() may go on from here

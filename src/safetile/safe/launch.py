@@ -253,11 +253,16 @@ def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
     runner(getattr(stream, "torch_stream", None), plan.grid3, runtime)
 
 
+def _borrow_ended(a: Partition | MappedPartition) -> bool:
+    return (a._partition if type(a) is MappedPartition else a)._released
+
+
 class LaunchOp(DeviceOp, Unique):
     """A lazy launch of an entry kernel; running it returns the arguments, same kinds in as out.
 
-    States: built (arguments moved in) → running → done / failed; or built → cancelled
-    (``cancel()``, dropped unrun, or its borrow ended). Transitions happen under ``OWNERSHIP``."""
+    States: new (being made) → built (arguments moved in) → running → done / failed; or built →
+    cancelled (``cancel()``, dropped unrun, or its borrow ended); or new → rejected (a borrow ended
+    while it was being made). Transitions happen under ``OWNERSHIP``."""
 
     __slots__ = ("_state", "kernel", "args", "arity", "id", "_site", "_plan", "_runtime", "_inflight", "_ref",
                  "_into")
@@ -277,8 +282,9 @@ class LaunchOp(DeviceOp, Unique):
         self._ref = self._into = _OpRef(self)
         for a in args:
             if isinstance(a, DeviceOp):  # resolved when the op runs
-                self._take([a for a in args if not isinstance(a, DeviceOp)], None)
-                self._state = "built"
+                values = [a for a in args if not isinstance(a, DeviceOp)]
+                self._take(values, None)
+                self._built(values)
                 return
         self._take(args, kernel)
         try:
@@ -286,7 +292,7 @@ class LaunchOp(DeviceOp, Unique):
         except BaseException:  # still "new": the op never reaches the caller
             self._give_back(args)
             raise
-        self._state = "built"
+        self._built(args)
 
     @property
     def site(self) -> str:
@@ -359,6 +365,21 @@ class LaunchOp(DeviceOp, Unique):
                     a._holder = ref
         finally:
             release()
+
+    def _built(self, values) -> None:
+        """Become "built", unless a borrow of a value moved in has ended meanwhile: its exit, on
+        another thread, found this op unbuilt (so neither cancelled it nor waited for a run) and
+        went on; then refused, everything given back. Decided under OWNERSHIP, where the exit
+        marks its partitions released before it looks at their holder."""
+        acquire()
+        try:
+            ended = next((a for a in values if type(a) in (Partition, MappedPartition) and _borrow_ended(a)), None)
+            self._state = "built" if ended is None else "rejected"
+        finally:
+            release()
+        if ended is not None:
+            self._give_back(values)
+            ended._check(f"passed to {self.label}")  # raises: the borrow ended
 
     def _undo(self, moved: list) -> None:
         for a in moved:

@@ -660,32 +660,38 @@ static PyObject *build(PyObject *self, PyObject *const *a, Py_ssize_t na) {
     ref = PyObject_Vectorcall(S.OpRef, one, 1, NULL);
     if (ref == NULL) goto error_plan;
   }
-  if (lock(S.acquire) < 0) goto error_plan;
-  int took = take(args, n, ref, ctx);
-  unlock(S.release);
-  if (took < 0) goto error_plan;
-  if (took == 0) goto none_plan;  /* refused: nothing moved; the Python path words the error */
-  id = PyIter_Next(S.op_ids);  /* numbered once accepted, as the Python path numbers what it builds */
-  PyObject *arity = id == NULL ? NULL : PyLong_FromSsize_t(n);
-  if (arity == NULL) {
-    if (id == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
-    lock(S.acquire);
-    undo(args, n, ref);
-    unlock(S.release);
-    goto error_plan;
+  {
+    PyObject *arity = PyLong_FromSsize_t(n);
+    if (arity == NULL) goto error_plan;
+    slot_set(op, S.l_arity, arity);
+    Py_DECREF(arity);
   }
   slot_set(op, S.l_kernel, kernel);
   slot_set(op, S.l_args, argt);
-  slot_set(op, S.l_arity, arity);
-  Py_DECREF(arity);
-  slot_set(op, S.l_id, id);
   slot_set(op, S.l_site, loc);
   slot_set(op, S.l_plan, plan);
   slot_set(op, S.l_runtime, runtime);
   slot_set(op, S.l_inflight, Py_None);
   slot_set(op, S.l_ref, ref);
   slot_set(op, S.l_into, ref);
-  slot_set(op, S.l_state, S.s_built);
+  /* moved in and built in one step under OWNERSHIP: a borrow's exit (which marks its partitions
+     released, then cancels their holder if built) never finds it half made */
+  if (lock(S.acquire) < 0) goto error_plan;
+  int took = take(args, n, ref, ctx);
+  if (took == 1) {
+    id = PyIter_Next(S.op_ids);  /* numbered once accepted, as the Python path numbers what it builds */
+    if (id == NULL) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "launch ids ran out");
+      undo(args, n, ref);
+      took = -1;
+    } else {
+      slot_set(op, S.l_id, id);
+      slot_set(op, S.l_state, S.s_built);
+    }
+  }
+  unlock(S.release);
+  if (took < 0) goto error_plan;
+  if (took == 0) goto none_plan;  /* refused: nothing moved; the Python path words the error */
   result = op;
   op = NULL;
   goto done_plan;
