@@ -254,7 +254,7 @@ def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
 
 
 def _borrow_ended(a: Partition | MappedPartition) -> bool:
-    return (a._partition if type(a) is MappedPartition else a)._released
+    return (a._partition if isinstance(a, MappedPartition) else a)._released
 
 
 class LaunchOp(DeviceOp, Unique):
