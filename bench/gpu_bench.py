@@ -72,7 +72,7 @@ def table(res) -> str:
             line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", f"safetile {r['safetile_TFLOPs']:6.1f}",
                  f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
                  f"[{b['BM']}x{b['BN']}x{b['BK']} w{b['warps']} s{b['stages']} {b['kind']}{' tma' if b['tma'] else ''}]",
-                 f"| graphs ratio {r['graph_ratio']:.2f}" if "graph_ratio" in r else "")
+                 f"| graphs ratio {r['graph_ratio']:.2f} {r['graph_best']}" if "graph_ratio" in r else "")
         big = [r["ratio"] for r in res["gemm"] if r["m"] * r["n"] * r["k"] > 2048 ** 3]
         line(f"GEMM geomean ratio {geomean(r['ratio'] for r in res['gemm']):.3f} (all), {geomean(big):.3f} "
              f"(> 2048^3), min {min(r['ratio'] for r in res['gemm']):.3f}")
@@ -173,6 +173,9 @@ def parse_args(argv=None):
                    help="also time GEMMs up to this cube root of MNK inside CUDA graphs (kernel time only)")
     p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,256x128x64x8x4,128x128x64x8x4",
                    help="BMxBNxBKxWARPSxSTAGES list (256x128: rows of B not on 128-byte lines; 128x128: 1024^3)")
+    p.add_argument("--gemm-small-configs", default="64x128x64x4x4,128x64x64x4x4,128x128x64x4x4,64x256x64x8x3",
+                   help="more tile configs for problems up to --gemm-graph-limit^3 (a 128x128 grid of 1024^3 fills "
+                        "64 of 132 SMs)")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
     p.add_argument("--gemm-streamk-configs", default="256x128x64x8x3", help="more tile configs for stream-K (ragged shapes)")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
