@@ -184,15 +184,19 @@ class ConstSpec:
 def const_signature(value: Any, _open: frozenset = frozenset()) -> Any:
     """What ``==`` ignores about a compile-time value, so that values Python calls equal but that
     compute differently never share a compiled kernel: the type of every element (``1``, ``1.0``
-    and ``True``), the sign of a zero float (``0.0`` and ``-0.0``), every field of a dataclass
-    (its ``__eq__`` may skip some: ``field(compare=False)``), and every attribute of a value
-    compared by value (an ``__eq__`` of its own class may skip some, and an instance of a subclass
-    of ``int``, ``str`` or a namedtuple may carry attributes ``==`` never sees). Only the equality of
-    identity and of Python's and libraries' value types, on their own state, is trusted. ``_open``:
-    the objects being keyed further out (one that contains itself is refused)."""
+    and ``True``), the sign of a zero float (``0.0`` and ``-0.0``) or of a complex number's zero
+    part, every field of a dataclass (its ``__eq__`` may skip some: ``field(compare=False)``), the
+    text of any other value type (``repr``: ``np.float64(-0.0)``, ``Decimal('1.00')``, an aware
+    datetime's zone), and every attribute of a value compared by value (an ``__eq__`` of its own
+    class may skip some, and an instance of a subclass of ``int``, ``str`` or a namedtuple may carry
+    attributes ``==`` never sees). Only the equality of identity and of Python's and libraries'
+    value types, on their own state, is trusted. ``_open``: the objects being keyed further out
+    (one that contains itself is refused)."""
     t = type(value)
     if t is float and value == 0.0:
         return (t, math.copysign(1.0, value))
+    if t is complex and 0.0 in (value.real, value.imag):
+        return (t, math.copysign(1.0, value.real), math.copysign(1.0, value.imag))
     if t in _PLAIN:
         return t
     if t is tuple:
@@ -212,7 +216,9 @@ def const_signature(value: Any, _open: frozenset = frozenset()) -> Any:
         return (t, items, _fields_signature(t, fields, inner)) if fields else items
     if fields or not _trusted_eq(owner):
         return (t, _fields_signature(t, fields, inner))
-    return t
+    # a value type's own text: what its == ignores shows there (a NumPy or complex zero's sign, a
+    # Decimal's exponent, an aware datetime's zone), and equal values that print alike share code
+    return (t, repr(value))
 
 
 def _instance_state(value: Any, t: type) -> dict:
