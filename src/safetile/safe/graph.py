@@ -24,7 +24,7 @@ from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all, wait_until
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
-from .partition import Shared
+from .partition import MappedPartition, Partition, Shared
 from .streams import Stream, default_pool, execution, wait_done
 
 
@@ -89,6 +89,21 @@ def _host_values(v: Any, out: dict[int, Any]) -> None:
             _host_values(x, out)
 
 
+def _base(v: Owned) -> Owned:
+    return v._partition if isinstance(v, MappedPartition) else v
+
+
+def _borrow_of(v: Owned):
+    """The borrow (``MutBorrow``) a partition, or a mapped partition of one, was made from, if any."""
+    p = _base(v)
+    return p._borrowed() if isinstance(p, Partition) and p._borrowed is not None else None
+
+
+def _released(v: Owned) -> bool:
+    p = _base(v)
+    return isinstance(p, Partition) and p._released
+
+
 def _release(claim: int, shared: list) -> None:
     """End what a graph holds (``Graph.close``, or the graph collected)."""
     CLAIMS.release(claim)
@@ -150,7 +165,8 @@ class Graph(Handle, Unique):
     write has a writable claim (it cannot become ``Shared``), every ``Shared`` they read is
     held (``try_unwrap`` refuses), and each replay first takes every tensor and partition it
     was captured with, as a launch does: one moved elsewhere, borrowed, released or in use
-    by a running terminal refuses the replay, naming where it is."""
+    by a running terminal refuses the replay, naming where it is. A graph captured with a
+    partition of ``ct.borrow_mut(t)`` is closed when that borrow ends (it could never replay)."""
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
         self._lock = threading.Lock()  # replays, close() and update() one at a time
@@ -170,11 +186,17 @@ class Graph(Handle, Unique):
         self._cuda_graph = None
         self.replays = 0
         self._closed = False
+        self._closed_why = ""  # how it was closed, if not by close()
         # the values a replay uses: those still usable when the capture ended (what a host closure
         # consumed during the capture lives on in what it became, which the captured value returns)
         values = dict(recorder.values)
         _host_values(value, values)
         self._owned = tuple(v for v in values.values() if isinstance(v, Owned) and not v.is_moved)
+        with OWNERSHIP:  # a borrow's exit ends this graph's holds (_borrow_ended)
+            for v in self._owned:
+                borrow = _borrow_of(v)
+                if borrow is not None:
+                    borrow._graphs.add(self)
         shared = [v for v in values.values() if isinstance(v, Shared)]
         self._hold(shared)
         if stream.is_cuda and self._steps:
@@ -261,7 +283,7 @@ class Graph(Handle, Unique):
             self._check_raw()
         with OWNERSHIP:
             if self._closed:
-                raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
+                raise GraphCaptureError(f"{self!r} was closed{self._closed_why}; it cannot be replayed")
             owned = self._owned
             for v in owned:
                 v._check(LazyText(_used_by, self))
@@ -343,11 +365,19 @@ class Graph(Handle, Unique):
         with self._lock:
             self._close()
 
-    def _close(self) -> None:
+    def _close(self, why: str = "") -> None:
         with OWNERSHIP:
             self._closed = True
+            self._closed_why = why
             self._cuda_graph = None
         self._held()
+
+    def _borrow_ended(self, borrow: str) -> None:
+        """A borrow whose partition it replays has ended (``MutBorrow.__exit__``): no replay can
+        run again, so it is closed, as ``close()`` would, and its memory may become Shared."""
+        with self._lock:
+            if not self._closed and any(_released(v) for v in self._owned):
+                self._close(f" when {borrow} ended")
 
     replay = launch
 

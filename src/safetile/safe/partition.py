@@ -71,18 +71,20 @@ class Partition(Owned):
     def __init__(self, *args, **kwargs):
         """Made by ``_take`` (see ``__new__``)."""
 
-    def _setup(self, tensor: Tensor, shape: tuple[int, ...], prefix: bool, borrowed: bool) -> None:
+    def _setup(self, tensor: Tensor, shape: tuple[int, ...], prefix: bool,
+               borrowed: weakref.ref[MutBorrow] | None) -> None:
         Owned.__init__(self, tensor._name)
         self._tensor = tensor
         self._pshape = shape
         self._prefix = prefix
-        self._borrowed = borrowed
+        self._borrowed = borrowed  # (weakly) the borrow it was made by (MutBorrow.partition), if any
         self._released = False
         self._facts: ArgFacts | None = None  # what launch checks read of it (facts.facts_of), made on first use
         self._mapped: MappedPartition | None = None  # the mapped partition it was moved into, if any
 
     @classmethod
-    def _take(cls, tensor: Tensor, shape: Any, prefix: bool, borrowed: bool = False) -> Partition:
+    def _take(cls, tensor: Tensor, shape: Any, prefix: bool,
+              borrowed: weakref.ref[MutBorrow] | None = None) -> Partition:
         what = f"{'partition_prefix' if prefix else 'partition'} of {tensor.label}"
         site = caller_site()
         with OWNERSHIP:  # usable, not aliasing shared memory, then moved: one step
@@ -529,18 +531,21 @@ class MutBorrow(Unique):
         tensor._check("borrowed")
         self._tensor = tensor
         self._parts: list[Partition] = []
+        # graphs captured with a partition of it (Graph._setup adds them, under OWNERSHIP): the exit
+        # ends what they hold, since none can replay once its partitions are released
+        self._graphs: weakref.WeakSet = weakref.WeakSet()
 
     @property
     def label(self) -> str:
         return f"the borrow of {self._tensor.label}"
 
     def partition(self, shape) -> Partition:
-        p = Partition._take(self._tensor, shape, prefix=False, borrowed=True)
+        p = Partition._take(self._tensor, shape, prefix=False, borrowed=weakref.ref(self))
         self._parts.append(p)
         return p
 
     def partition_prefix(self, shape) -> Partition:
-        p = Partition._take(self._tensor, shape, prefix=True, borrowed=True)
+        p = Partition._take(self._tensor, shape, prefix=True, borrowed=weakref.ref(self))
         self._parts.append(p)
         return p
 
@@ -582,6 +587,10 @@ class MutBorrow(Unique):
                 interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
             with OWNERSHIP:
                 CLAIMS.release(p._claim)
+        with OWNERSHIP:
+            graphs = list(self._graphs)
+        for g in graphs:
+            g._borrow_ended(self.label)
         self._tensor._borrow = None
         if cancelled and et is None:
             warn_at_caller(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
