@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 import types
 from collections.abc import Callable
 from typing import Any
 
 from .common import Undefined
+from ..locks import FORK_LOCKS
 
 _LIBRARY_ROOTS = frozenset({"safetile", "numpy", "math", "builtins", "operator", "functools", "typing", "enum",
                             "dataclasses", "ml_dtypes", "torch", "triton", "cmath", "itertools", "collections"})
@@ -220,7 +220,7 @@ class CaptureSet:
     def __init__(self) -> None:
         self.entries: tuple = ()
         self.check: Callable[[], bool] = _unchanged
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
 
     def add(self, entries: tuple) -> None:
         if not entries:

@@ -12,7 +12,6 @@ import ast
 import dataclasses
 import inspect
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from .captures import current as captures_current
 from .compiler import FunctionCompiler
 from .dataclass_values import DataclassValue
 from .source import declaration_loc, parse_function, require_source
+from ..locks import FORK_LOCKS
 
 
 def is_constant_annotation(ann: Any) -> bool:
@@ -308,7 +308,7 @@ class TileKernel:
         self.static_arrays = any(k.array is not None and (k.array.static_shape_dims or k.array.static_stride_dims)
                                  for k in self.kinds)
         self._cache: dict[tuple, Function] = {}
-        self._lock = threading.RLock()
+        self._lock = FORK_LOCKS.new(reentrant=True)
         self.captured = CaptureSet()  # what every cached specialisation read from Python
 
     def _annotation(self, p: inspect.Parameter) -> Any:

@@ -17,13 +17,13 @@ import inspect
 import linecache
 import os
 import sys
-import threading
 import types
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
 from ..errors import SourceLoc, TileSyntaxError
+from ..locks import FORK_LOCKS
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
@@ -54,7 +54,7 @@ class SourceIndex:
     files parsed (per file version) and the functions found in them (per code object)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
         self._functions: dict[Any, ParsedFunction] = {}
         # per file: its lines when parsed, its AST, and the function nodes found so far by first line
         self._modules: dict[str, tuple[tuple[str, ...], ast.Module, dict[int, list[FunctionNode]]]] = {}

@@ -15,10 +15,10 @@ entry below names:
 from __future__ import annotations
 
 import importlib
-import threading
 from types import ModuleType
 
 from ..errors import ArgumentError
+from ..locks import FORK_LOCKS
 
 
 class BackendRegistry:
@@ -27,7 +27,7 @@ class BackendRegistry:
     def __init__(self, modules: dict[str, str]):
         self._paths = dict(modules)
         self._loaded: dict[str, ModuleType] = {}
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
 
     @property
     def names(self) -> tuple[str, ...]:

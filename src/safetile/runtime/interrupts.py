@@ -51,7 +51,7 @@ PROTECTED = (
     "safe/__init__.py", "safe/checks.py", "safe/claims.py", "safe/deviceop.py", "safe/entry.py",
     "safe/factories.py", "safe/facts.py", "safe/forking.py", "safe/graph.py", "safe/launch.py", "safe/memory.py",
     "safe/native.py", "safe/ownership.py", "safe/partition.py", "safe/race.py", "safe/streams.py", "safe/tensor.py",
-    "integrations/distributed.py", "integrations/torch.py",
+    "integrations/distributed.py", "integrations/torch.py", "locks.py",
 )
 # Modules of safe/ and integrations/ that change no shared state (compile-time, pure, presentation): walked past.
 NEUTRAL = ("safe/device.py", "safe/errors.py", "safe/native_lock.py", "safe/native_methods.py", "safe/native_run.py",

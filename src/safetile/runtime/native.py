@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import env
+from ..locks import FORK_LOCKS
 
 Builder = Callable[[str, str, str], str]  # (module name, C file, scratch folder) -> built library's path
 
@@ -43,7 +44,7 @@ class _Scratch:
     """This process's scratch folder (made on first use, removed at exit)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
         self._path: Path | None = None
 
     def get(self) -> Path:
@@ -79,7 +80,7 @@ class NativeModule:
         self.source = source
         self.builder: Builder = builder or compile_c
         self.tag = tag
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
         self._module: ModuleType | None = None
         self._failed = False
 

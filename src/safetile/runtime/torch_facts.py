@@ -22,11 +22,11 @@ import shlex
 import subprocess
 import sys
 import sysconfig
-import threading
 from typing import Any
 
 from . import env
 from .native import NativeModule, cache_dir
+from ..locks import FORK_LOCKS
 
 _NAME = "safetile_torch_facts"
 
@@ -210,7 +210,7 @@ class _Loader:
     background build this process started, if any."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
         self._native: NativeModule | None = None
         self._builder: subprocess.Popen | None = None
 

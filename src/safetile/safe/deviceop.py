@@ -13,7 +13,6 @@ GPU work is polled through a CUDA event, so the event loop never blocks) and
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 from collections.abc import Callable
 
@@ -22,6 +21,7 @@ from .memory import REGISTRY, InFlight, notify_all, wait_until
 from .ownership import OWNERSHIP, Handle, LazyText
 from ..runtime.interrupts import interruptible
 from .streams import Stream, default_pool, executing, execution, wait_done
+from ..locks import FORK_LOCKS
 
 
 class ExecContext:
@@ -641,7 +641,7 @@ class Memo(DeviceOp):
         self.op = op
         self.wrap_shared = wrap_shared
         self.arity = op.arity
-        self._lock = threading.RLock()
+        self._lock = FORK_LOCKS.new(reentrant=True)
         self._done = False
         self._value: Any  # set with _done
         # (a torch.cuda.Event after the producing stream's work, that stream): the value is ready on a GPU

@@ -10,7 +10,6 @@ and const generics. Dynamic (``-1``) sizes never recompile.
 from __future__ import annotations
 
 import inspect
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from .native import FAST
 from .preconditions import Precondition
 from .types import ConstParam, ScalarParam, TensorParam, parse_annotation
 from .verify import verify_entry
+from ..locks import FORK_LOCKS
 
 if TYPE_CHECKING:  # launch.py imports this module
     from .launch import LaunchOp
@@ -87,8 +87,8 @@ class KernelCaches:
         self.compiled: dict[tuple, Compiled] = {}
         self.types: dict[tuple, Any] = {}
         self.plans: dict[tuple, Any] = {}
-        self.lock = threading.Lock()
-        self.compile_lock = threading.Lock()
+        self.lock = FORK_LOCKS.new()
+        self.compile_lock = FORK_LOCKS.new()
         self.captured = CaptureSet()  # the Python state compiled specialisations read
         # the latest (key, plan) found in ``plans``, one tuple replaced whole (threads see a consistent
         # pair): a launch like the previous one compares keys (identity per fact) instead of hashing one

@@ -13,7 +13,6 @@ replay runs the recorded sequence.
 """
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any, Literal
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all, wait_
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
 from .partition import MappedPartition, Partition, Shared
 from .streams import Stream, default_pool, execution, wait_done
+from ..locks import FORK_LOCKS
 
 
 class Recorder:
@@ -169,7 +169,7 @@ class Graph(Handle, Unique):
     partition of ``ct.borrow_mut(t)`` is closed when that borrow ends (it could never replay)."""
 
     def __init__(self, recorder: Recorder, value: Any, stream: Stream):
-        self._lock = threading.Lock()  # replays, close() and update() one at a time
+        self._lock = FORK_LOCKS.new()  # replays, close() and update() one at a time
         self._ref = weakref.ref(self)  # what the values a replay took point back to (Owned.holder)
         self._replaying = False  # a replay holds the values (from _take to _end), under OWNERSHIP
         self._setup(recorder, value, stream)

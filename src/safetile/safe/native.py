@@ -39,6 +39,7 @@ from .native_lock import LOCK
 from .native_methods import METHODS
 from .native_run import RUN
 from .native_source import SOURCE
+from ..locks import FORK_LOCKS
 
 MODULE = NativeModule("safetile_safe_native", LOCK + SOURCE + RUN + METHODS)
 
@@ -53,7 +54,7 @@ class FastPath:
     def __init__(self) -> None:
         self.build: Callable[[Any, tuple], Any] | None = None
         self.run: Callable[[Any, Any], Any] | None = None
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
         self._tried = False
 
     def load(self, build: bool) -> bool:

@@ -34,9 +34,10 @@ from collections.abc import Callable
 from ...runtime import env
 from ...runtime.native import SCRATCH, cache_dir
 from .codegen import CODEGEN_VERSION, Generated
+from ...locks import FORK_LOCKS
 
 _MAGIC = "# safetile-kernel "
-_lock = threading.Lock()
+_lock = FORK_LOCKS.new()
 _loaded: dict[tuple[str, bool], tuple[Any, Generated]] = {}  # (digest, interpreted) -> (jit fn, meta)
 _preludes: dict[bool, dict] = {}
 
@@ -266,7 +267,7 @@ def remember_binary(key: str, src: Any, target: Any, options: dict, compiled: An
 
 # ---------------------------------------------------------------------------- first compile in a process
 
-_key_memo_lock = threading.Lock()
+_key_memo_lock = FORK_LOCKS.new()
 _key_memo_done = False
 
 

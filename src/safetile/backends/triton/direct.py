@@ -33,10 +33,11 @@ from typing import Any
 
 from ...runtime import env
 from . import cache
+from ...locks import FORK_LOCKS
 
 _ENV_PREFIXES = ("TRITON_", "LLVM_", "MLIR_")
 _LAUNCHER = "__triton_launcher"
-_lock = threading.Lock()
+_lock = FORK_LOCKS.new()
 
 
 @functools.cache

@@ -10,12 +10,12 @@ library functions run interpreted even when triton was imported in compiled mode
 from __future__ import annotations
 
 import contextlib
-import threading
 
 import numpy as np
+from ...locks import FORK_LOCKS
 
 _installed = False
-_lock = threading.RLock()
+_lock = FORK_LOCKS.new(reentrant=True)
 _interpreted: dict = {}
 
 

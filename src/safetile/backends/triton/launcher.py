@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import threading
 from typing import Any
 
 from ... import dtypes as dt
@@ -27,6 +26,7 @@ from ...runtime import env
 from . import cache, direct, lean, llvm_level
 from .codegen import ArrayFacts, Facts, Generated, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
+from ...locks import FORK_LOCKS
 
 _I32_LIMIT = 2**31 - 1
 _CODED = ("float8_e8m0fnu", "float8_e5m3fnu", "float4_e2m1fn")
@@ -354,7 +354,7 @@ class Specialization:
         self.kernel = kernel
         self.variants: dict[tuple, Variant] = {}  # launch key -> variant
         self.by_facts: dict[tuple, Variant] = {}  # (facts, interpreted) -> variant
-        self.lock = threading.Lock()
+        self.lock = FORK_LOCKS.new()
         # position of each runtime argument in the launch args and its kind
         self.slots: list[tuple[int, str, Any]] = []
         rt = iter(fn.runtime_params)

@@ -24,9 +24,10 @@ import inspect
 import threading
 from collections.abc import Iterator
 from typing import Any
+from ...locks import FORK_LOCKS
 
 _local = threading.local()
-_install_lock = threading.Lock()
+_install_lock = FORK_LOCKS.new()
 _installed = False
 _ENV_KEY = "SAFETILE_LLVM_OPT"
 

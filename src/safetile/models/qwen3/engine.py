@@ -37,6 +37,7 @@ from .config import CheckpointError, Qwen3Config
 from .parallel import Layout, layout
 from .sampling import Sampling, is_int, choose
 from .tuning import Tuning, clip, default, pow2_at_least
+from ...locks import FORK_LOCKS
 
 
 class GenerationBusyError(RuntimeError):
@@ -78,7 +79,7 @@ class Qwen3:
         self.dtype = weights.dtype
         self.tuning = tuning or default(device, self.dtype.itemsize)
         self.stats = Stats()
-        self._lock = threading.Lock()
+        self._lock = FORK_LOCKS.new()
         self._kernels: dict[Any, Any] = {}
         self._graphs: dict[int, Any] = {}
         # All of the engine's work goes to one stream of its device, named explicitly: a chain that
