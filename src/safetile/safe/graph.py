@@ -186,7 +186,7 @@ class Graph(Handle, Unique):
         self._cuda_graph = None
         self.replays = 0
         self._closed = False
-        self._closed_why = ""  # how it was closed, if not by close()
+        self._borrow_closed = False  # closed when a borrow whose partition it replays ended
         # the values a replay uses: those still usable when the capture ended (what a host closure
         # consumed during the capture lives on in what it became, which the captured value returns)
         values = dict(recorder.values)
@@ -282,10 +282,10 @@ class Graph(Handle, Unique):
         if self._guards or self._pins:
             self._check_raw()
         with OWNERSHIP:
-            if self._closed:
-                raise GraphCaptureError(f"{self!r} was closed{self._closed_why}; it cannot be replayed")
             owned = self._owned
-            for v in owned:
+            if self._closed and not self._borrow_closed:
+                raise GraphCaptureError(f"{self!r} was closed; it cannot be replayed")
+            for v in owned:  # closed by a borrow's end: its released partition refuses, naming the borrow
                 v._check(LazyText(_used_by, self))
             for v in owned:
                 v._moved = label
@@ -365,19 +365,20 @@ class Graph(Handle, Unique):
         with self._lock:
             self._close()
 
-    def _close(self, why: str = "") -> None:
+    def _close(self, by_borrow: bool = False) -> None:
         with OWNERSHIP:
             self._closed = True
-            self._closed_why = why
+            self._borrow_closed = by_borrow
             self._cuda_graph = None
         self._held()
 
-    def _borrow_ended(self, borrow: str) -> None:
+    def _borrow_ended(self) -> None:
         """A borrow whose partition it replays has ended (``MutBorrow.__exit__``): no replay can
-        run again, so it is closed, as ``close()`` would, and its memory may become Shared."""
+        run again, so it is closed, as ``close()`` would, and its memory may become Shared (a
+        replay is refused by the released partition, naming the borrow)."""
         with self._lock:
             if not self._closed and any(_released(v) for v in self._owned):
-                self._close(f" when {borrow} ended")
+                self._close(by_borrow=True)
 
     replay = launch
 

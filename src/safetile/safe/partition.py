@@ -561,16 +561,21 @@ class MutBorrow(Unique):
         cancelled = []
         interrupt = None  # a KeyboardInterrupt while waiting: raised once the borrow has ended
         # No launch may take a partition once the exit has looked at it (another thread may be launching it
-        # right now): one that is free or in a launch is released at once; one lent to a running terminal
-        # (a chain using it) is released when that terminal has ended. Then the launch that took it last,
-        # if any, is cancelled when unrun, else waited for.
+        # right now): one that is free or in an unrun launch is released at once; one lent to a running
+        # terminal (a chain using it), or in a running launch (which gives it back to its terminal), is
+        # released when that launch and then that terminal have ended: a chain keeps it to its end. Then
+        # the launch that took it last, if any, is cancelled when unrun, else waited for.
         with OWNERSHIP:
             ending = [p for p in self._parts if not p._released]
             for p in ending:
-                if (p._mapped if p._mapped is not None else p)._lent is None:
+                top = p._mapped if p._mapped is not None else p
+                if top._lent is None and not _running(top.holder):
                     p._released = True  # and a mapped partition of it with it (MappedPartition._check)
         for p in ending:
             top = p._mapped if p._mapped is not None else p
+            holder = top.holder
+            if not p._released and _running(holder):
+                interrupt = wait_uninterrupted(holder._wait_finished) or interrupt
             ctx = top._lent
             if ctx is not None:
                 interrupt = wait_uninterrupted(ctx.wait_ended) or interrupt
@@ -590,7 +595,7 @@ class MutBorrow(Unique):
         with OWNERSHIP:
             graphs = list(self._graphs)
         for g in graphs:
-            g._borrow_ended(self.label)
+            g._borrow_ended()
         self._tensor._borrow = None
         if cancelled and et is None:
             warn_at_caller(f"leaving the borrow of {self._tensor.label}: {', '.join(cancelled)} had not run; it was "
@@ -598,6 +603,11 @@ class MutBorrow(Unique):
         if interrupt is not None:
             raise interrupt
         return False
+
+
+def _running(holder: Any) -> bool:
+    """Whether ``holder`` (a launch or memcpy holding a partition, a graph replaying it) is running."""
+    return getattr(holder, "_state", None) == "running"
 
 
 def borrow_mut(tensor: Tensor) -> MutBorrow:
