@@ -164,6 +164,10 @@ DUNDERS = ("__len__", "__iter__", "__getitem__", "__setitem__", "__array__", "__
 @pytest.mark.filterwarnings("ignore")
 def test_every_public_call_answers_promptly_with_a_result_or_a_safetile_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # show('x') and friends write files here
+    try:  # show() imports matplotlib on first use: seconds on a loaded machine, not the call's own time
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        pass
     default = ct.default_device()
     s = Surface()
     try:

@@ -19,7 +19,7 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "src" / "safetile"
 
 # lower number = lower layer; a module may import its own layer and the layers below
 LAYERS = {
-    "dtypes": 0, "errors": 0, "numerics": 0, "compilation": 0,
+    "dtypes": 0, "errors": 0, "numerics": 0, "compilation": 0, "locks": 0,
     "ir": 1,
     "ops": 2,
     "frontend": 3,
