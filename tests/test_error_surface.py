@@ -69,7 +69,7 @@ SKIP_FUNCTIONS = {"entry", "EntryKernel", "DeviceOp", "RaceReport"}  # decorator
 
 
 def is_safetile_error(e: BaseException) -> bool:
-    return type(e).__module__.startswith("safetile")
+    return isinstance(e, ct.SafetileError)
 
 
 def raised_inside(e: BaseException) -> bool:
@@ -215,3 +215,17 @@ def test_stream_pools_are_bounded():
         ct.StreamPool("cpu", 2 ** 70)
     with pytest.raises(ct.ArgumentError, match="must be an integer, got True"):
         ct.StreamPool("cpu", True)
+
+
+def test_every_public_error_class_is_a_safetile_error():
+    """Red team round 10 noted that host-side refusals shared no base with compile errors: one
+    ``except ct.SafetileError`` now catches every error safetile raises for its user."""
+    from safetile import tune
+    from safetile.basic.program import BasicInputError
+    from safetile.models.qwen3.config import CheckpointError
+    from safetile.models.qwen3.engine import GenerationBusyError
+    public = [v for v in vars(ct).values() if isinstance(v, type) and issubclass(v, Exception)
+              and not issubclass(v, Warning)]
+    assert len(public) > 20
+    for cls in public + [tune.TuningError, BasicInputError, CheckpointError, GenerationBusyError]:
+        assert issubclass(cls, ct.SafetileError), cls

@@ -7,10 +7,10 @@ from . import dtypes
 from .dtypes import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e5m3fnu,
                      float8_e8m0fnu, float16, float32, float64, int8, int16, int32, int64, tfloat32, uint8,
                      uint16, uint32, uint64)
-from .errors import (ArgumentError, DTypeError, LaunchError, TileCompilerExecutionError, TileCompilerTimeoutError,
-                     TileDeclarationError, TileError, TileInternalError, TileRecursionError, TileRuntimeError,
-                     TileSafetyError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError, TileTypeError,
-                     TileUnsupportedFeatureError, TileValueError)
+from .errors import (ArgumentError, DTypeError, LaunchError, SafetileError, TileCompilerExecutionError,
+                     TileCompilerTimeoutError, TileDeclarationError, TileError, TileInternalError, TileRecursionError,
+                     TileRuntimeError, TileSafetyError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError,
+                     TileTypeError, TileUnsupportedFeatureError, TileValueError)
 from .frontend.annotations import (ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
                                    ListAnnotation, Scalar, ScalarAnnotation, ScalarInt64)
 from .frontend.budget import compiler_timeout

@@ -42,7 +42,14 @@ class SourceLoc:
         return f"{where}\n    {stripped}\n    {' ' * start}{'^' * width}"
 
 
-class TileError(Exception):
+class SafetileError(Exception):
+    """The base of every error safetile raises for its user (``except ct.SafetileError``): compile
+    errors (``TileError``), refused arguments and launches, ownership and device-operation errors.
+    Each is also the built-in exception its meaning suggests (``ValueError``, ``TypeError``,
+    ``RuntimeError``, ...)."""
+
+
+class TileError(SafetileError):
     """Base class of all kernel compilation errors; carries source locations."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None):
@@ -120,7 +127,7 @@ class TileDeclarationError(TileTypeError, TypeError):
     parameter where the source is known. Also a ``TypeError``."""
 
 
-class ArgumentError(ValueError, TypeError):
+class ArgumentError(SafetileError, ValueError, TypeError):
     """A host-side safetile function was given an argument it cannot take (a shape, an element
     type, a device, a seed, a size too large to allocate): refused before anything runs, naming
     the argument, with every argument left as it was. Both a ``ValueError`` and a ``TypeError``,
@@ -131,11 +138,11 @@ class DTypeError(ArgumentError):
     """Not an element type safetile supports (an unknown name, a complex, string or object dtype)."""
 
 
-class TileRuntimeError(RuntimeError):
+class TileRuntimeError(SafetileError, RuntimeError):
     """A kernel failed while running (e.g. a failed ``assert_``)."""
 
 
-class LaunchError(ValueError):
+class LaunchError(SafetileError, ValueError):
     """A launch was rejected before anything ran; no argument was touched."""
 
 

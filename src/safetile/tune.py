@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .errors import ArgumentError, describe
+from .errors import ArgumentError, SafetileError, describe
 from .frontend.kernel import HINTS, validate_hints
 from .frontend.source import parse_function
 from .runtime import env
@@ -40,7 +40,7 @@ _FALLBACK_FLUSH_BYTES = 256 << 20
 _memory: dict[tuple[str, str], dict] = {}  # (cache directory, key) -> entry, as on disk
 
 
-class TuningError(RuntimeError):
+class TuningError(SafetileError, RuntimeError):
     """Every configuration of a search failed; the message lists why."""
 
 

@@ -29,6 +29,7 @@ from ..ir.core import Function
 from ..ir.printer import format_function
 from . import ast as A
 from .analyzer import Analysis, ArrayInfo, ScalarInput, analyze
+from ..errors import SafetileError
 from .errors import BasicError
 from .lexer import Source, dump_tokens, tokenize
 from .lowering import Lowerer, lower
@@ -36,7 +37,7 @@ from .parser import parse
 from .vtypes import STRING, STRING_CAPACITY
 
 
-class BasicInputError(ValueError):
+class BasicInputError(SafetileError, ValueError):
     """The inputs given to a run do not fit the program (missing, wrong shape ...)."""
 
 

@@ -8,10 +8,10 @@ Using a value that was moved (into a partition, a launch, a shared handle) raise
 """
 from __future__ import annotations
 
-from ..errors import ArgumentError, GridError, LaunchError, LaunchTypeError  # noqa: F401 - re-exported
+from ..errors import ArgumentError, GridError, LaunchError, LaunchTypeError, SafetileError  # noqa: F401 - re-exported
 
 
-class OwnershipError(RuntimeError):
+class OwnershipError(SafetileError, RuntimeError):
     """A host value was used while something else owns or borrows it."""
 
 
@@ -37,7 +37,7 @@ class PreconditionError(LaunchError):
     """A declared ``preconditions=[...]`` condition of an entry kernel does not hold."""
 
 
-class DeviceOpError(RuntimeError):
+class DeviceOpError(SafetileError, RuntimeError):
     """A device operation was driven the wrong way."""
 
 
@@ -59,7 +59,7 @@ class GraphCaptureError(DeviceOpError):
     """An operation cannot be recorded into a graph (it allocates memory)."""
 
 
-class RaceError(RuntimeError):
+class RaceError(SafetileError, RuntimeError):
     """The race detector found elements written by two different tile blocks."""
 
     def __init__(self, report):

@@ -6,8 +6,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ...errors import SafetileError
 
-class CheckpointError(ValueError):
+
+class CheckpointError(SafetileError, ValueError):
     """A checkpoint directory that is missing files, weights, or has an unsupported configuration."""
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 import safetile as ct
 
-from ...errors import ArgumentError
+from ...errors import ArgumentError, SafetileError
 from . import kernels_attention as ka
 from . import kernels_gemm as kg
 from . import kernels_gemv as kv
@@ -40,7 +40,7 @@ from .tuning import Tuning, clip, default, pow2_at_least
 from ...locks import FORK_LOCKS
 
 
-class GenerationBusyError(RuntimeError):
+class GenerationBusyError(SafetileError, RuntimeError):
     """The model is already generating (one generation at a time); nothing was changed."""
 
 
