@@ -211,11 +211,14 @@ class Partition(Owned):
 
     def unpartition(self) -> Tensor:
         """Give the tensor back (the partition is consumed; a borrow ends)."""
+        return self._end("unpartitioned")
+
+    def _end(self, action: str) -> Tensor:
         site = caller_site()
         with OWNERSHIP:
             if isinstance(self._moved, GivenBack):
                 return self._tensor
-            self._check("unpartitioned")
+            self._check(action)
             t = self._tensor
             if self._borrowed:
                 self._released = True
@@ -230,7 +233,7 @@ class Partition(Owned):
         """End a borrow (``ct.borrow_mut(t).partition(...)``): ``t`` is usable again."""
         if not self._borrowed:
             raise OwnershipError(f"{self.label} owns its tensor; use .unpartition() to get it back")
-        return self.unpartition()
+        return self._end("released")
 
     def map(self, num_tile_blocks: int) -> MappedPartition:
         """A mapped partition for persistent kernels: ``num_tile_blocks`` blocks walk all sub-tensors."""
