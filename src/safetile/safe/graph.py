@@ -23,7 +23,7 @@ from .deviceop import DeviceOp, ExecContext, _check_terminal
 from .errors import DeviceOpError, GraphCaptureError, LaunchTypeError
 from .memory import REGISTRY, Extent, InFlight, moved_message, notify_all, wait_until
 from .ownership import OWNERSHIP, Handle, LazyText, NoCopy, Owned, Unique
-from .partition import MappedPartition, Partition, Shared
+from .partition import Shared, base_partition
 from .streams import Stream, default_pool, execution, wait_done
 from ..locks import FORK_LOCKS
 
@@ -89,19 +89,10 @@ def _host_values(v: Any, out: dict[int, Any]) -> None:
             _host_values(x, out)
 
 
-def _base(v: Owned) -> Owned:
-    return v._partition if isinstance(v, MappedPartition) else v
-
-
 def _borrow_of(v: Owned):
     """The borrow (``MutBorrow``) a partition, or a mapped partition of one, was made from, if any."""
-    p = _base(v)
-    return p._borrowed() if isinstance(p, Partition) and p._borrowed is not None else None
-
-
-def _released(v: Owned) -> bool:
-    p = _base(v)
-    return isinstance(p, Partition) and p._released
+    p = base_partition(v)
+    return p._borrowed() if p is not None and p._borrowed is not None else None
 
 
 def _release(claim: int, shared: list) -> None:
@@ -377,7 +368,7 @@ class Graph(Handle, Unique):
         run again, so it is closed, as ``close()`` would, and its memory may become Shared (a
         replay is refused by the released partition, naming the borrow)."""
         with self._lock:
-            if not self._closed and any(_released(v) for v in self._owned):
+            if not self._closed and any((p := base_partition(v)) is not None and p._released for v in self._owned):
                 self._close(by_borrow=True)
 
     replay = launch

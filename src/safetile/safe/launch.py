@@ -33,7 +33,7 @@ from .facts import SCALARS, ArgFacts, facts_of, scalar_type_key, tensor_facts
 from .memory import REGISTRY, moved_message, notify_all, own_alias, untraced, wait_until
 from .ownership import OWNERSHIP, LazyText, Owned, Unique, caller_location, format_location
 from .streams import current_context
-from .partition import MappedPartition, Partition, Shared
+from .partition import MappedPartition, Partition, Shared, base_partition
 from .tensor import Tensor, check_torch_kind, torch_alias
 
 if TYPE_CHECKING:
@@ -253,10 +253,6 @@ def run_plan(plan: Plan, runtime: tuple, stream=None) -> None:
     runner(getattr(stream, "torch_stream", None), plan.grid3, runtime)
 
 
-def _borrow_ended(a: Partition | MappedPartition) -> bool:
-    return (a._partition if isinstance(a, MappedPartition) else a)._released
-
-
 class LaunchOp(DeviceOp, Unique):
     """A lazy launch of an entry kernel; running it returns the arguments, same kinds in as out.
 
@@ -373,7 +369,7 @@ class LaunchOp(DeviceOp, Unique):
         marks its partitions released before it looks at their holder."""
         acquire()
         try:
-            ended = next((a for a in values if type(a) in (Partition, MappedPartition) and _borrow_ended(a)), None)
+            ended = next((a for a in values if (p := base_partition(a)) is not None and p._released), None)
             self._state = "built" if ended is None else "rejected"
         finally:
             release()

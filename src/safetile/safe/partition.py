@@ -608,6 +608,14 @@ class MutBorrow(Unique):
         return False
 
 
+def base_partition(v: Any) -> Partition | None:
+    """The partition ``v`` is, or that a mapped partition ``v`` was made from (None otherwise):
+    where a borrow and its release are recorded."""
+    if isinstance(v, MappedPartition):
+        return v._partition
+    return v if isinstance(v, Partition) else None
+
+
 def _running(holder: Any) -> bool:
     """Whether ``holder`` (a launch or memcpy holding a partition, a graph replaying it) is running."""
     return getattr(holder, "_state", None) == "running"
