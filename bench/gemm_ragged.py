@@ -10,7 +10,7 @@ Nsight Compute read L2 and DRAM counters of a few cases in a child process.
     PYTHONPATH=src python bench/gemm_ragged.py --out gemm_ragged.json
     PYTHONPATH=src python bench/gemm_ragged.py --shapes 3000x5000x4096 --candidates tile:128x256x64x8x3:tma
 
-A candidate is KIND:BMxBNxBKxWARPSxSTAGES[:tma][:gGROUP][:cCTAS] with KIND tile, persistent,
+A candidate is KIND:BMxBNxBKxWARPSxSTAGES[:tma][:ws][:gGROUP][:cCTAS] (ws: warp-specialised) with KIND tile, persistent,
 streamk or splittail (bench/kernels/gemm.py); ``--extra`` lists more candidates for the first shape.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from benchlib import launch, time_ms  # noqa: E402
+from benchlib import launch, time_graph_ms, time_ms  # noqa: E402
 from kernels.gemm import plan_splittail, plan_streamk  # noqa: E402
 from sections.gemm import _candidate  # noqa: E402
 
@@ -54,13 +54,15 @@ def parse_shape(text):
 
 
 def parse_candidate(text):
-    """KIND:BMxBNxBKxWxS[:tma][:gN][:cN] -> (kind, cfg, tma)."""
+    """KIND:BMxBNxBKxWxS[:tma][:ws][:gN][:cN] -> (kind, cfg, tma)."""
     kind, tiles, *opts = text.split(":")
     cfg = dict(zip(("BM", "BN", "BK", "warps", "stages"), (int(v) for v in tiles.split("x"))))
     tma = False
     for o in opts:
         if o == "tma":
             tma = True
+        elif o == "ws":
+            cfg["ws"] = 1
         elif o[0] == "g":
             cfg["group"] = int(o[1:])
         elif o[0] == "c":
@@ -95,9 +97,12 @@ def measure(args, sms, save=lambda rows: None):
         ref32 = ref.float()
         flop = 2.0 * m * n * k
         t_torch = time_ms([lambda: torch.matmul(a, b)], args.reps)
+        graphs = m * n * k <= args.graph_limit ** 3  # host-bound: also timed inside CUDA graphs
+        g_torch = time_graph_ms([lambda: torch.matmul(a, b)], args.reps) if graphs else None
         tiles = -(-m // 128) * -(-n // 256)
         row = {"m": m, "n": n, "k": k, "dtype": str(args.dtype), "torch_ms": t_torch,
-               "torch_TFLOPs": flop / t_torch / 1e9, "tiles_128x256": tiles, "candidates": []}
+               "torch_TFLOPs": flop / t_torch / 1e9, "tiles_128x256": tiles, "candidates": [],
+               "torch_graph_ms": g_torch}
         print(f"{m}x{n}x{k}: torch {t_torch * 1e3:7.1f} us {flop / t_torch / 1e9:6.1f} TFLOP/s", flush=True)
         extra = [x for x in args.extra.split(",") if x] if si == 0 else []
         names = [x for x in args.candidates.split(",") if x] + extra
@@ -113,18 +118,24 @@ def measure(args, sms, save=lambda rows: None):
                 err = ((c.float() - ref32).norm() / ref32.norm()).item()
                 ok = bool(torch.isfinite(c).all().item()) and err < 1e-2
                 t = time_ms([lambda: launch(grid, kern, kargs)], args.reps)
-                c.fill_(float("nan"))  # the timed launches must still compute the same C
-                launch(grid, kern, kargs)
-                torch.cuda.synchronize()
-                ok = ok and ((c.float() - ref32).norm() / ref32.norm()).item() < 1e-2
+                g = time_graph_ms([lambda: launch(grid, kern, kargs)], args.reps) if graphs else None
+                for _ in range(args.checks):  # the timed launches must still compute the same C
+                    c.fill_(float("nan"))
+                    launch(grid, kern, kargs)
+                    torch.cuda.synchronize()
+                    ok = ok and bool(torch.isfinite(c).all().item()) and \
+                        ((c.float() - ref32).norm() / ref32.norm()).item() < 1e-2
             except Exception as e:  # noqa: BLE001 - a candidate that does not compile or fit
                 print(f"  {name}: failed ({type(e).__name__}: {str(e)[:160]})", flush=True)
                 row["candidates"].append({"name": name, "error": f"{type(e).__name__}: {str(e)[:300]}"})
                 continue
             entry = {"name": name, "ms": t, "TFLOPs": flop / t / 1e9, "ratio": t_torch / t, "rel_err": err,
                      "ok": ok, "grid": list(grid)}
+            if graphs:
+                entry.update(graph_ms=g, graph_ratio=g_torch / g)
             row["candidates"].append(entry)
             print(f"  {name:40s} {t * 1e3:7.1f} us {entry['TFLOPs']:6.1f} TFLOP/s ratio {entry['ratio']:.3f}"
+                  f"{f' graphs {g_torch / g:.3f}' if graphs else ''}"
                   f"{'' if ok else f'  WRONG (rel err {err:.2e})'}", flush=True)
         rows.append(row)
         save(rows)
@@ -191,6 +202,20 @@ def summarize_ncu(text):
     return out
 
 
+def unpin_ws_stages():
+    """Let warp-specialised kernels keep their hinted pipeline depth (the launcher pins 2 after
+    attention's 3-stage NaNs); every such candidate is still checked before and after timing."""
+    from safetile.backends.triton import launcher
+    pinned = launcher.compile_options
+
+    def as_hinted(fn, gen, facts):
+        opts = pinned(fn, gen, facts)
+        if facts.warp_specialize and fn.hints.get("num_stages"):
+            opts["num_stages"] = fn.hints["num_stages"]
+        return opts
+    launcher.compile_options = as_hinted
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", default=SHAPES)
@@ -198,6 +223,10 @@ def main(argv=None):
     p.add_argument("--extra", default=EXTRA, help="more candidates, timed on the first shape only")
     p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
     p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--checks", type=int, default=3, help="checks after timing (a wrong pipeline can be intermittent)")
+    p.add_argument("--graph-limit", type=int, default=2048, help="shapes up to this^3 are also timed in CUDA graphs")
+    p.add_argument("--ws-stages-as-hinted", action="store_true",
+                   help="experiment: warp-specialised kernels keep their hinted num_stages (safetile pins 2)")
     p.add_argument("--ncu", type=int, default=0, help="also read counters with Nsight Compute")
     p.add_argument("--ncu-cases", default=NCU)
     p.add_argument("--ncu-timeout", type=int, default=120)
@@ -206,6 +235,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.dtype_name, args.dtype = args.dtype, getattr(torch, args.dtype)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if args.ws_stages_as_hinted:
+        unpin_ws_stages()
     if args.ncu_child:
         return ncu_child(args, sms)
     res = {"device": torch.cuda.get_device_name(), "sms": sms, "torch": torch.__version__,

@@ -120,7 +120,8 @@ def bench_gemm(args, res):
 
 def _candidate(cfg, kind, tma, a, b, c, sms):
     """(kernel with its hints, grid, arguments) of one GEMM candidate. ``cfg`` may also name the
-    band height (``group``, default 8) and a cluster size (``ctas``: Triton's ``num_ctas``)."""
+    band height (``group``, default 8), a cluster size (``ctas``: Triton's ``num_ctas``) and ``ws`` (the
+    ``warp_specialize`` hint)."""
     m, n = c.shape
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     group = cfg.get("group", 8)
@@ -128,6 +129,8 @@ def _candidate(cfg, kind, tma, a, b, c, sms):
     hints = {"num_warps": cfg["warps"], "num_stages": cfg["stages"]}
     if cfg.get("ctas", 1) > 1:
         hints["num_ctas"] = cfg["ctas"]
+    if cfg.get("ws"):  # producer/consumer warp groups (Triton 3.6 on Hopper: 4-warp kernels only)
+        hints["warp_specialize"] = True
     if kind == "tile":
         return matmul.replace_hints(**hints), (tiles,), (a, b, c, bm, bn, bk, group, tma)
     nprog = min(sms, tiles)
