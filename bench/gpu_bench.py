@@ -171,12 +171,16 @@ def parse_args(argv=None):
     p.add_argument("--gemm-tma", default="1,0", help="time each config with tensor descriptors (1) and/or pointer loads (0)")
     p.add_argument("--gemm-graph-limit", type=int, default=4096,
                    help="also time GEMMs up to this cube root of MNK inside CUDA graphs (kernel time only)")
-    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,256x128x64x8x4,128x128x64x8x4",
-                   help="BMxBNxBKxWARPSxSTAGES list (256x128: rows of B not on 128-byte lines; 128x128: 1024^3)")
-    p.add_argument("--gemm-small-configs", default="64x128x64x4x4,128x64x64x4x4,128x128x64x4x4,64x256x64x8x3",
+    p.add_argument("--gemm-configs", default="128x256x64x8x3,128x256x64x8x4,256x128x64x8x4,128x128x64x8x4,"
+                   "256x128x64x4x3x1", help="BMxBNxBKxWARPSxSTAGES[xWS] list (256x128: rows of B not on 128-byte "
+                   "lines; 128x128: 1024^3; WS 1: warp-specialised, 4 warps)")
+    p.add_argument("--gemm-small-configs", default="64x128x64x4x4,128x64x64x4x4,128x128x64x4x4,64x256x64x8x3,"
+                   "128x128x64x4x4x1",
                    help="more tile configs for problems up to --gemm-graph-limit^3 (a 128x128 grid of 1024^3 fills "
                         "64 of 132 SMs)")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
+    p.add_argument("--gemm-persistent-configs", default="128x256x64x4x4x1",
+                   help="more tile configs for the persistent kernel (x1: warp-specialised)")
     p.add_argument("--gemm-streamk-configs", default="256x128x64x8x3", help="more tile configs for stream-K (ragged shapes)")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
     p.add_argument("--softmax-elems", type=int, default=1 << 25)

@@ -177,6 +177,19 @@ def test_bench_cli_rejects_unknown_sections(capsys):
     assert gpu_bench.parse_args(["--only", "gemm, attention"]).only == ["gemm", "attention"]
 
 
+def test_gemm_configs_name_warp_specialisation_in_a_sixth_field():
+    pytest.importorskip("torch")
+    from sections.gemm import _candidate, parse_configs
+    import torch
+    plain, ws = parse_configs("128x256x64x8x3,256x128x64x4x3x1")
+    assert plain == {"BM": 128, "BN": 256, "BK": 64, "warps": 8, "stages": 3, "ws": 0}
+    assert ws == {"BM": 256, "BN": 128, "BK": 64, "warps": 4, "stages": 3, "ws": 1}
+    a, c = torch.zeros(512, 512, dtype=torch.float16), torch.zeros(512, 512, dtype=torch.float16)
+    assert _candidate(ws, "tile", True, a, a, c, 132)[0].hints == {"num_warps": 4, "num_stages": 3,
+                                                                    "warp_specialize": True}
+    assert "warp_specialize" not in _candidate(plain, "persistent", False, a, a, c, 132)[0].hints
+
+
 def test_bench_plots(tmp_path):
     pytest.importorskip("matplotlib")
     pytest.importorskip("torch")

@@ -87,6 +87,28 @@ def test_attention_compiles_into_warp_groups_for_sm90(tmp_path, monkeypatch):
     assert compiled.asm["ptx"].count("setmaxnreg.inc") >= 2  # the consumers take the registers
 
 
+def test_only_loops_with_chained_products_are_pinned_at_two_stages():
+    """Attention's loop (QKᵀ then PV) is pinned at 2 stages under the hint (3 gave NaNs on an
+    H100); a GEMM's K loop (one product) keeps its hinted depth (right at 3 and 4 on an H200)."""
+    from kernels import gemm as G
+    from safetile.backends.triton.codegen import Facts, chained_products, generate
+    from safetile.backends.triton.launcher import array_facts, array_parts, compile_options
+    from safetile.runtime.args import arg_specs
+
+    def options(kern, args, narrays):
+        fn = kern.specialize(arg_specs(kern, args))
+        facts = Facts(tuple(array_facts(*array_parts(a)[:3]) for a in args[:narrays]), False, 90, True, True, 3,
+                      True)
+        return chained_products(fn), compile_options(fn, generate(fn, facts), facts)["num_stages"]
+    q = torch.empty(2 * 256, 64, dtype=torch.bfloat16)
+    attn = A.attention_2d.replace_hints(num_warps=4, num_stages=3, warp_specialize=True)
+    assert options(attn, (q, q, q, q, torch.empty(1), 256, 0.18, 128, 64, 64, True, False, False), 5) == (True, 2)
+    a, c = torch.empty(256, 256, dtype=torch.float16), torch.empty(256, 256, dtype=torch.float16)
+    for stages in (3, 4):
+        gemm = G.matmul.replace_hints(num_warps=4, num_stages=stages, warp_specialize=True)
+        assert options(gemm, (a, a, c, 128, 128, 64, 8, True), 3) == (False, stages)
+
+
 def test_a_loop_triton_cannot_partition_is_built_without_it(monkeypatch, tmp_path):
     from safetile.backends.triton import launcher
     from safetile.backends.triton.codegen import Facts
@@ -147,3 +169,27 @@ def test_warp_specialised_attention_matches_sdpa_on_the_gpu(d, bm, bn, causal):
         torch.cuda.synchronize()
         err = ((o.float() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kind,stages", [("tile", 3), ("persistent", 4)])
+def test_warp_specialised_gemm_keeps_its_stages_and_matches_torch_on_the_gpu(kind, stages):
+    """The 4-warp GEMM under the hint, 3-4 pipeline stages (not pinned: one product per loop), on a
+    shape whose edges are not multiples of the tile, against torch.matmul, three times."""
+    from kernels import gemm as G
+    m, n, k = 1000, 1200, 520
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    ref = (a.float() @ b.float())
+    hints = dict(num_warps=4, num_stages=stages, warp_specialize=True)
+    tiles = ct.cdiv(m, 128) * ct.cdiv(n, 256)
+    for _ in range(3):
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        if kind == "tile":
+            ct.launch(None, (tiles,), G.matmul.replace_hints(**hints), (a, b, c, 128, 256, 64, 8, True))
+        else:
+            ct.launch(None, (8,), G.matmul_persistent.replace_hints(**hints), (a, b, c, 128, 256, 64, 8, 8))
+        torch.cuda.synchronize()
+        assert torch.isfinite(c).all()
+        assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-3

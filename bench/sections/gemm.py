@@ -3,8 +3,10 @@ it): fp16/bf16 in, fp32 accumulate.
 
 Per shape, the candidates are: every ``--gemm-configs`` tile configuration with one tile per
 block, with tensor descriptors and with pointer loads (``--gemm-tma``); then, with the best of
-those tiles, the persistent kernel, stream-K and split-tail (the last two where the tiles do not
-fill whole waves; stream-K also with ``--gemm-streamk-configs``). The fastest correct one is
+those tiles, the persistent kernel (also with ``--gemm-persistent-configs``), stream-K and split-tail (the
+last two where the tiles do not fill whole waves; stream-K also with ``--gemm-streamk-configs``).
+A config's sixth field 1 asks for warp specialisation (4 warps: a producer warp group, two
+consumer ones). The fastest correct one is
 compared with torch. Small problems (up to ``--gemm-graph-limit``³) also try
 ``--gemm-small-configs`` (smaller tiles fill more SMs) and are timed again inside CUDA graphs
 (kernel time without host launch cost), where the fastest candidate there is compared."""
@@ -17,16 +19,18 @@ from benchlib import check, launch, time_graph_ms, time_ms
 from kernels.gemm import (matmul, matmul_persistent, matmul_splittail, matmul_streamk, plan_splittail,
                           plan_streamk)
 
-TILE_KEYS = ("BM", "BN", "BK", "warps", "stages")
+TILE_KEYS = ("BM", "BN", "BK", "warps", "stages", "ws")
 
 
 def parse_configs(text, names=TILE_KEYS):
-    return [dict(zip(names, map(int, c.split("x")))) for c in text.split(",") if c]
+    """BMxBNxBKxWARPSxSTAGES[xWS] per config (WS 1: the warp_specialize hint, 4-warp kernels)."""
+    return [{"ws": 0, **dict(zip(names, map(int, c.split("x"))))} for c in text.split(",") if c]
 
 
 def _fmt(e) -> str:
     kind = e.get("kind", "tile")
-    return (f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' tma' if e.get('tma') else ''}"
+    return (f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' ws' if e.get('ws') else ''}"
+            f"{' tma' if e.get('tma') else ''}"
             f"{'' if kind == 'tile' else ' ' + kind}: {e['TFLOPs']:.0f}]")
 
 
@@ -74,12 +78,14 @@ def bench_gemm(args, res):
                 return max(es, key=lambda e: e["TFLOPs"] if e["ok"] else -1) if es else None
             small = m * n * k <= args.gemm_graph_limit ** 3  # also timed in CUDA graphs (below)
             cands = configs + (parse_configs(args.gemm_small_configs) if small else [])
-            entries = [run(cfg, "tile", tma) for cfg in cands for tma in args.gemm_tma]
+            # warp-specialised kernels only with descriptors (their pointer-load form ran at a tenth)
+            entries = [run(cfg, "tile", tma) for cfg in cands for tma in args.gemm_tma if tma or not cfg["ws"]]
             best = best_of(entries)
             tiles = {k2: best[k2] for k2 in TILE_KEYS}
             if args.gemm_persistent:  # these keep more in shared memory: one stage fewer if needed
                 more = parse_configs(args.gemm_streamk_configs)
-                for kind, cands in (("persistent", [tiles]), ("streamk", [tiles, *more]), ("splittail", [tiles])):
+                persistent = [tiles, *parse_configs(args.gemm_persistent_configs)]
+                for kind, cands in (("persistent", persistent), ("streamk", [tiles, *more]), ("splittail", [tiles])):
                     for cfg in cands:
                         if cfg != tiles and cfg in cands[:cands.index(cfg)]:
                             continue

@@ -616,6 +616,13 @@ def _multiplies_tiles(body: Block) -> bool:
     return any(o.name == "mma" for o in ops) and not any(o.name in ("for", "while") for o in ops)
 
 
+def chained_products(fn: Function) -> bool:
+    """Whether a loop that warp specialisation would partition holds more than one matrix product
+    (attention's QKᵀ then PV), the shape whose deeper pipelines Triton 3.6 got wrong."""
+    return any(op.name == "for" and _multiplies_tiles(op.regions[0])
+               and sum(o.name == "mma" for o in walk(op.regions[0])) > 1 for op in walk(fn.body))
+
+
 def _is_square(op: Op) -> bool:
     """``x ** 2``, which the element-wise lowering writes as ``x * x``."""
     e = op.operands[1].owner if op.name == "pow" else None

@@ -24,7 +24,7 @@ from ...ir.printer import format_function
 from ...ir.types import TileType
 from ...runtime import env
 from . import cache, direct, lean, llvm_level
-from .codegen import ArrayFacts, Facts, Generated, generate
+from .codegen import ArrayFacts, Facts, Generated, chained_products, generate
 from .prints import DATA, PrintingCall, Records, interpreted_args
 from ...locks import FORK_LOCKS
 
@@ -186,8 +186,9 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["launch_pdl"] = True
     if hints.get("num_stages"):
         opts["num_stages"] = hints["num_stages"]
-    if facts.warp_specialize:  # Triton 3.6's warp-specialised loops computed NaNs at 3 stages on an
-        opts["num_stages"] = 2  # H100 (every such case, 2026-11-24), right at 2: the depth it gets
+    if facts.warp_specialize and chained_products(fn):  # Triton 3.6's warp-specialised attention loops
+        opts["num_stages"] = 2  # computed NaNs at 3 stages on an H100 (2026-11-24), right at 2; loops with
+        # one product (GEMM) were right at 3 and 4 stages on an H200 (2026-11-29, bench/NOTES.md)
     if hints.get("num_ctas") and target >= 90:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
