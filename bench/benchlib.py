@@ -188,3 +188,17 @@ def write_plots(res, json_path: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def unpin_ws_stages():
+    """An experiment's switch: warp-specialised kernels keep their hinted pipeline depth (the
+    launcher pins loops with chained products, attention's, at 2 after 3-stage NaNs on an H100)."""
+    from safetile.backends.triton import launcher
+    pinned = launcher.compile_options
+
+    def as_hinted(fn, gen, facts):
+        opts = pinned(fn, gen, facts)
+        if facts.warp_specialize and fn.hints.get("num_stages"):
+            opts["num_stages"] = fn.hints["num_stages"]
+        return opts
+    launcher.compile_options = as_hinted

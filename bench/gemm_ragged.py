@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from benchlib import launch, time_graph_ms, time_ms  # noqa: E402
+from benchlib import launch, time_graph_ms, time_ms, unpin_ws_stages  # noqa: E402
 from kernels.gemm import plan_splittail, plan_streamk  # noqa: E402
 from sections.gemm import _candidate  # noqa: E402
 
@@ -200,20 +200,6 @@ def summarize_ncu(text):
         for mk, v in vals.items():
             print(f"    {mk:75s} {v}")
     return out
-
-
-def unpin_ws_stages():
-    """Let warp-specialised kernels keep their hinted pipeline depth (the launcher pins 2 after
-    attention's 3-stage NaNs); every such candidate is still checked before and after timing."""
-    from safetile.backends.triton import launcher
-    pinned = launcher.compile_options
-
-    def as_hinted(fn, gen, facts):
-        opts = pinned(fn, gen, facts)
-        if facts.warp_specialize and fn.hints.get("num_stages"):
-            opts["num_stages"] = fn.hints["num_stages"]
-        return opts
-    launcher.compile_options = as_hinted
 
 
 def main(argv=None):
