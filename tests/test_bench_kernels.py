@@ -132,6 +132,14 @@ def test_attention_forward_and_backward(causal):
         for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
             np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4,
                                        err_msg=f"{name} split={split}")
+    dk[:], dv[:], dq[:] = np.nan, np.nan, np.nan  # dK/dV with dQ added up by atomics, then cast
+    dqacc = np.zeros_like(flat[0])
+    ct.launch(None, (s // bn, bh), A.attention_bwd_fused, (*flat, lse, delta, dk, dv, dqacc, s, scale, sm, bm, bn, d,
+                                                            causal))
+    ct.launch(None, (bh * s // bm,), A.attention_bwd_dq_cast, (dqacc, dq, sm, bm, d))
+    for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
+        np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4,
+                                   err_msg=f"{name} fused")
 
 
 def test_kernels_in_other_styles():
@@ -200,3 +208,38 @@ def test_bench_plots(tmp_path):
     paths = write_plots(res, tmp_path / "run.json")
     assert sorted(p.name for p in paths) == ["run-add.png", "run-gemm.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d,bm,bn", [(64, 64, 128), (128, 64, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_backward_matches_sdpa_on_the_gpu(d, bm, bn, causal):
+    """dK/dV with dQ added up by atomics (then cast) against SDPA's backward, twice (the atomics'
+    order changes between runs; the result must stay within tolerance every time)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    import torch.nn.functional as F
+    b, h, s = 2, 4, 1024
+    q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
+    refs = torch.autograd.grad(F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal), (qr, kr, vr), do)
+    flat = [t.reshape(-1, d) for t in (q, k, v, do)]
+    sm = 1 / math.sqrt(d)
+    o = torch.empty_like(flat[0])
+    lse = torch.empty(b * h * s, device="cuda", dtype=torch.float32)
+    ct.launch(None, (s // 128, b * h), A.attention_2d, (*flat[:3], o, lse, s, sm * 1.4426950408889634, 128, 64, d,
+                                                        causal, True, True))
+    delta = torch.empty_like(lse)
+    ct.launch(None, (b * h * s // 128,), A.attention_bwd_delta, (o, flat[3], delta, 128, d))
+    kern = A.attention_bwd_fused.replace_hints(num_warps=8, num_stages=3)
+    for _ in range(2):
+        dq, dk, dv = (torch.full_like(flat[0], float("nan")) for _ in range(3))
+        acc = torch.zeros(b * h * s, d, device="cuda", dtype=torch.float32)
+        ct.launch(None, (s // bn, b * h), kern, (*flat, lse, delta, dk, dv, acc, s, sm * 1.4426950408889634, sm, bm,
+                                                 bn, d, causal))
+        ct.launch(None, (b * h * s // 128,), A.attention_bwd_dq_cast, (acc, dq, sm, 128, d))
+        torch.cuda.synchronize()
+        for name, got, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), refs):
+            err = ((got.float() - ref.reshape(-1, d).float()).norm() / ref.float().norm()).item()
+            assert err < 2e-2, (name, err)

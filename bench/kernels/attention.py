@@ -5,7 +5,8 @@ Forward: ``attention`` over (batch*heads, seq, D) arrays with 3-D tiles; ``atten
 optionally writing the log-sum-exp rows the backward pass needs. Backward (FlashAttention-2
 style): ``attention_bwd_delta`` (rowsum(dO * O)), ``attention_bwd_dkdv`` (one block per key
 block, looping over query blocks) and ``attention_bwd_dq`` (one block per query block, looping
-over key blocks). ``scale`` is softmax's scale times log2(e), positive: scores go through exp2,
+over key blocks); or ``attention_bwd_fused``, dK/dV with dQ added up by atomics, then
+``attention_bwd_dq_cast``. ``scale`` is softmax's scale times log2(e), positive: scores go through exp2,
 scaled inside its argument (one fma per score), row maxima taken before scaling."""
 from __future__ import annotations
 
@@ -186,6 +187,47 @@ def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: 
         dk = ct.mma(dst.astype(q.dtype), q, dk)
     ct.store(dK, (bh * (S // BN) + kb, 0), (dk * sm_scale).astype(dK.dtype), allow_tma=True)
     ct.store(dV, (bh * (S // BN) + kb, 0), dv.astype(dV.dtype), allow_tma=True)
+
+
+@ct.kernel
+def attention_bwd_fused(Q, K, V, dO, Lse, Delta, dK, dV, dQacc, S, scale, sm_scale, BM: ct.Constant[int],
+                        BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
+    """``attention_bwd_dkdv`` (one loop, masked throughout when causal) that also adds this key
+    block's share of dQ (dS K per query block) into the float32 ``dQacc`` (zeroed before) with
+    relaxed atomic adds: the dQ pass, which computes S and dP a second time, goes away.
+    ``attention_bwd_dq_cast`` turns dQacc into dQ."""
+    kb, bh = _longest_first(CAUSAL, False)
+    k = ct.load(K, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
+    v = ct.load(V, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
+    kpos = kb * BN + ct.arange(BN, dtype=ct.int32)
+    dk = ct.zeros((BN, D), ct.float32)
+    dv = ct.zeros((BN, D), ct.float32)
+    qbase = bh * (S // BM)
+    cols = ct.arange(D, dtype=ct.int32)
+    for i in range((kb * BN) // BM if CAUSAL else 0, S // BM):
+        q = ct.load(Q, (qbase + i, 0), (BM, D), allow_tma=True)
+        do = ct.load(dO, (qbase + i, 0), (BM, D), allow_tma=True)
+        lse = ct.load(Lse, (qbase + i,), (BM,))
+        delta = ct.load(Delta, (qbase + i,), (BM,))
+        st = ct.mma(k, ct.transpose(q), ct.zeros((BN, BM), ct.float32))
+        pt = ct.exp2(st * scale - lse[None, :])
+        if CAUSAL:
+            pt = ct.where(i * BM + ct.arange(BM, dtype=ct.int32)[None, :] >= kpos[:, None], pt, 0.0)
+        dv = ct.mma(pt.astype(do.dtype), do, dv)
+        dpt = ct.mma(v, ct.transpose(do), ct.zeros((BN, BM), ct.float32))
+        dst = (pt * (dpt - delta[None, :])).astype(q.dtype)
+        dk = ct.mma(dst, q, dk)
+        dq = ct.mma(ct.transpose(dst), k, ct.zeros((BM, D), ct.float32))
+        rows = (qbase + i) * BM + ct.arange(BM, dtype=ct.int32)
+        ct.atomic_add(dQacc, (rows[:, None], cols[None, :]), dq, memory_order=ct.MemoryOrder.RELAXED)
+    ct.store(dK, (bh * (S // BN) + kb, 0), (dk * sm_scale).astype(dK.dtype), allow_tma=True)
+    ct.store(dV, (bh * (S // BN) + kb, 0), dv.astype(dV.dtype), allow_tma=True)
+
+
+@ct.kernel
+def attention_bwd_dq_cast(dQacc, dQ, sm_scale, BM: ct.Constant[int], D: ct.Constant[int]):
+    """dQ = dQacc * sm_scale in dQ's dtype, BM rows per block."""
+    ct.store(dQ, (ct.bid(0), 0), (ct.load(dQacc, (ct.bid(0), 0), (BM, D)) * sm_scale).astype(dQ.dtype))
 
 
 @ct.kernel

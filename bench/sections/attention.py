@@ -7,7 +7,8 @@ Forward: per head dim and mask, the ``--attn-configs-*`` tile configs of each ke
 are tried at the probe length; every length then runs the fastest of each kind and keeps the
 faster. Backward
 (dQ, dK, dV from the forward's log-sum-exp rows): the delta, dK/dV and dQ kernels, configs
-picked the same way, against SDPA's backward (``torch.autograd.grad`` of its output)."""
+picked the same way, or the fused dK/dV kernel that adds dQ up with atomics where it is faster at
+the probe length, against SDPA's backward (``torch.autograd.grad`` of its output)."""
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import safetile as ct
 from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
 from kernels.attention import (attention, attention_2d, attention_2d_persistent, attention_bwd_delta,
-                               attention_bwd_dkdv, attention_bwd_dq)
+                               attention_bwd_dkdv, attention_bwd_dq, attention_bwd_dq_cast, attention_bwd_fused)
 
 # occ (optional): the occupancy hint (blocks per SM); ws (optional, 1): the warp_specialize hint
 # (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones)
@@ -161,18 +162,28 @@ def bench_attention(args, res):
 # ------------------------------------------------------------------------------------ backward
 
 def _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta):
-    """The three launches of one backward pass (delta, dK/dV, dQ)."""
+    """The steps of one backward pass: delta, then dK/dV and dQ (two kernels), or with
+    ``cfg["fused"]`` dK/dV with dQ added up by atomics into a zeroed float32 buffer, then cast."""
     bh = q.shape[0] * q.shape[1]
     sm = 1.0 / math.sqrt(d)
     flat = [t.view(-1, d) for t in (q, k, v, do)]
+    steps = [lambda: launch((bh * seq // 128,), attention_bwd_delta, (o.view(-1, d), do.view(-1, d), delta, 128, d))]
+    if "fused" in cfg:
+        c = cfg["fused"]
+        acc = torch.empty(bh * seq, d, device=q.device, dtype=torch.float32)
+        kf = attention_bwd_fused.replace_hints(**_hints(c))
+        fused = ((seq // c["BN"], bh), kf, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), acc, seq, sm * LOG2E,
+                                            sm, c["BM"], c["BN"], d, causal))
+        cast = ((bh * seq // 128,), attention_bwd_dq_cast, (acc, dq.view(-1, d), sm, 128, d))
+        return steps + [acc.zero_, lambda: launch(*fused), lambda: launch(*cast)]
     c1, c2 = cfg["dkdv"], cfg["dq"]
     kd = attention_bwd_dkdv.replace_hints(**_hints(c1))
     kq = attention_bwd_dq.replace_hints(**_hints(c2))
-    return [((bh * seq // 128,), attention_bwd_delta, (o.view(-1, d), do.view(-1, d), delta, 128, d)),
-            ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), seq, sm * LOG2E, sm,
-                                         c1["BM"], c1["BN"], d, causal, not c1.get("ws"))),
-            ((seq // c2["BM"], bh), kq, (*flat, lse, delta, dq.view(-1, d), seq, sm * LOG2E, sm,
-                                         c2["BM"], c2["BN"], d, causal))]
+    dkdv = ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), seq, sm * LOG2E, sm,
+                                        c1["BM"], c1["BN"], d, causal, not c1.get("ws")))
+    dq_ = ((seq // c2["BM"], bh), kq, (*flat, lse, delta, dq.view(-1, d), seq, sm * LOG2E, sm, c2["BM"], c2["BN"], d,
+                                       causal))
+    return steps + [lambda: launch(*dkdv), lambda: launch(*dq_)]
 
 
 def _bwd_setup(args, d, seq, causal, tensors):
@@ -194,8 +205,8 @@ def _run_bwd(args, d, seq, causal, tensors, cfg, res, check_it=True):
     steps = _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta)
 
     def run():
-        for grid, kern, kargs in steps:
-            launch(grid, kern, kargs)
+        for step in steps:
+            step()
     run()
     ok = True
     if check_it:
@@ -215,6 +226,7 @@ def _probe_bwd(args, d, res):
     dkdv = _configs(args.attn_bwd_dkdv_64 if d <= 64 else args.attn_bwd_dkdv_128)
     dq = _configs(args.attn_bwd_dq_64 if d <= 64 else args.attn_bwd_dq_128)
     best = {"dkdv": dkdv[0], "dq": dq[0]}
+    t_best = float("inf")
     for part, cands in (("dkdv", dkdv), ("dq", dq)):
         timed = []
         for c in cands:
@@ -228,6 +240,16 @@ def _probe_bwd(args, d, res):
             print(f"  attention bwd probe d={d} {part} {c}: {t:.3f} ms", flush=True)
         if timed:
             best[part] = min(timed, key=lambda e: e[0])[1]
+            t_best = min(e[0] for e in timed)
+    for c in _configs(args.attn_bwd_fused_64 if d <= 64 else args.attn_bwd_fused_128):
+        try:  # dK/dV with dQ by atomics: one kernel instead of two, when it is faster
+            ok, t = _run_bwd(args, d, seq, False, tensors, {"fused": c}, res, check_it=False)
+        except Exception as e:  # noqa: BLE001 - a config that does not fit
+            print(f"  attention bwd d={d} fused {c}: failed ({type(e).__name__}: {str(e)[:160]})")
+            continue
+        print(f"  attention bwd probe d={d} fused {c}: {t:.3f} ms", flush=True)
+        if t < t_best:
+            best, t_best = {"fused": c}, t
     res.setdefault("attention_bwd_config", {})[str(d)] = best
     return best
 
