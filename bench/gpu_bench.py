@@ -179,7 +179,7 @@ def parse_args(argv=None):
                    help="more tile configs for problems up to --gemm-graph-limit^3 (a 128x128 grid of 1024^3 fills "
                         "64 of 132 SMs)")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
-    p.add_argument("--gemm-persistent-configs", default="128x256x64x4x4x1",
+    p.add_argument("--gemm-persistent-configs", default="128x256x64x4x4x1,256x128x64x4x4x1",
                    help="more tile configs for the persistent kernel (x1: warp-specialised)")
     p.add_argument("--gemm-streamk-configs", default="256x128x64x8x3", help="more tile configs for stream-K (ragged shapes)")
     p.add_argument("--softmax-widths", type=ints, default=[4096, 32768])
