@@ -131,8 +131,117 @@ def attention_fwd(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.conste
     tma.store_wait(pendings=0)
 
 
-def descriptors(q, k, v, o, bm, bn):
+@gluon.jit
+def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, row0,
+                 n, KS: gl.constexpr, VS: gl.constexpr):
+    """One warp: both consumers' Q tiles, then K and V block by block into their rings, each slot
+    reloaded once both consumers have released it."""
+    BMH: gl.constexpr = q_desc.block_type.shape[0]
+    BN: gl.constexpr = k_desc.block_type.shape[0]
+    for c in gl.static_range(2):
+        mbarrier.expect(q_bar.index(c), q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [qrow + c * BMH, 0], q_bar.index(c), q_smem.index(c))
+    for j in range(n):
+        mbarrier.wait(k_empty.index(j % KS), ((j // KS) & 1) ^ 1, pred=j >= KS)
+        mbarrier.expect(k_full.index(j % KS), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row0 + j * BN, 0], k_full.index(j % KS), k_smem.index(j % KS))
+        mbarrier.wait(v_empty.index(j % VS), ((j // VS) & 1) ^ 1, pred=j >= VS)
+        mbarrier.expect(v_full.index(j % VS), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [row0 + j * BN, 0], v_full.index(j % VS), v_smem.index(j % VS))
+
+
+@gluon.jit
+def _ws_consumer(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n,
+                 scale, KS: gl.constexpr, VS: gl.constexpr):
+    """One warp group, 64 query rows: QK(j+1) in flight during softmax(j), PV(j) during the wait for
+    QK(j+1); each K and V slot released to the producer once this group's product on it is done."""
+    BMH: gl.constexpr = o_desc.block_type.shape[0]
+    D: gl.constexpr = o_desc.block_type.shape[1]
+    BN: gl.constexpr = k_smem.type.shape[1]
+    dtype: gl.constexpr = o_desc.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    q = q_smem.index(c)
+    zero_s = gl.zeros([BMH, BN], gl.float32, s_layout)
+    mbarrier.wait(q_bar.index(c), 0)
+    mbarrier.wait(k_full.index(0), 0)
+    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+    mbarrier.arrive(k_empty.index(0), count=1)
+    m_i = gl.full([BMH], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BMH], gl.float32, gl.SliceLayout(1, s_layout))
+    acc = warpgroup_mma_init(gl.zeros([BMH, D], gl.float32, o_layout))
+    for j in range(n - 1):
+        kn = (j + 1) % KS
+        mbarrier.wait(k_full.index(kn), ((j + 1) // KS) & 1)
+        s_next = warpgroup_mma(q, k_smem.index(kn).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, scale)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))  # PV(j-1) done
+        mbarrier.arrive(v_empty.index((j + VS - 1) % VS), count=1, pred=j > 0)
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        mbarrier.wait(v_full.index(j % VS), (j // VS) & 1)
+        acc = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index(j % VS), acc, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_next,))  # QK(j+1) done
+        mbarrier.arrive(k_empty.index(kn), count=1)
+    j = n - 1
+    p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, scale)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+    mbarrier.wait(v_full.index(j % VS), (j // VS) & 1)
+    acc = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index(j % VS), acc, is_async=True)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    out = acc * gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout))[:, None]
+    q.store(out.to(dtype))  # this group's Q slot holds its output rows
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [qrow + c * BMH, 0], q)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.constexpr):
+    """FA3's layout by hand: a producer warp (TMA) and two consumer warp groups of 64 query rows
+    each (128 per block), running the schedule above independently (no lockstep between them)."""
+    BMH: gl.constexpr = q_desc.block_type.shape[0]
+    D: gl.constexpr = q_desc.block_type.shape[1]
+    BN: gl.constexpr = k_desc.block_type.shape[0]
+    KS: gl.constexpr = 2
+    VS: gl.constexpr = 2
+    dtype: gl.constexpr = q_desc.dtype
+    row0 = gl.program_id(1) * S
+    qrow = row0 + gl.program_id(0) * (2 * BMH)
+    n = S // BN
+    q_smem = gl.allocate_shared_memory(dtype, [2, BMH, D], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [KS, BN, D], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [VS, BN, D], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    k_full = gl.allocate_shared_memory(gl.int64, [KS, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [KS, 1], mbarrier.MBarrierLayout())
+    v_full = gl.allocate_shared_memory(gl.int64, [VS, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [VS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(q_bar.index(i), count=1)
+    for i in gl.static_range(KS):
+        mbarrier.init(k_full.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+    for i in gl.static_range(VS):
+        mbarrier.init(v_full.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=2)
+    gl.warp_specialize([
+        (_ws_consumer, (0, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n, scale,
+                        KS, VS)),
+        (_ws_consumer, (1, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n, scale,
+                        KS, VS)),
+        (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow,
+                        row0, n, KS, VS)),
+    ], [4, 1], [232, 40])
+
+
+def descriptors(q, k, v, o, bm, bn, ws=False):
+    """TMA descriptors over (batch*heads*seq, d) views; the warp-specialised kernel's Q and O
+    blocks are one consumer's 64 of the block's ``bm`` = 128 rows."""
     d = q.shape[-1]
+    bm = bm // 2 if ws else bm
     flat = [t.reshape(-1, d) for t in (q, k, v, o)]
     lq = gl.NVMMASharedLayout.get_default_for([bm, d], gl.bfloat16)
     lk = gl.NVMMASharedLayout.get_default_for([bn, d], gl.bfloat16)
@@ -140,7 +249,18 @@ def descriptors(q, k, v, o, bm, bn):
             TensorDescriptor.from_tensor(flat[2], [bn, d], lk), TensorDescriptor.from_tensor(flat[3], [bm, d], lq))
 
 
-def compile_only(d, bm, bn):
+def _kernel(ws):
+    return attention_fwd_ws if ws else attention_fwd
+
+
+def _parse_tile(t):
+    """[ws:]BMxBNxWARPS -> (bm, bn, warps, ws)."""
+    ws = t.startswith("ws:")
+    bm, bn, warps = (int(x) for x in t.removeprefix("ws:").split("x"))
+    return bm, bn, warps, ws
+
+
+def compile_only(d, bm, bn, warps, ws):
     """Build for sm_90a without a GPU: a failed layout or schedule shows here."""
     import subprocess
 
@@ -149,11 +269,11 @@ def compile_only(d, bm, bn):
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
     q = torch.empty(1, 1, 1024, d, dtype=torch.bfloat16)
-    descs = descriptors(q, q, q, q, bm, bn)
+    descs = descriptors(q, q, q, q, bm, bn, ws)
     sig = {name: mangle_type(a) for name, a in zip(("q_desc", "k_desc", "v_desc", "o_desc"), descs)}
     sig.update(S="i32", scale="fp32", num_warps="constexpr")
-    src = GluonASTSource(attention_fwd, sig, {"num_warps": 8})
-    c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    src = GluonASTSource(_kernel(ws), sig, {"num_warps": warps})
+    c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptxas = triton.backends.nvidia.compiler.get_ptxas(90).path
     Path("/tmp/gluon_attention.ptx").write_text(c.asm["ptx"])
     r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "/tmp/gluon_attention.ptx", "-o", "/tmp/gluon_attention.cubin"],
@@ -164,7 +284,8 @@ def compile_only(d, bm, bn):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--d", type=int, default=128)
-    p.add_argument("--tiles", default="128x128,128x64")
+    p.add_argument("--tiles", default="128x128x8,ws:128x128x4,ws:128x64x4",
+                   help="[ws:]BMxBNxWARPS (ws: the warp-specialised kernel, 4 warps per consumer)")
     p.add_argument("--seqs", default="4096,8192,16384")
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--tokens", type=int, default=16384)
@@ -172,10 +293,10 @@ def main(argv=None):
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    tiles = [tuple(int(x) for x in t.split("x")) for t in args.tiles.split(",")]
+    tiles = [_parse_tile(t) for t in args.tiles.split(",")]
     if args.compile_only:
-        for bm, bn in tiles:
-            compile_only(args.d, bm, bn)
+        for bm, bn, warps, ws in tiles:
+            compile_only(args.d, bm, bn, warps, ws)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch.nn.functional as F
@@ -188,21 +309,21 @@ def main(argv=None):
         ref = F.scaled_dot_product_attention(q, k, v)
         t_ref = time_ms([lambda: F.scaled_dot_product_attention(q, k, v)], args.reps)
         flop = 4.0 * b * args.heads * seq * seq * d
-        for bm, bn in tiles:
+        for bm, bn, warps, ws in tiles:
             o = torch.full_like(q, float("nan"))
-            descs = descriptors(q, k, v, o, bm, bn)
+            descs = descriptors(q, k, v, o, bm, bn, ws)
             grid = (seq // bm, b * args.heads)
 
             def run():
-                attention_fwd[grid](*descs, seq, LOG2E / math.sqrt(d), num_warps=8)
+                _kernel(ws)[grid](*descs, seq, LOG2E / math.sqrt(d), num_warps=warps)
             run()
             torch.cuda.synchronize()
             err = ((o.float() - ref.float()).abs().max()).item()
             t = time_ms([run], args.reps)
             ok = err < 2e-2
-            rows.append({"seq": seq, "d": d, "tile": f"{bm}x{bn}", "ms": t, "TFLOPs": flop / t / 1e9,
+            rows.append({"seq": seq, "d": d, "tile": f"{'ws:' if ws else ''}{bm}x{bn}x{warps}", "ms": t, "TFLOPs": flop / t / 1e9,
                          "sdpa_default_ms": t_ref, "ratio": t_ref / t, "max_err": err, "ok": ok})
-            print(f"seq {seq} d {d} {bm}x{bn}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA default "
+            print(f"seq {seq} d {d} {'ws ' if ws else ''}{bm}x{bn} w{warps}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA default "
                   f"{flop / t_ref / 1e9:6.1f}: ratio {t_ref / t:.3f} {'ok' if ok else f'WRONG ({err:.2e})'}", flush=True)
         del q, k, v, ref
     if args.out:
