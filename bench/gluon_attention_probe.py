@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -275,9 +276,11 @@ def compile_only(d, bm, bn, warps, ws):
     src = GluonASTSource(_kernel(ws), sig, {"num_warps": warps})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptxas = triton.backends.nvidia.compiler.get_ptxas(90).path
-    Path("/tmp/gluon_attention.ptx").write_text(c.asm["ptx"])
-    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "/tmp/gluon_attention.ptx", "-o", "/tmp/gluon_attention.cubin"],
-                       capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp, "attention.ptx")
+        ptx.write_text(c.asm["ptx"])
+        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
+                           capture_output=True, text=True)
     print("shared", c.metadata.shared, [ln.strip() for ln in r.stderr.splitlines() if "spill" in ln or "Used" in ln])
 
 
