@@ -61,6 +61,29 @@ def test_only_product_loops_on_sm90_get_it():
     assert not any("warp_specialize" in ln for ln in _loops(kernel_source(by_target, args, target=90)))
 
 
+@ct.kernel
+def products_then_atomic(X, W, Y, N: ct.Constant[int], T: ct.Constant[int]):
+    """A product loop that also writes (an atomic add per step): not the shape to partition."""
+    for i in range(N):
+        t = ct.mma(ct.load(X, (i, 0), (T, T)), ct.load(W, (i, 0), (T, T)), ct.zeros((T, T), ct.float32))
+        r = ct.arange(T, dtype=ct.int32)
+        ct.atomic_add(Y, (r[:, None], r[None, :]), t, memory_order=ct.MemoryOrder.RELAXED)
+
+
+def test_product_loops_that_write_are_not_warp_specialised():
+    """Triton 3.6 partitioned a dK/dV loop with an atomic dQ update into code without the update;
+    a loop with a store, scatter, atomic or print keeps its plain form, hint or not."""
+    from safetile.backends.triton.launcher import kernel_source
+    x, w, y = torch.zeros(64, 16), torch.zeros(64, 16), torch.zeros(16, 16)
+    src = kernel_source(products_then_atomic.replace_hints(warp_specialize=True, num_warps=4), (x, w, y, 4, 16),
+                        target=90)
+    assert "tl.atomic_add" in src and not any("warp_specialize" in ln for ln in _loops(src))
+    kern = A.attention_bwd_fused.replace_hints(warp_specialize=True, num_warps=4)
+    q, lse, acc = torch.zeros(256, 64, dtype=torch.bfloat16), torch.zeros(256), torch.zeros(256, 64)
+    src = kernel_source(kern, (q, q, q, q, lse, lse, q, q, acc, 256, 0.1, 0.1, 64, 64, 64, True), target=90)
+    assert not any("warp_specialize" in ln for ln in _loops(src))
+
+
 def test_attention_compiles_into_warp_groups_for_sm90(tmp_path, monkeypatch):
     """Triton 3.6 partitions a 4-warp loop into a producer and two consumer warp groups (the
     kernel is compiled for sm_90 here: no GPU needed); stages are pinned at 2 (3 gave NaNs)."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...errors import TileInternalError, TileUnsupportedFeatureError
+from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 
@@ -611,9 +612,12 @@ def _streams_tiles(body: Block) -> bool:
 
 
 def _multiplies_tiles(body: Block) -> bool:
-    """An innermost loop with a matrix product: what Triton's warp specialisation partitions."""
+    """An innermost loop with a matrix product and no writes: the producer/consumer shape Triton's
+    warp specialisation partitions. Triton 3.6 turned a loop with an atomic update into code
+    without the update (session 12), so a loop that writes keeps its plain form."""
     ops = list(walk(body))
-    return any(o.name == "mma" for o in ops) and not any(o.name in ("for", "while") for o in ops)
+    return (any(o.name == "mma" for o in ops) and not any(o.name in ("for", "while") for o in ops)
+            and not any(OPS[o.name].effect in ("write", "io") for o in ops if o.name in OPS))
 
 
 def chained_products(fn: Function) -> bool:
