@@ -200,9 +200,59 @@ def _ws_consumer(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full,
 
 
 @gluon.jit
-def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.constexpr):
+def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, turn,
+                    qrow, n, scale, KS: gl.constexpr, VS: gl.constexpr):
+    """FA3's order: per block, QK(j) and PV(j-1) issued back to back in this group's turn, the
+    other group's turn given at once, then softmax(j) while the tensor cores run the other group's
+    pair (ping-pong through the two ``turn`` barriers)."""
+    BMH: gl.constexpr = o_desc.block_type.shape[0]
+    D: gl.constexpr = o_desc.block_type.shape[1]
+    BN: gl.constexpr = k_smem.type.shape[1]
+    dtype: gl.constexpr = o_desc.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    q = q_smem.index(c)
+    zero_s = gl.zeros([BMH, BN], gl.float32, s_layout)
+    mbarrier.wait(q_bar.index(c), 0)
+    mbarrier.wait(turn.index(c), 0)
+    mbarrier.wait(k_full.index(0), 0)
+    s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+    mbarrier.arrive(turn.index(1 - c), count=1)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
+    mbarrier.arrive(k_empty.index(0), count=1)
+    m_i = gl.full([BMH], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BMH], gl.float32, gl.SliceLayout(1, s_layout))
+    p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, scale)
+    acc = gl.zeros([BMH, D], gl.float32, o_layout)
+    for j in range(1, n):
+        mbarrier.wait(turn.index(c), j & 1)
+        mbarrier.wait(k_full.index(j % KS), (j // KS) & 1)
+        s = warpgroup_mma(q, k_smem.index(j % KS).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        mbarrier.wait(v_full.index((j - 1) % VS), ((j - 1) // VS) & 1)
+        pv = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index((j - 1) % VS), acc, is_async=True)
+        mbarrier.arrive(turn.index(1 - c), count=1)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s,))  # QK(j) done; PV(j-1) may run on
+        mbarrier.arrive(k_empty.index(j % KS), count=1)
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, scale)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(pv,))
+        mbarrier.arrive(v_empty.index((j - 1) % VS), count=1)
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+    mbarrier.wait(v_full.index((n - 1) % VS), ((n - 1) // VS) & 1)
+    pv = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index((n - 1) % VS), acc, is_async=True)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(pv,))
+    out = acc * gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout))[:, None]
+    q.store(out.to(dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [qrow + c * BMH, 0], q)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.constexpr, num_warps: gl.constexpr):
     """FA3's layout by hand: a producer warp (TMA) and two consumer warp groups of 64 query rows
-    each (128 per block), running the schedule above independently (no lockstep between them)."""
+    each (128 per block), running ``_ws_consumer``'s schedule independently, or with PINGPONG
+    ``_ws_consumer_pp``'s in alternating turns."""
     BMH: gl.constexpr = q_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
     BN: gl.constexpr = k_desc.block_type.shape[0]
@@ -228,14 +278,28 @@ def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.con
     for i in gl.static_range(VS):
         mbarrier.init(v_full.index(i), count=1)
         mbarrier.init(v_empty.index(i), count=2)
-    gl.warp_specialize([
-        (_ws_consumer, (0, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n, scale,
-                        KS, VS)),
-        (_ws_consumer, (1, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n, scale,
-                        KS, VS)),
-        (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow,
-                        row0, n, KS, VS)),
-    ], [4, 1], [232, 40])
+    if PINGPONG:
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(2):
+            mbarrier.init(turn.index(i), count=1)
+        mbarrier.arrive(turn.index(0), count=1)  # group 0 goes first
+        gl.warp_specialize([
+            (_ws_consumer_pp, (0, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, turn, qrow,
+                               n, scale, KS, VS)),
+            (_ws_consumer_pp, (1, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, turn, qrow,
+                               n, scale, KS, VS)),
+            (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty,
+                            qrow, row0, n, KS, VS)),
+        ], [4, 1], [232, 40])
+    else:
+        gl.warp_specialize([
+            (_ws_consumer, (0, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n, scale,
+                            KS, VS)),
+            (_ws_consumer, (1, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, qrow, n, scale,
+                            KS, VS)),
+            (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty,
+                            qrow, row0, n, KS, VS)),
+        ], [4, 1], [232, 40])
 
 
 def descriptors(q, k, v, o, bm, bn, ws=False):
@@ -250,18 +314,19 @@ def descriptors(q, k, v, o, bm, bn, ws=False):
             TensorDescriptor.from_tensor(flat[2], [bn, d], lk), TensorDescriptor.from_tensor(flat[3], [bm, d], lq))
 
 
-def _kernel(ws):
-    return attention_fwd_ws if ws else attention_fwd
+def _kernel(kind):
+    """(kernel, its constexpr arguments) of a kind: '' (one instruction stream), 'ws' or 'pp'."""
+    return (attention_fwd, {}) if not kind else (attention_fwd_ws, {"PINGPONG": kind == "pp"})
 
 
 def _parse_tile(t):
-    """[ws:]BMxBNxWARPS -> (bm, bn, warps, ws)."""
-    ws = t.startswith("ws:")
-    bm, bn, warps = (int(x) for x in t.removeprefix("ws:").split("x"))
-    return bm, bn, warps, ws
+    """[ws:|pp:]BMxBNxWARPS -> (bm, bn, warps, kind)."""
+    kind, _, tile = t.rpartition(":")
+    bm, bn, warps = (int(x) for x in tile.split("x"))
+    return bm, bn, warps, kind
 
 
-def compile_only(d, bm, bn, warps, ws):
+def compile_only(d, bm, bn, warps, kind):
     """Build for sm_90a without a GPU: a failed layout or schedule shows here."""
     import subprocess
 
@@ -270,10 +335,11 @@ def compile_only(d, bm, bn, warps, ws):
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
     q = torch.empty(1, 1, 1024, d, dtype=torch.bfloat16)
-    descs = descriptors(q, q, q, q, bm, bn, ws)
+    descs = descriptors(q, q, q, q, bm, bn, bool(kind))
     sig = {name: mangle_type(a) for name, a in zip(("q_desc", "k_desc", "v_desc", "o_desc"), descs)}
-    sig.update(S="i32", scale="fp32", num_warps="constexpr")
-    src = GluonASTSource(_kernel(ws), sig, {"num_warps": warps})
+    fn, consts = _kernel(kind)
+    sig.update(S="i32", scale="fp32", **{k: "constexpr" for k in consts}, num_warps="constexpr")
+    src = GluonASTSource(fn, sig, {**consts, "num_warps": warps})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptxas = triton.backends.nvidia.compiler.get_ptxas(90).path
     with tempfile.TemporaryDirectory() as tmp:
@@ -287,8 +353,9 @@ def compile_only(d, bm, bn, warps, ws):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--d", type=int, default=128)
-    p.add_argument("--tiles", default="128x128x8,ws:128x128x4,ws:128x64x4",
-                   help="[ws:]BMxBNxWARPS (ws: the warp-specialised kernel, 4 warps per consumer)")
+    p.add_argument("--tiles", default="128x128x8,ws:128x128x4,pp:128x128x4",
+                   help="[ws:|pp:]BMxBNxWARPS (ws: the warp-specialised kernel, 4 warps per consumer; pp: the same "
+                        "with ping-pong turns)")
     p.add_argument("--seqs", default="4096,8192,16384")
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--tokens", type=int, default=16384)
@@ -298,8 +365,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     tiles = [_parse_tile(t) for t in args.tiles.split(",")]
     if args.compile_only:
-        for bm, bn, warps, ws in tiles:
-            compile_only(args.d, bm, bn, warps, ws)
+        for bm, bn, warps, kind in tiles:
+            compile_only(args.d, bm, bn, warps, kind)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch.nn.functional as F
@@ -312,21 +379,22 @@ def main(argv=None):
         ref = F.scaled_dot_product_attention(q, k, v)
         t_ref = time_ms([lambda: F.scaled_dot_product_attention(q, k, v)], args.reps)
         flop = 4.0 * b * args.heads * seq * seq * d
-        for bm, bn, warps, ws in tiles:
+        for bm, bn, warps, kind in tiles:
             o = torch.full_like(q, float("nan"))
-            descs = descriptors(q, k, v, o, bm, bn, ws)
+            descs = descriptors(q, k, v, o, bm, bn, bool(kind))
             grid = (seq // bm, b * args.heads)
+            fn, consts = _kernel(kind)
 
             def run():
-                _kernel(ws)[grid](*descs, seq, LOG2E / math.sqrt(d), num_warps=warps)
+                fn[grid](*descs, seq, LOG2E / math.sqrt(d), **consts, num_warps=warps)
             run()
             torch.cuda.synchronize()
             err = ((o.float() - ref.float()).abs().max()).item()
             t = time_ms([run], args.reps)
             ok = err < 2e-2
-            rows.append({"seq": seq, "d": d, "tile": f"{'ws:' if ws else ''}{bm}x{bn}x{warps}", "ms": t, "TFLOPs": flop / t / 1e9,
+            rows.append({"seq": seq, "d": d, "tile": f"{kind + ':' if kind else ''}{bm}x{bn}x{warps}", "ms": t, "TFLOPs": flop / t / 1e9,
                          "sdpa_default_ms": t_ref, "ratio": t_ref / t, "max_err": err, "ok": ok})
-            print(f"seq {seq} d {d} {'ws ' if ws else ''}{bm}x{bn} w{warps}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA default "
+            print(f"seq {seq} d {d} {kind + ' ' if kind else ''}{bm}x{bn} w{warps}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA default "
                   f"{flop / t_ref / 1e9:6.1f}: ratio {t_ref / t:.3f} {'ok' if ok else f'WRONG ({err:.2e})'}", flush=True)
         del q, k, v, ref
     if args.out:
