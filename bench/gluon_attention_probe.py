@@ -200,11 +200,21 @@ def _ws_consumer(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full,
 
 
 @gluon.jit
+def _mask_diagonal(s, qpos, j, n, BN: gl.constexpr, s_layout: gl.constexpr):
+    """Scores of key block j, masked to keys at or before each query when j is the last block."""
+    if j == n - 1:
+        kpos = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
+        s = gl.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
+    return s
+
+
+@gluon.jit
 def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, turn,
-                    qrow, n, scale, KS: gl.constexpr, VS: gl.constexpr):
+                    qrow, qpos0, n, scale, KS: gl.constexpr, VS: gl.constexpr, CAUSAL: gl.constexpr):
     """FA3's order: per block, QK(j) and PV(j-1) issued back to back in this group's turn, the
     other group's turn given at once, then softmax(j) while the tensor cores run the other group's
-    pair (ping-pong through the two ``turn`` barriers)."""
+    pair (ping-pong through the two ``turn`` barriers). Causal: only the last block (the diagonal,
+    key block = query block) is masked; ``qpos0`` is this block's first query position."""
     BMH: gl.constexpr = o_desc.block_type.shape[0]
     D: gl.constexpr = o_desc.block_type.shape[1]
     BN: gl.constexpr = k_smem.type.shape[1]
@@ -221,6 +231,9 @@ def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_fu
     mbarrier.arrive(turn.index(1 - c), count=1)
     s = warpgroup_mma_wait(num_outstanding=0, deps=(s,))
     mbarrier.arrive(k_empty.index(0), count=1)
+    qpos = qpos0 + c * BMH + gl.arange(0, BMH, layout=gl.SliceLayout(1, s_layout))
+    if CAUSAL:
+        s = _mask_diagonal(s, qpos, 0, n, BN, s_layout)
     m_i = gl.full([BMH], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BMH], gl.float32, gl.SliceLayout(1, s_layout))
     p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, scale)
@@ -234,6 +247,8 @@ def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_fu
         mbarrier.arrive(turn.index(1 - c), count=1)
         s = warpgroup_mma_wait(num_outstanding=1, deps=(s,))  # QK(j) done; PV(j-1) may run on
         mbarrier.arrive(k_empty.index(j % KS), count=1)
+        if CAUSAL:
+            s = _mask_diagonal(s, qpos, j, n, BN, s_layout)
         p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, scale)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(pv,))
         mbarrier.arrive(v_empty.index((j - 1) % VS), count=1)
@@ -249,7 +264,8 @@ def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_fu
 
 
 @gluon.jit
-def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.constexpr, num_warps: gl.constexpr):
+def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.constexpr, CAUSAL: gl.constexpr,
+                     num_warps: gl.constexpr):
     """FA3's layout by hand: a producer warp (TMA) and two consumer warp groups of 64 query rows
     each (128 per block), running ``_ws_consumer``'s schedule independently, or with PINGPONG
     ``_ws_consumer_pp``'s in alternating turns."""
@@ -259,9 +275,13 @@ def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.cons
     KS: gl.constexpr = 2
     VS: gl.constexpr = 2
     dtype: gl.constexpr = q_desc.dtype
+    gl.static_assert(not CAUSAL or (PINGPONG and BN == 2 * BMH), "causal: the ping-pong form, key block = query block")
     row0 = gl.program_id(1) * S
-    qrow = row0 + gl.program_id(0) * (2 * BMH)
-    n = S // BN
+    qb = gl.program_id(0)
+    if CAUSAL:  # the longest query blocks first
+        qb = gl.num_programs(0) - 1 - qb
+    qrow = row0 + qb * (2 * BMH)
+    n = qb + 1 if CAUSAL else S // BN
     q_smem = gl.allocate_shared_memory(dtype, [2, BMH, D], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [KS, BN, D], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [VS, BN, D], v_desc.layout)
@@ -285,9 +305,9 @@ def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.cons
         mbarrier.arrive(turn.index(0), count=1)  # group 0 goes first
         gl.warp_specialize([
             (_ws_consumer_pp, (0, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, turn, qrow,
-                               n, scale, KS, VS)),
+                               qb * (2 * BMH), n, scale, KS, VS, CAUSAL)),
             (_ws_consumer_pp, (1, o_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty, turn, qrow,
-                               n, scale, KS, VS)),
+                               qb * (2 * BMH), n, scale, KS, VS, CAUSAL)),
             (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_full, k_empty, v_full, v_empty,
                             qrow, row0, n, KS, VS)),
         ], [4, 1], [232, 40])
@@ -314,9 +334,10 @@ def descriptors(q, k, v, o, bm, bn, ws=False):
             TensorDescriptor.from_tensor(flat[2], [bn, d], lk), TensorDescriptor.from_tensor(flat[3], [bm, d], lq))
 
 
-def _kernel(kind):
-    """(kernel, its constexpr arguments) of a kind: '' (one instruction stream), 'ws' or 'pp'."""
-    return (attention_fwd, {}) if not kind else (attention_fwd_ws, {"PINGPONG": kind == "pp"})
+def _kernel(kind, causal=False):
+    """(kernel, its constexpr arguments) of a kind: '' (one instruction stream), 'ws' or 'pp'
+    (only 'pp' has a causal form)."""
+    return (attention_fwd, {}) if not kind else (attention_fwd_ws, {"PINGPONG": kind == "pp", "CAUSAL": causal})
 
 
 def _parse_tile(t):
@@ -326,7 +347,7 @@ def _parse_tile(t):
     return bm, bn, warps, kind
 
 
-def compile_only(d, bm, bn, warps, kind):
+def compile_only(d, bm, bn, warps, kind, causal=False):
     """Build for sm_90a without a GPU: a failed layout or schedule shows here."""
     import subprocess
 
@@ -337,7 +358,7 @@ def compile_only(d, bm, bn, warps, kind):
     q = torch.empty(1, 1, 1024, d, dtype=torch.bfloat16)
     descs = descriptors(q, q, q, q, bm, bn, bool(kind))
     sig = {name: mangle_type(a) for name, a in zip(("q_desc", "k_desc", "v_desc", "o_desc"), descs)}
-    fn, consts = _kernel(kind)
+    fn, consts = _kernel(kind, causal)
     sig.update(S="i32", scale="fp32", **{k: "constexpr" for k in consts}, num_warps="constexpr")
     src = GluonASTSource(fn, sig, {**consts, "num_warps": warps})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
@@ -361,12 +382,13 @@ def main(argv=None):
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--causal", action="store_true", help="causal masks (only the ping-pong kernel has that form)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     tiles = [_parse_tile(t) for t in args.tiles.split(",")]
     if args.compile_only:
         for bm, bn, warps, kind in tiles:
-            compile_only(args.d, bm, bn, warps, kind)
+            compile_only(args.d, bm, bn, warps, kind, args.causal and kind == "pp")
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch.nn.functional as F
@@ -376,27 +398,33 @@ def main(argv=None):
     for seq in [int(s) for s in args.seqs.split(",")]:
         b = max(1, args.tokens // seq)
         q, k, v = (torch.randn(b, args.heads, seq, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        ref = F.scaled_dot_product_attention(q, k, v)
-        t_ref = time_ms([lambda: F.scaled_dot_product_attention(q, k, v)], args.reps)
-        flop = 4.0 * b * args.heads * seq * seq * d
-        for bm, bn, warps, kind in tiles:
-            o = torch.full_like(q, float("nan"))
-            descs = descriptors(q, k, v, o, bm, bn, bool(kind))
-            grid = (seq // bm, b * args.heads)
-            fn, consts = _kernel(kind)
+        for causal in (False, True) if args.causal else (False,):
+            def sdpa():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            ref = sdpa()
+            t_ref = time_ms([sdpa], args.reps)
+            flop = 4.0 * b * args.heads * seq * seq * d * (0.5 if causal else 1.0)
+            for bm, bn, warps, kind in tiles:
+                if causal and kind != "pp":
+                    continue
+                o = torch.full_like(q, float("nan"))
+                descs = descriptors(q, k, v, o, bm, bn, bool(kind))
+                fn, consts = _kernel(kind, causal)
 
-            def run():
-                fn[grid](*descs, seq, LOG2E / math.sqrt(d), **consts, num_warps=warps)
-            run()
-            torch.cuda.synchronize()
-            err = ((o.float() - ref.float()).abs().max()).item()
-            t = time_ms([run], args.reps)
-            ok = err < 2e-2
-            rows.append({"seq": seq, "d": d, "tile": f"{kind + ':' if kind else ''}{bm}x{bn}x{warps}", "ms": t, "TFLOPs": flop / t / 1e9,
-                         "sdpa_default_ms": t_ref, "ratio": t_ref / t, "max_err": err, "ok": ok})
-            print(f"seq {seq} d {d} {kind + ' ' if kind else ''}{bm}x{bn} w{warps}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA default "
-                  f"{flop / t_ref / 1e9:6.1f}: ratio {t_ref / t:.3f} {'ok' if ok else f'WRONG ({err:.2e})'}", flush=True)
-        del q, k, v, ref
+                def run():
+                    fn[(seq // bm, b * args.heads)](*descs, seq, LOG2E / math.sqrt(d), **consts, num_warps=warps)
+                run()
+                torch.cuda.synchronize()
+                err = ((o.float() - ref.float()).abs().max()).item()
+                t = time_ms([run], args.reps)
+                ok = err < 2e-2
+                name = f"{kind + ':' if kind else ''}{bm}x{bn}x{warps}"
+                rows.append({"seq": seq, "d": d, "causal": causal, "tile": name, "ms": t, "TFLOPs": flop / t / 1e9,
+                             "sdpa_default_ms": t_ref, "ratio": t_ref / t, "max_err": err, "ok": ok})
+                print(f"seq {seq} d {d} causal {causal!s:5} {name}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA "
+                      f"default {flop / t_ref / 1e9:6.1f}: ratio {t_ref / t:.3f} {'ok' if ok else f'WRONG ({err:.2e})'}",
+                      flush=True)
+        del q, k, v
     if args.out:
         Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
 
