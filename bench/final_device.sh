@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# A session's final checks on one GPU machine, in parts that each fit one device call (600 s),
+# A session's final checks on one GPU machine, in parts that each fit one device call (600 s; on the
+# H200 in session 12 the GEMM sweep took ~190 s, the attention section ~90 s, the Gluon probe ~20 s),
 # every step under its own time limit so that one slow step cannot take the rest with it:
 #   tests  every GPU test (bench/gpu_tests.sh); host cost per launch (launch_diag, gpu_bench's
 #          safe and launch sections); cold/warm first launches (compile section, median of 3)
 #   bench  GEMM sweep, attention forward and backward, the Gluon attention probe (not safetile),
 #          NVIDIA's samples through safetile (CUTILE_SAMPLES names a copy of cuTile Python's samples/)
-#   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention, the Gluon probe
+#   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
 #   host   host cost only, each benchmark in three fresh processes (their readings move between
 #          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
 #   full   tests, then host in four processes (one call)
@@ -44,7 +45,7 @@ cold_compiles() {
         --compile-reps 3 --out "$R/compile.json"
 }
 gluon_probe() {  # the hand-scheduled Gluon forward (not safetile): what the d=128 schedule reaches here
-    step 90 gluon python3 bench/gluon_attention_probe.py --causal --tiles pp:128x128x4,ws:128x128x4 \
+    step 60 gluon python3 bench/gluon_attention_probe.py --causal --tiles pp:128x128x4,ws:128x128x4 \
         --seqs 4096,16384 --out "$R/gluon.json"
 }
 SAMPLES=()
@@ -56,17 +57,16 @@ tests)
     step 150 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
     cold_compiles ;;
 bench)
-    step 200 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
-    step 260 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
+    step 230 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
+    step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
     gluon_probe
     [ ${#SAMPLES[@]} -gt 0 ] && step 100 samples python3 bench/gpu_bench.py --only others \
         --others-kernels batch_matmul,attention,matmul,transpose "${SAMPLES[@]}" --out "$R/samples.json" ;;
 quick)
     step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
     step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
-    step 170 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
-    step 200 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
-    gluon_probe ;;
+    step 230 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
+    step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json" ;;
 full)  # tests, then host cost in four fresh processes each (fits one call: ~420 s on the H200)
     OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
     host_runs 4
