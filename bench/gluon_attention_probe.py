@@ -421,9 +421,9 @@ def main(argv=None):
                 name = f"{kind + ':' if kind else ''}{bm}x{bn}x{warps}"
                 rows.append({"seq": seq, "d": d, "causal": causal, "tile": name, "ms": t, "TFLOPs": flop / t / 1e9,
                              "sdpa_default_ms": t_ref, "ratio": t_ref / t, "max_err": err, "ok": ok})
+                verdict = "ok" if ok else f"WRONG ({err:.2e})"
                 print(f"seq {seq} d {d} causal {causal!s:5} {name}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA "
-                      f"default {flop / t_ref / 1e9:6.1f}: ratio {t_ref / t:.3f} {'ok' if ok else f'WRONG ({err:.2e})'}",
-                      flush=True)
+                      f"default {flop / t_ref / 1e9:6.1f}: ratio {t_ref / t:.3f} {verdict}", flush=True)
         del q, k, v
     if args.out:
         Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
