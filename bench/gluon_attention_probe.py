@@ -268,7 +268,26 @@ def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.cons
                      num_warps: gl.constexpr):
     """FA3's layout by hand: a producer warp (TMA) and two consumer warp groups of 64 query rows
     each (128 per block), running ``_ws_consumer``'s schedule independently, or with PINGPONG
-    ``_ws_consumer_pp``'s in alternating turns."""
+    ``_ws_consumer_pp``'s in alternating turns. Descriptors made on the host."""
+    _ws_body(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG, CAUSAL)
+
+
+@gluon.jit
+def attention_fwd_pp_raw(Q, K, V, O, rows, stride, S, scale, BMH: gl.constexpr, BN: gl.constexpr, D: gl.constexpr,
+                         CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    """The ping-pong kernel with safetile's launch interface: raw pointers, shapes and strides in,
+    TMA descriptors made in the kernel (as safetile's generated kernels make theirs), so that a
+    lowering could keep the launcher as it is."""
+    layout_q: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    q_desc = tma.make_tensor_descriptor(Q, [rows, D], [stride, 1], [BMH, D], layout_q)
+    k_desc = tma.make_tensor_descriptor(K, [rows, D], [stride, 1], [BN, D], layout_q)
+    v_desc = tma.make_tensor_descriptor(V, [rows, D], [stride, 1], [BN, D], layout_q)
+    o_desc = tma.make_tensor_descriptor(O, [rows, D], [stride, 1], [BMH, D], layout_q)
+    _ws_body(q_desc, k_desc, v_desc, o_desc, S, scale, True, CAUSAL)
+
+
+@gluon.jit
+def _ws_body(q_desc, k_desc, v_desc, o_desc, S, scale, PINGPONG: gl.constexpr, CAUSAL: gl.constexpr):
     BMH: gl.constexpr = q_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
     BN: gl.constexpr = k_desc.block_type.shape[0]
@@ -335,13 +354,22 @@ def descriptors(q, k, v, o, bm, bn, ws=False):
 
 
 def _kernel(kind, causal=False):
-    """(kernel, its constexpr arguments) of a kind: '' (one instruction stream), 'ws' or 'pp'
-    (only 'pp' has a causal form)."""
+    """(kernel, its constexpr arguments) of a kind: '' (one instruction stream), 'ws', 'pp' or
+    'raw' (only 'pp' and 'raw' have a causal form)."""
+    if kind == "raw":
+        return attention_fwd_pp_raw, {"CAUSAL": causal}
     return (attention_fwd, {}) if not kind else (attention_fwd_ws, {"PINGPONG": kind == "pp", "CAUSAL": causal})
 
 
+def _raw_args(q, k, v, o, bm, bn):
+    """(args, constexprs) of the raw kernel over (batch*heads*seq, d) views."""
+    d = q.shape[-1]
+    flat = [t.reshape(-1, d) for t in (q, k, v, o)]
+    return (*flat, flat[0].shape[0], flat[0].stride(0)), {"BMH": bm // 2, "BN": bn, "D": d}
+
+
 def _parse_tile(t):
-    """[ws:|pp:]BMxBNxWARPS -> (bm, bn, warps, kind)."""
+    """[ws:|pp:|raw:]BMxBNxWARPS -> (bm, bn, warps, kind)."""
     kind, _, tile = t.rpartition(":")
     bm, bn, warps = (int(x) for x in tile.split("x"))
     return bm, bn, warps, kind
@@ -356,9 +384,14 @@ def compile_only(d, bm, bn, warps, kind, causal=False):
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
     q = torch.empty(1, 1, 1024, d, dtype=torch.bfloat16)
-    descs = descriptors(q, q, q, q, bm, bn, bool(kind))
-    sig = {name: mangle_type(a) for name, a in zip(("q_desc", "k_desc", "v_desc", "o_desc"), descs)}
     fn, consts = _kernel(kind, causal)
+    if kind == "raw":
+        args, more = _raw_args(q, q, q, q, bm, bn)
+        consts = {**more, **consts}
+        sig = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "rows": "i32", "stride": "i32"}
+    else:
+        descs = descriptors(q, q, q, q, bm, bn, bool(kind))
+        sig = {name: mangle_type(a) for name, a in zip(("q_desc", "k_desc", "v_desc", "o_desc"), descs)}
     sig.update(S="i32", scale="fp32", **{k: "constexpr" for k in consts}, num_warps="constexpr")
     src = GluonASTSource(fn, sig, {**consts, "num_warps": warps})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
@@ -375,8 +408,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--d", type=int, default=128)
     p.add_argument("--tiles", default="128x128x8,ws:128x128x4,pp:128x128x4",
-                   help="[ws:|pp:]BMxBNxWARPS (ws: the warp-specialised kernel, 4 warps per consumer; pp: the same "
-                        "with ping-pong turns)")
+                   help="[ws:|pp:|raw:]BMxBNxWARPS (ws: the warp-specialised kernel, 4 warps per consumer; pp: the "
+                        "same with ping-pong turns; raw: pp with descriptors made in the kernel)")
     p.add_argument("--seqs", default="4096,8192,16384")
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--tokens", type=int, default=16384)
@@ -392,6 +425,7 @@ def main(argv=None):
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch.nn.functional as F
+    import triton
 
     from benchlib import time_ms
     rows, d = [], args.d
@@ -405,11 +439,16 @@ def main(argv=None):
             t_ref = time_ms([sdpa], args.reps)
             flop = 4.0 * b * args.heads * seq * seq * d * (0.5 if causal else 1.0)
             for bm, bn, warps, kind in tiles:
-                if causal and kind != "pp":
+                if causal and kind not in ("pp", "raw"):
                     continue
                 o = torch.full_like(q, float("nan"))
-                descs = descriptors(q, k, v, o, bm, bn, bool(kind))
                 fn, consts = _kernel(kind, causal)
+                if kind == "raw":  # descriptors made in the kernel need Triton's scratch allocator
+                    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+                    descs, more = _raw_args(q, k, v, o, bm, bn)
+                    consts = {**more, **consts}
+                else:
+                    descs = descriptors(q, k, v, o, bm, bn, bool(kind))
 
                 def run():
                     fn[(seq // bm, b * args.heads)](*descs, seq, LOG2E / math.sqrt(d), **consts, num_warps=warps)
