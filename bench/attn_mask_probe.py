@@ -28,14 +28,13 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import safetile as ct  # noqa: E402
 from benchlib import launch, time_ms, unpin_ws_stages  # noqa: E402
-from kernels.attention import _longest_first  # noqa: E402
+from kernels.attention import _attn2d_scores, _attn2d_softmax_pv, _longest_first  # noqa: E402
 
 LOG2E = 1.4426950408889634
 
 
 def _block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MODE, S):
-    k = ct.load(K, (kbase + j, 0), (BN, D), allow_tma=True)
-    s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32))
+    s = _attn2d_scores(q, K, kbase, j, BN, D)
     if MODE == 1:
         kpos = j * BN + ct.arange(BN, dtype=ct.int32)
         s = ct.where(qpos[:, None] + S >= kpos[None, :], s, float("-inf"))
@@ -45,13 +44,7 @@ def _block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MODE, S):
     if MODE == 3:
         lim = qpos - j * BN
         s = ct.where(ct.arange(BN, dtype=ct.int32)[None, :] <= lim[:, None], s, float("-inf"))
-    m_new = ct.maximum(m_i, ct.max(s, axis=1) * scale)
-    p = ct.exp2(s * scale - m_new[:, None])
-    alpha = ct.exp2(m_i - m_new)
-    l_i = l_i * alpha + ct.sum(p, axis=1)
-    v = ct.load(V, (kbase + j, 0), (BN, D), allow_tma=True)
-    acc = ct.mma(p.astype(v.dtype), v, acc * alpha[:, None])
-    return m_new, l_i, acc
+    return _attn2d_softmax_pv(s, V, kbase, j, m_i, l_i, acc, scale, BN, D)
 
 
 @ct.kernel

@@ -43,6 +43,29 @@ def _softmax_step(s, m_i, l_i, scale):
     return p, alpha, m_new, l_i * alpha + gl.sum(p, axis=1)
 
 
+@gluon.constexpr_function
+def _score_layout(warps, BN):
+    """Layout of a [rows, BN] product (QKᵀ) spread over ``warps`` warps along the rows."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[warps, 1], instr_shape=[16, BN, 16])
+
+
+@gluon.constexpr_function
+def _p_layout(acc_layout):
+    """Layout of P as the register operand of PV, whose accumulator has ``acc_layout``."""
+    return gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+
+
+@gluon.jit
+def _store_rows(acc, l_i, smem, o_desc, row, acc_layout: gl.constexpr):
+    """acc / l into the output rows from ``row`` on, staged in ``smem`` (a Q buffer the products
+    no longer read)."""
+    out = acc * gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, acc_layout))[:, None]
+    smem.store(out.to(o_desc.dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [row, 0], smem)
+    tma.store_wait(pendings=0)
+
+
 @gluon.jit
 def attention_fwd(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.constexpr):
     BM: gl.constexpr = q_desc.block_type.shape[0]
@@ -51,11 +74,9 @@ def attention_fwd(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.conste
     KS: gl.constexpr = 3
     VS: gl.constexpr = 2
     dtype: gl.constexpr = q_desc.dtype
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                       instr_shape=[16, BN, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                       instr_shape=[16, D, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_layout: gl.constexpr = _score_layout(num_warps, BN)
+    o_layout: gl.constexpr = _score_layout(num_warps, D)
+    p_layout: gl.constexpr = _p_layout(o_layout)
 
     qb = gl.program_id(0)
     bh = gl.program_id(1)
@@ -125,11 +146,7 @@ def attention_fwd(q_desc, k_desc, v_desc, o_desc, S, scale, num_warps: gl.conste
         mbarrier.invalidate(k_bar.index(i))
     for i in gl.static_range(VS):
         mbarrier.invalidate(v_bar.index(i))
-    out = acc * gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout))[:, None]
-    q_smem.store(out.to(dtype))  # Q's buffer holds the output tile
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [row0 + qb * BM, 0], q_smem)
-    tma.store_wait(pendings=0)
+    _store_rows(acc, l_i, q_smem, o_desc, row0 + qb * BM, o_layout)
 
 
 @gluon.jit
@@ -160,9 +177,9 @@ def _ws_consumer(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full,
     D: gl.constexpr = o_desc.block_type.shape[1]
     BN: gl.constexpr = k_smem.type.shape[1]
     dtype: gl.constexpr = o_desc.dtype
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, D, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_layout: gl.constexpr = _score_layout(4, BN)
+    o_layout: gl.constexpr = _score_layout(4, D)
+    p_layout: gl.constexpr = _p_layout(o_layout)
     q = q_smem.index(c)
     zero_s = gl.zeros([BMH, BN], gl.float32, s_layout)
     mbarrier.wait(q_bar.index(c), 0)
@@ -192,11 +209,7 @@ def _ws_consumer(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_full,
     mbarrier.wait(v_full.index(j % VS), (j // VS) & 1)
     acc = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index(j % VS), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-    out = acc * gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout))[:, None]
-    q.store(out.to(dtype))  # this group's Q slot holds its output rows
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [qrow + c * BMH, 0], q)
-    tma.store_wait(pendings=0)
+    _store_rows(acc, l_i, q, o_desc, qrow + c * BMH, o_layout)
 
 
 @gluon.jit
@@ -219,9 +232,9 @@ def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_fu
     D: gl.constexpr = o_desc.block_type.shape[1]
     BN: gl.constexpr = k_smem.type.shape[1]
     dtype: gl.constexpr = o_desc.dtype
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, D, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_layout: gl.constexpr = _score_layout(4, BN)
+    o_layout: gl.constexpr = _score_layout(4, D)
+    p_layout: gl.constexpr = _p_layout(o_layout)
     q = q_smem.index(c)
     zero_s = gl.zeros([BMH, BN], gl.float32, s_layout)
     mbarrier.wait(q_bar.index(c), 0)
@@ -256,11 +269,7 @@ def _ws_consumer_pp(c: gl.constexpr, o_desc, q_smem, k_smem, v_smem, q_bar, k_fu
     mbarrier.wait(v_full.index((n - 1) % VS), ((n - 1) // VS) & 1)
     pv = warpgroup_mma(gl.convert_layout(p.to(dtype), p_layout), v_smem.index((n - 1) % VS), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(pv,))
-    out = acc * gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout))[:, None]
-    q.store(out.to(dtype))
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [qrow + c * BMH, 0], q)
-    tma.store_wait(pendings=0)
+    _store_rows(acc, l_i, q, o_desc, qrow + c * BMH, o_layout)
 
 
 @gluon.jit

@@ -128,14 +128,14 @@ def test_attention_forward_and_backward(causal):
     for split in (True, False):
         dk[:], dv[:] = np.nan, np.nan
         ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv,
-                  (*flat, lse, delta, dk, dv, s, scale, sm, bm, bn, d, causal, split))
+                  (*flat, lse, delta, dk, dv, dq, s, scale, sm, bm, bn, d, causal, split, False))
         for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
             np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4,
                                        err_msg=f"{name} split={split}")
     dk[:], dv[:], dq[:] = np.nan, np.nan, np.nan  # dK/dV with dQ added up by atomics, then cast
     dqacc = np.zeros_like(flat[0])
-    ct.launch(None, (s // bn, bh), A.attention_bwd_fused, (*flat, lse, delta, dk, dv, dqacc, s, scale, sm, bm, bn, d,
-                                                            causal))
+    ct.launch(None, (s // bn, bh), A.attention_bwd_dkdv, (*flat, lse, delta, dk, dv, dqacc, s, scale, sm, bm, bn, d,
+                                                           causal, False, True))
     ct.launch(None, (bh * s // bm,), A.attention_bwd_dq_cast, (dqacc, dq, sm, bm, d))
     for name, got in (("dq", dq), ("dk", dk), ("dv", dv)):
         np.testing.assert_allclose(got.reshape(want[name].shape), want[name], rtol=1e-3, atol=1e-4,
@@ -232,12 +232,12 @@ def test_fused_backward_matches_sdpa_on_the_gpu(d, bm, bn, causal):
                                                         causal, True, True))
     delta = torch.empty_like(lse)
     ct.launch(None, (b * h * s // 128,), A.attention_bwd_delta, (o, flat[3], delta, 128, d))
-    kern = A.attention_bwd_fused.replace_hints(num_warps=8, num_stages=3)
+    kern = A.attention_bwd_dkdv.replace_hints(num_warps=8, num_stages=3)
     for _ in range(2):
         dq, dk, dv = (torch.full_like(flat[0], float("nan")) for _ in range(3))
         acc = torch.zeros(b * h * s, d, device="cuda", dtype=torch.float32)
         ct.launch(None, (s // bn, b * h), kern, (*flat, lse, delta, dk, dv, acc, s, sm * 1.4426950408889634, sm, bm,
-                                                 bn, d, causal))
+                                                 bn, d, causal, False, True))
         ct.launch(None, (b * h * s // 128,), A.attention_bwd_dq_cast, (acc, dq, sm, 128, d))
         torch.cuda.synchronize()
         for name, got, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), refs):

@@ -78,9 +78,10 @@ def test_product_loops_that_write_are_not_warp_specialised():
     src = kernel_source(products_then_atomic.replace_hints(warp_specialize=True, num_warps=4), (x, w, y, 4, 16),
                         target=90)
     assert "tl.atomic_add" in src and not any("warp_specialize" in ln for ln in _loops(src))
-    kern = A.attention_bwd_fused.replace_hints(warp_specialize=True, num_warps=4)
+    kern = A.attention_bwd_dkdv.replace_hints(warp_specialize=True, num_warps=4)
     q, lse, acc = torch.zeros(256, 64, dtype=torch.bfloat16), torch.zeros(256), torch.zeros(256, 64)
-    src = kernel_source(kern, (q, q, q, q, lse, lse, q, q, acc, 256, 0.1, 0.1, 64, 64, 64, True), target=90)
+    args = (q, q, q, q, lse, lse, q, q, acc, 256, 0.1, 0.1, 64, 64, 64, True, False, True)  # DQ: the atomic update
+    src = kernel_source(kern, args, target=90)
     assert not any("warp_specialize" in ln for ln in _loops(src))
 
 

@@ -5,7 +5,7 @@ Forward: ``attention`` over (batch*heads, seq, D) arrays with 3-D tiles; ``atten
 optionally writing the log-sum-exp rows the backward pass needs. Backward (FlashAttention-2
 style): ``attention_bwd_delta`` (rowsum(dO * O)), ``attention_bwd_dkdv`` (one block per key
 block, looping over query blocks) and ``attention_bwd_dq`` (one block per query block, looping
-over key blocks); or ``attention_bwd_fused``, dK/dV with dQ added up by atomics, then
+over key blocks); or ``attention_bwd_dkdv`` with DQ, dK/dV with dQ added up by atomics, then
 ``attention_bwd_dq_cast``. ``scale`` is softmax's scale times log2(e), positive: scores go through exp2,
 scaled inside its argument (one fma per score), row maxima taken before scaling."""
 from __future__ import annotations
@@ -70,12 +70,14 @@ def attention(Q, K, V, O, scale, BM: ct.Constant[int], BN: ct.Constant[int], D: 
     ct.store(O, (bh, qb, 0), ct.reshape(out.astype(O.dtype), (1, BM, D)))
 
 
-def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK):
+def _attn2d_scores(q, K, kbase, j, BN, D):
+    """QKᵀ of key block j (rows of K from ``kbase``)."""
     k = ct.load(K, (kbase + j, 0), (BN, D), allow_tma=True)
-    s = ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32))
-    if MASK:
-        kpos = j * BN + ct.arange(BN, dtype=ct.int32)
-        s = ct.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
+    return ct.mma(q, ct.transpose(k), ct.zeros((q.shape[0], BN), ct.float32))
+
+
+def _attn2d_softmax_pv(s, V, kbase, j, m_i, l_i, acc, scale, BN, D):
+    """One online-softmax step on key block j's scores: (new max, new sum, new accumulator)."""
     m_new = ct.maximum(m_i, ct.max(s, axis=1) * scale)
     p = ct.exp2(s * scale - m_new[:, None])
     alpha = ct.exp2(m_i - m_new)
@@ -83,6 +85,14 @@ def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK):
     v = ct.load(V, (kbase + j, 0), (BN, D), allow_tma=True)
     acc = ct.mma(p.astype(v.dtype), v, acc * alpha[:, None])
     return m_new, l_i, acc
+
+
+def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK):
+    s = _attn2d_scores(q, K, kbase, j, BN, D)
+    if MASK:
+        kpos = j * BN + ct.arange(BN, dtype=ct.int32)
+        s = ct.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
+    return _attn2d_softmax_pv(s, V, kbase, j, m_i, l_i, acc, scale, BN, D)
 
 
 @ct.kernel
@@ -152,13 +162,16 @@ def attention_bwd_delta(O, dO, Delta, BM: ct.Constant[int], D: ct.Constant[int])
 
 
 @ct.kernel
-def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: ct.Constant[int],
+def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, dQacc, S, scale, sm_scale, BM: ct.Constant[int],
                        BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool],
-                       SPLIT: ct.Constant[bool]):
+                       SPLIT: ct.Constant[bool], DQ: ct.Constant[bool]):
     """dK and dV of one key block: loop over the query blocks that see it (all, or from the
     diagonal on when causal). Arrays are (batch*heads*seq, D); Lse and Delta (batch*heads*seq,).
     Causal with SPLIT: only the blocks at the diagonal are masked (a branch in the loop); without,
-    every block is (no branch: the form Triton's warp specialisation accepts)."""
+    every block is (no branch: the form Triton's warp specialisation accepts). With DQ, also adds
+    this key block's share of dQ (dS K per query block) into the float32 ``dQacc`` (zeroed before)
+    with relaxed atomic adds, so no dQ pass computes S and dP a second time;
+    ``attention_bwd_dq_cast`` turns dQacc into dQ. Without DQ, dQacc is not read."""
     kb, bh = _longest_first(CAUSAL, False)
     k = ct.load(K, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
     v = ct.load(V, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
@@ -183,43 +196,13 @@ def attention_bwd_dkdv(Q, K, V, dO, Lse, Delta, dK, dV, S, scale, sm_scale, BM: 
                 pt = ct.where(qpos[None, :] >= kpos[:, None], pt, 0.0)
         dv = ct.mma(pt.astype(do.dtype), do, dv)
         dpt = ct.mma(v, ct.transpose(do), ct.zeros((BN, BM), ct.float32))
-        dst = pt * (dpt - delta[None, :])
-        dk = ct.mma(dst.astype(q.dtype), q, dk)
-    ct.store(dK, (bh * (S // BN) + kb, 0), (dk * sm_scale).astype(dK.dtype), allow_tma=True)
-    ct.store(dV, (bh * (S // BN) + kb, 0), dv.astype(dV.dtype), allow_tma=True)
-
-
-@ct.kernel
-def attention_bwd_fused(Q, K, V, dO, Lse, Delta, dK, dV, dQacc, S, scale, sm_scale, BM: ct.Constant[int],
-                        BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[bool]):
-    """``attention_bwd_dkdv`` (one loop, masked throughout when causal) that also adds this key
-    block's share of dQ (dS K per query block) into the float32 ``dQacc`` (zeroed before) with
-    relaxed atomic adds: the dQ pass, which computes S and dP a second time, goes away.
-    ``attention_bwd_dq_cast`` turns dQacc into dQ."""
-    kb, bh = _longest_first(CAUSAL, False)
-    k = ct.load(K, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
-    v = ct.load(V, (bh * (S // BN) + kb, 0), (BN, D), allow_tma=True)
-    kpos = kb * BN + ct.arange(BN, dtype=ct.int32)
-    dk = ct.zeros((BN, D), ct.float32)
-    dv = ct.zeros((BN, D), ct.float32)
-    qbase = bh * (S // BM)
-    cols = ct.arange(D, dtype=ct.int32)
-    for i in range((kb * BN) // BM if CAUSAL else 0, S // BM):
-        q = ct.load(Q, (qbase + i, 0), (BM, D), allow_tma=True)
-        do = ct.load(dO, (qbase + i, 0), (BM, D), allow_tma=True)
-        lse = ct.load(Lse, (qbase + i,), (BM,))
-        delta = ct.load(Delta, (qbase + i,), (BM,))
-        st = ct.mma(k, ct.transpose(q), ct.zeros((BN, BM), ct.float32))
-        pt = ct.exp2(st * scale - lse[None, :])
-        if CAUSAL:
-            pt = ct.where(i * BM + ct.arange(BM, dtype=ct.int32)[None, :] >= kpos[:, None], pt, 0.0)
-        dv = ct.mma(pt.astype(do.dtype), do, dv)
-        dpt = ct.mma(v, ct.transpose(do), ct.zeros((BN, BM), ct.float32))
         dst = (pt * (dpt - delta[None, :])).astype(q.dtype)
         dk = ct.mma(dst, q, dk)
-        dq = ct.mma(ct.transpose(dst), k, ct.zeros((BM, D), ct.float32))
-        rows = (qbase + i) * BM + ct.arange(BM, dtype=ct.int32)
-        ct.atomic_add(dQacc, (rows[:, None], cols[None, :]), dq, memory_order=ct.MemoryOrder.RELAXED)
+        if DQ:
+            dq = ct.mma(ct.transpose(dst), k, ct.zeros((BM, D), ct.float32))
+            rows = (qbase + i) * BM + ct.arange(BM, dtype=ct.int32)
+            cols = ct.arange(D, dtype=ct.int32)
+            ct.atomic_add(dQacc, (rows[:, None], cols[None, :]), dq, memory_order=ct.MemoryOrder.RELAXED)
     ct.store(dK, (bh * (S // BN) + kb, 0), (dk * sm_scale).astype(dK.dtype), allow_tma=True)
     ct.store(dV, (bh * (S // BN) + kb, 0), dv.astype(dV.dtype), allow_tma=True)
 

@@ -20,7 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import safetile as ct
 from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
 from kernels.attention import (attention, attention_2d, attention_2d_persistent, attention_bwd_delta,
-                               attention_bwd_dkdv, attention_bwd_dq, attention_bwd_dq_cast, attention_bwd_fused)
+                               attention_bwd_dkdv, attention_bwd_dq, attention_bwd_dq_cast)
 
 # occ (optional): the occupancy hint (blocks per SM); ws (optional, 1): the warp_specialize hint
 # (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones)
@@ -171,16 +171,16 @@ def _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta):
     if "fused" in cfg:
         c = cfg["fused"]
         acc = torch.empty(bh * seq, d, device=q.device, dtype=torch.float32)
-        kf = attention_bwd_fused.replace_hints(**_hints(c))
+        kf = attention_bwd_dkdv.replace_hints(**_hints(c))
         fused = ((seq // c["BN"], bh), kf, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), acc, seq, sm * LOG2E,
-                                            sm, c["BM"], c["BN"], d, causal))
+                                            sm, c["BM"], c["BN"], d, causal, not c.get("ws"), True))
         cast = ((bh * seq // 128,), attention_bwd_dq_cast, (acc, dq.view(-1, d), sm, 128, d))
         return steps + [acc.zero_, lambda: launch(*fused), lambda: launch(*cast)]
     c1, c2 = cfg["dkdv"], cfg["dq"]
     kd = attention_bwd_dkdv.replace_hints(**_hints(c1))
     kq = attention_bwd_dq.replace_hints(**_hints(c2))
-    dkdv = ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), seq, sm * LOG2E, sm,
-                                        c1["BM"], c1["BN"], d, causal, not c1.get("ws")))
+    dkdv = ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), dq.view(-1, d), seq,
+                                        sm * LOG2E, sm, c1["BM"], c1["BN"], d, causal, not c1.get("ws"), False))
     dq_ = ((seq // c2["BM"], bh), kq, (*flat, lse, delta, dq.view(-1, d), seq, sm * LOG2E, sm, c2["BM"], c2["BN"], d,
                                        causal))
     return steps + [lambda: launch(*dkdv), lambda: launch(*dq_)]

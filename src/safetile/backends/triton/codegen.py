@@ -617,7 +617,7 @@ def _multiplies_tiles(body: Block) -> bool:
     without the update (session 12), so a loop that writes keeps its plain form."""
     ops = list(walk(body))
     return (any(o.name == "mma" for o in ops) and not any(o.name in ("for", "while") for o in ops)
-            and not any(OPS[o.name].effect in ("write", "io") for o in ops if o.name in OPS))
+            and not any(OPS[o.name].effect in ("write", "io") for o in ops))
 
 
 def chained_products(fn: Function) -> bool:
