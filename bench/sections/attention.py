@@ -22,8 +22,9 @@ from benchlib import check, geomean, launch, sdpa_backend_name, time_ms
 from kernels.attention import (attention, attention_2d, attention_2d_persistent, attention_bwd_delta,
                                attention_bwd_dkdv, attention_bwd_dq, attention_bwd_dq_cast)
 
-# occ (optional): the occupancy hint (blocks per SM); ws (optional, 1): the warp_specialize hint
-# (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones)
+# occ (optional): the occupancy hint (blocks per SM); ws (optional): the warp_specialize hint, 1: True
+# (Triton 3.6 applies it on Hopper at 4 warps: a producer warp group and two consumer ones), 2:
+# "pingpong" (safetile's Gluon lowering with FA3's schedule, BM 128; backends/triton/pingpong.py)
 NAMES = ("BM", "BN", "warps", "stages", "occ", "ws")
 LOG2E = 1.4426950408889634
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
@@ -45,7 +46,7 @@ def _hints(cfg):
     if cfg.get("occ"):
         hints["occupancy"] = cfg["occ"]
     if cfg.get("ws"):
-        hints["warp_specialize"] = True
+        hints["warp_specialize"] = "pingpong" if cfg["ws"] == 2 else True
     return hints
 
 

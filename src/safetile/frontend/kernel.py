@@ -77,11 +77,9 @@ def _check_int(name: str, allowed: Callable[[int], bool], text: str):
     return check
 
 
-def _check_bool(name: str):
-    def check(v):
-        if not isinstance(v, bool):
-            raise ArgumentError(f"hint {name}={v!r} is invalid: must be True or False")
-    return check
+def _check_warp_specialize(v):
+    if not isinstance(v, bool) and v != "pingpong":
+        raise ArgumentError(f"hint warp_specialize={v!r} is invalid: must be True, False or 'pingpong'")
 
 
 HINTS: dict[str, Callable[[Any], None]] = {
@@ -90,7 +88,7 @@ HINTS: dict[str, Callable[[Any], None]] = {
     "opt_level": _check_int("opt_level", lambda v: 0 <= v <= 3, "must be between 0 and 3"),
     "num_warps": _check_int("num_warps", lambda v: v in (1, 2, 4, 8, 16, 32), "must be a power of two ≤ 32"),
     "num_stages": _check_int("num_stages", lambda v: 1 <= v <= 8, "must be between 1 and 8"),
-    "warp_specialize": _check_bool("warp_specialize"),
+    "warp_specialize": _check_warp_specialize,
 }
 
 

@@ -127,6 +127,11 @@ class Facts:
     # loads, two consumer warp groups each take half of the rows, registers rebalanced between
     # them). Triton 3.6 applies it on Hopper to kernels of 4 warps only; elsewhere it is ignored.
     warp_specialize: bool = False
+    # sm_90+ (``warp_specialize="pingpong"``): an online-softmax loop (two chained products, as in
+    # attention) is written in Gluon with FlashAttention-3's schedule: a producer warp and two
+    # consumer warp groups taking turns on the tensor cores (pingpong.py). Other kernels: as
+    # ``warp_specialize``.
+    pingpong: bool = False
 
 
 def default_facts(fn: Function) -> Facts:
@@ -651,14 +656,14 @@ class Generated:
     attrs: dict[tuple[int, ...], list]  # divisibility attributes per parameter index
     uses_print_buffer: bool  # takes the print buffer arguments (prints.py)
     uses_descriptors: bool
+    gluon: bool = False  # a Gluon kernel (pingpong.py): compiled from a GluonASTSource
 
 
-def generate(fn: Function, facts: Facts) -> Generated:
-    """The Triton source of ``fn`` specialised for ``facts``."""
-    from . import lowerings  # noqa: F401 - registers every family's emitters
+def kernel_params(fn: Function, facts: Facts, m: Module, g: Gen) -> tuple[list[str], dict[str, str], dict]:
+    """The kernel's parameters in launch order (arrays as pointer, sizes and strides), their Triton
+    signature and divisibility attributes; records each array in ``m`` and names each scalar
+    parameter in ``g``."""
     from .prints import buffer_ops
-    m = Module(fn, facts)
-    g = Gen(m)
     params: list[str] = []
     sig: dict[str, str] = {}
     attrs: dict[tuple[int, ...], list] = {}
@@ -697,6 +702,21 @@ def generate(fn: Function, facts: Facts) -> Generated:
     if m.print_index:
         add("_st_pbuf", "*u8", 16)
         add("_st_pcap", "i32")
+    return params, sig, attrs
+
+
+def generate(fn: Function, facts: Facts) -> Generated:
+    """The Triton source of ``fn`` specialised for ``facts`` (Gluon where ``facts.pingpong`` asks
+    for that schedule and the kernel has its loop shape: pingpong.py)."""
+    from . import lowerings  # noqa: F401 - registers every family's emitters
+    if facts.pingpong:
+        from .pingpong_emit import generate_pingpong
+        gen = generate_pingpong(fn, facts)
+        if gen is not None:
+            return gen
+    m = Module(fn, facts)
+    g = Gen(m)
+    params, sig, attrs = kernel_params(fn, facts, m, g)
     ys = g.block(fn.body, [])
     del ys
     name = kernel_name(fn)

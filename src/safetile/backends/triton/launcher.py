@@ -53,6 +53,11 @@ def warp_specialized(fn: Function, target: int) -> bool:
     return target >= 90 and bool(_resolve(fn.hints.get("warp_specialize", False), target))
 
 
+def pingpong(fn: Function, target: int) -> bool:
+    """``warp_specialize="pingpong"``, where it can apply (sm_90: Gluon's Hopper products)."""
+    return target == 90 and _resolve(fn.hints.get("warp_specialize", False), target) == "pingpong"
+
+
 def pdl_enabled(target: int) -> bool:
     """Programmatic dependent launch on sm_90+ (``SAFETILE_PDL=0`` turns it off)."""
     return target >= 90 and env.pdl_enabled()
@@ -179,6 +184,8 @@ def default_num_warps(fn: Function) -> int:
 
 def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     target = facts.target
+    if gen.gluon:  # the ping-pong kernel: four warps per partition, its own pipeline and registers
+        return {"num_warps": 4, **({"launch_pdl": True} if facts.pdl else {})}
     hints = {k: _resolve(v, target) for k, v in fn.hints.items()}
     warps = hints.get("num_warps") or default_num_warps(fn)
     opts: dict[str, Any] = {"num_warps": warps, "sanitize_overflow": False}
@@ -290,6 +297,8 @@ class Variant:
         from triton.compiler import ASTSource
         from triton.runtime.driver import driver
         target = driver.active.get_current_target()
+        if gen.gluon:
+            from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
         src = ASTSource(jitfn, dict(gen.signature), {}, dict(gen.attrs))
         options = compile_options(fn, gen, facts)
         # a binary compiled by an earlier process: straight from Triton's cache (see cache.py)
@@ -370,7 +379,8 @@ class Specialization:
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
-                     0 if interp else loop_stages(target), warp_specialized(self.fn, target) and not interp)
+                     0 if interp else loop_stages(target), warp_specialized(self.fn, target) and not interp,
+                     pingpong(self.fn, target) and not interp)
 
     def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
@@ -407,6 +417,8 @@ class Specialization:
         except TileError:
             raise
         except Exception as e:
+            if facts.pingpong:  # Gluon could not build this kernel: Triton's own warp specialisation
+                return self._build(dataclasses.replace(facts, pingpong=False), interp, device)
             if facts.warp_specialize:  # a loop shape Triton cannot partition (Triton 3.6 on Hopper:
                 # two matrix-product loops in a row, as a causal attention's split loop): compile
                 # it as written, unspecialised
@@ -714,5 +726,5 @@ def function_source(fn: Function, arrays: list, target: int | None = None) -> st
             except ImportError:
                 pass
     facts = Facts(tuple(array_facts(*p) for p in parts), False, target, tma_enabled() and target >= 90,
-                  pdl_enabled(target), loop_stages(target), warp_specialized(fn, target))
+                  pdl_enabled(target), loop_stages(target), warp_specialized(fn, target), pingpong(fn, target))
     return generate(fn, facts).source
