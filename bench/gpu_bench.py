@@ -86,7 +86,7 @@ def table(res) -> str:
         line("== flash attention bf16 (TFLOP/s) vs SDPA's default (backend named), and its flash / cuDNN backends")
         for r in res["attention"]:
             c = r["config"]
-            tags = [f"occ{c['occ']}" if c.get("occ") else "", "ws" if c.get("ws") else "",
+            tags = [f"occ{c['occ']}" if c.get("occ") else "", {1: "ws", 2: "pp"}.get(c.get("ws") or 0, ""),
                     "2d" if c.get("k2d") else "", "persistent" if c.get("k2d") == 2 else ""]
             cfg = (f"[BM {c['BM']} BN {c['BN']} w{c['warps']} s{c['stages']} {' '.join(t for t in tags if t)}]"
                    if "BM" in c else "")
@@ -192,9 +192,10 @@ def parse_args(argv=None):
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x8x3x2,256x128x4x2x0x1,128x128x4x2x0x1",
-                   help="BMxBNxWARPSxSTAGES[xOCCUPANCY[xWS]] list")
-    p.add_argument("--attn-configs-128", default="128x128x4x2x0x1,256x64x4x2x0x1,128x128x8x3")
+    p.add_argument("--attn-configs-64", default="128x128x8x3x2,128x128x4x2x0x2,256x128x4x2x0x1,128x128x4x2x0x1",
+                   help="BMxBNxWARPSxSTAGES[xOCCUPANCY[xWS]] list (WS 1: warp_specialize=True, 2: \"pingpong\")")
+    p.add_argument("--attn-configs-128", default="128x128x4x2x0x2,128x64x4x2x0x2,128x128x4x2x0x1,256x64x4x2x0x1,"
+                   "128x128x8x3")
     p.add_argument("--attn-kernels", default="1,2",
                    help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")

@@ -43,7 +43,7 @@ def _attention(kernel, d, causal, bm, bn, hints, two_d=False):
     grid = (ct.cdiv(seq, bm), b * h)
     if two_d:
         flat = [t.view(-1, d) for t in (q, k, v, o)]
-        args = (*flat, torch.empty(1, device="cuda"), seq, scale, bm, bn, d, causal, False, True)  # no LSE, split
+        args = (*flat, torch.empty(1, device="cuda"), seq, scale, bm, bn, d, causal, False, True, False)  # no LSE, split
     else:
         args = (*[t.view(b * h, seq, d) for t in (q, k, v, o)], scale, bm, bn, d, causal)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)

@@ -109,9 +109,10 @@ def test_attention_forward_and_backward(causal):
     np.testing.assert_allclose(o3, ref, rtol=1e-4, atol=1e-5)
     flat = [x.reshape(-1, d) for x in (q, k, v, do)]
     o, lse = np.full_like(flat[0], np.nan), np.full(bh * s, np.nan, np.float32)
-    for split in (True, False):  # causal: split at the diagonal, or one loop masked throughout
+    for split in (True, False):  # causal: split at the diagonal, or one loop with a masking branch
         o[:], lse[:] = np.nan, np.nan
-        ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True, split))
+        ct.launch(None, (s // bm, bh), A.attention_2d, (*flat[:3], o, lse, s, scale, bm, bn, d, causal, True, split,
+                                                        not split))
         np.testing.assert_allclose(o.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(lse, (lse_ref / math.log(2)).reshape(-1), rtol=1e-5, atol=1e-5)
     for blocks in (1, 3):  # the persistent kernel: fewer blocks than (query block, head) tiles
@@ -229,7 +230,7 @@ def test_fused_backward_matches_sdpa_on_the_gpu(d, bm, bn, causal):
     o = torch.empty_like(flat[0])
     lse = torch.empty(b * h * s, device="cuda", dtype=torch.float32)
     ct.launch(None, (s // 128, b * h), A.attention_2d, (*flat[:3], o, lse, s, sm * 1.4426950408889634, 128, 64, d,
-                                                        causal, True, True))
+                                                        causal, True, True, False))
     delta = torch.empty_like(lse)
     ct.launch(None, (b * h * s // 128,), A.attention_bwd_delta, (o, flat[3], delta, 128, d))
     kern = A.attention_bwd_dkdv.replace_hints(num_warps=8, num_stages=3)

@@ -55,9 +55,9 @@ def _facts(args, narrays, target=90):
                  True, target == 90)
 
 
-def _attn_args(d=128, bn=128, causal=True, lse=False, split=False, s=1024, device="cpu"):
-    q = torch.empty(2 * s, d, dtype=torch.bfloat16, device=device)
-    return (q, q, q, q, torch.empty(2 * s if lse else 1, device=device), s, 0.1, 128, bn, d, causal, lse, split)
+def _attn_args(d=128, bn=128, causal=True, lse=False, split=False, diag=True, s=1024):
+    q = torch.empty(2 * s, d, dtype=torch.bfloat16)
+    return (q, q, q, q, torch.empty(2 * s if lse else 1), s, 0.1, 128, bn, d, causal, lse, split, diag)
 
 
 def _plan(kern, args, narrays, target=90):
@@ -73,10 +73,12 @@ def test_hint_takes_pingpong_and_rejects_other_strings():
             A.attention_2d.replace_hints(warp_specialize=bad)
 
 
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal,diag", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("bn,d", [(128, 128), (64, 128), (128, 64)])
-def test_attention_loops_match(causal, bn, d):
-    p = _plan(PP, _attn_args(d, bn, causal), 5)
+def test_attention_loops_match(causal, diag, bn, d):
+    """Non-causal (a second loop that never runs), causal masked throughout, causal masked under a
+    branch at the diagonal."""
+    p = _plan(PP, _attn_args(d, bn, causal, diag=diag), 5)
     assert p is not None and (p.bn, p.d, p.dv) == (bn, d, d)
 
 
@@ -88,7 +90,7 @@ def test_other_shapes_do_not_match():
     gemm = G.matmul.replace_hints(num_warps=4, warp_specialize="pingpong")
     assert _plan(gemm, (a, a, c, 128, 128, 64, 8, True), 3) is None  # one product per loop
     q = torch.empty(512, 64, dtype=torch.float32)
-    assert _plan(PP, (q, q, q, q, torch.empty(1), 256, 0.1, 128, 64, 64, True, False, False), 5) is None  # fp32
+    assert _plan(PP, (q, q, q, q, torch.empty(1), 256, 0.1, 128, 64, 64, True, False, False, True), 5) is None  # fp32
 
 
 def test_unmatched_kernels_keep_tritons_warp_specialisation():
@@ -124,11 +126,11 @@ def _build(kern, args, narrays):
                           options=compile_options(fn, gen, facts))
 
 
-@pytest.mark.parametrize("bn,d,causal", [(128, 128, True), (64, 128, False)])
-def test_generated_gluon_builds_for_sm90(bn, d, causal, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bn,d,causal,diag", [(128, 128, True, True), (64, 128, True, False), (128, 64, False, False)])
+def test_generated_gluon_builds_for_sm90(bn, d, causal, diag, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
-    compiled = _build(PP, _attn_args(d, bn, causal), 5)
+    compiled = _build(PP, _attn_args(d, bn, causal, diag=diag), 5)
     assert "ttg.warp_specialize(" in compiled.asm["ttgir"]
     assert compiled.asm["ptx"].count("wgmma.mma_async") >= 2 and "setmaxnreg" in compiled.asm["ptx"]
 
@@ -173,8 +175,8 @@ def _hopper() -> bool:
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU (H100/H200)")
 @pytest.mark.parametrize("d,bn", [(128, 128), (128, 64), (64, 128)])
-@pytest.mark.parametrize("causal", [False, True])
-def test_pingpong_attention_matches_sdpa_on_the_gpu(d, bn, causal):
+@pytest.mark.parametrize("causal,diag", [(False, False), (True, False), (True, True)])
+def test_pingpong_attention_matches_sdpa_on_the_gpu(d, bn, causal, diag):
     import torch.nn.functional as F
     b, h, s = 2, 3, 1024
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -182,7 +184,7 @@ def test_pingpong_attention_matches_sdpa_on_the_gpu(d, bn, causal):
     for _ in range(3):  # a race between the partitions shows as a result that moves between runs
         o = torch.full_like(q, float("nan"))
         ct.launch(None, (s // 128, b * h), PP, (*(t.view(-1, d) for t in (q, k, v, o)), torch.empty(1, device="cuda"),
-                                                s, LOG2E / math.sqrt(d), 128, bn, d, causal, False, False))
+                                                s, LOG2E / math.sqrt(d), 128, bn, d, causal, False, False, diag))
         torch.cuda.synchronize()
         err = ((o.float() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, err

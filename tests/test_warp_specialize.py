@@ -98,7 +98,7 @@ def test_attention_compiles_into_warp_groups_for_sm90(tmp_path, monkeypatch):
     monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
     q = torch.empty(2 * 256, 64, dtype=torch.bfloat16)
     kern = A.attention_2d.replace_hints(num_warps=4, num_stages=3, warp_specialize=True)
-    args = (q, q, q, q, torch.empty(1), 256, 0.18, 128, 64, 64, True, False, False)
+    args = (q, q, q, q, torch.empty(1), 256, 0.18, 128, 64, 64, True, False, False, False)
     fn = kern.specialize(arg_specs(kern, args))
     facts = Facts(tuple(array_facts(*array_parts(a)[:3]) for a in args[:5]), False, 90, True, True, 3, True)
     gen = generate(fn, facts)
@@ -126,7 +126,7 @@ def test_only_loops_with_chained_products_are_pinned_at_two_stages():
         return chained_products(fn), compile_options(fn, generate(fn, facts), facts)["num_stages"]
     q = torch.empty(2 * 256, 64, dtype=torch.bfloat16)
     attn = A.attention_2d.replace_hints(num_warps=4, num_stages=3, warp_specialize=True)
-    assert options(attn, (q, q, q, q, torch.empty(1), 256, 0.18, 128, 64, 64, True, False, False), 5) == (True, 2)
+    assert options(attn, (q, q, q, q, torch.empty(1), 256, 0.18, 128, 64, 64, True, False, False, False), 5) == (True, 2)
     a, c = torch.empty(256, 256, dtype=torch.float16), torch.empty(256, 256, dtype=torch.float16)
     for stages in (3, 4):
         gemm = G.matmul.replace_hints(num_warps=4, num_stages=stages, warp_specialize=True)
@@ -169,7 +169,7 @@ def test_hinted_attention_matches_numpy_in_the_interpreter():
     kern = A.attention_2d.replace_hints(num_warps=4, warp_specialize=True)
     with triton_interpreter():
         ct.launch(None, (s // 32, bh), kern, (q, k, v, o, torch.empty(1), s, 1.4426950408889634 / math.sqrt(d),
-                                              32, 16, d, True, False, False))
+                                              32, 16, d, True, False, False, False))
     sc = (q.double().view(bh, s, d) @ k.double().view(bh, s, d).transpose(1, 2)) / math.sqrt(d)
     sc = sc.masked_fill(~torch.ones(s, s, dtype=torch.bool).tril(), float("-inf"))
     ref = torch.softmax(sc, -1) @ v.double().view(bh, s, d)
@@ -189,7 +189,7 @@ def test_warp_specialised_attention_matches_sdpa_on_the_gpu(d, bm, bn, causal):
     for _ in range(3):  # a race shows as a result that moves between runs
         o = torch.full_like(q, float("nan"))
         ct.launch(None, (s // bm, b * h), kern, (*(t.view(-1, d) for t in (q, k, v, o)), torch.empty(1, device="cuda"),
-                                                 s, 1.4426950408889634 / math.sqrt(d), bm, bn, d, causal, False, False))
+                                                 s, 1.4426950408889634 / math.sqrt(d), bm, bn, d, causal, False, False, False))
         torch.cuda.synchronize()
         err = ((o.float() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, err

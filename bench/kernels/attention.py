@@ -87,23 +87,30 @@ def _attn2d_softmax_pv(s, V, kbase, j, m_i, l_i, acc, scale, BN, D):
     return m_new, l_i, acc
 
 
-def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK):
+def _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, MASK, first_row=None):
+    """One key block. MASK: causal; with ``first_row`` (the block's first query row) the mask is
+    applied only where key block j reaches past it (a branch: blocks left of the diagonal skip it)."""
     s = _attn2d_scores(q, K, kbase, j, BN, D)
     if MASK:
         kpos = j * BN + ct.arange(BN, dtype=ct.int32)
-        s = ct.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
+        if first_row is None:
+            s = ct.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
+        elif (j + 1) * BN > first_row:
+            s = ct.where(qpos[:, None] >= kpos[None, :], s, float("-inf"))
     return _attn2d_softmax_pv(s, V, kbase, j, m_i, l_i, acc, scale, BN, D)
 
 
 @ct.kernel
 def attention_2d(Q, K, V, O, Lse, S, scale, BM: ct.Constant[int], BN: ct.Constant[int],
                  D: ct.Constant[int], CAUSAL: ct.Constant[bool], LSE: ct.Constant[bool],
-                 SPLIT: ct.Constant[bool]):
+                 SPLIT: ct.Constant[bool], DIAG: ct.Constant[bool]):
     """Forward over (batch*heads*seq, D) arrays (seq S a multiple of BM and BN). With LSE, also
     writes each row's log2-sum-exp2 of the scaled scores to Lse (batch*heads*seq,) float32.
     Causal with SPLIT: a mask-free loop up to the diagonal, then a masked one; without SPLIT one
-    loop, masked throughout (Triton 3.6 warp-specialises one loop of matrix products on Hopper,
-    not two in a row: the ``warp_specialize`` hint needs this form)."""
+    loop, masked throughout, or with DIAG only at the blocks that reach the diagonal (a branch).
+    Triton 3.6 warp-specialises one loop of matrix products on Hopper, not two in a row nor one
+    with a branch (``warp_specialize=True``: neither SPLIT nor DIAG); the ping-pong lowering
+    (``warp_specialize="pingpong"``) takes one loop, branch or not (DIAG: ~10 % less work)."""
     qb, bh = _longest_first(CAUSAL, True)
     q = ct.load(Q, (bh * (S // BM) + qb, 0), (BM, D), allow_tma=True)
     qpos = qb * BM + ct.arange(BM, dtype=ct.int32)
@@ -121,7 +128,8 @@ def attention_2d(Q, K, V, O, Lse, S, scale, BM: ct.Constant[int], BN: ct.Constan
         for j in range(full):
             m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, False)
     for j in range(full, stop):
-        m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, True)
+        m_i, l_i, acc = _attn2d_block(q, K, V, kbase, j, m_i, l_i, acc, qpos, scale, BN, D, True,
+                                      qb * BM if DIAG and not SPLIT else None)
     out = acc * (1.0 / l_i)[:, None]
     ct.store(O, (bh * (S // BM) + qb, 0), out.astype(O.dtype), allow_tma=True)
     if LSE:

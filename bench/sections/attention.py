@@ -66,7 +66,7 @@ def _fwd_launch(cfg, d, seq, causal, q, k, v, o, lse=None):
         lse_arg = lse if keep else torch.empty(1, device="cuda")
         # a warp-specialised causal kernel runs one masked loop (Triton partitions one loop, not two)
         return attention_2d.replace_hints(**hints), grid, (*flat, lse_arg, seq, scale, cfg["BM"], cfg["BN"], d,
-                                                           causal, keep, not cfg.get("ws"))
+                                                           causal, keep, not cfg.get("ws"), cfg.get("ws") == 2)
     return attention.replace_hints(**hints), grid, (*[t.view(bh, seq, d) for t in (q, k, v, o)], scale,
                                                     cfg["BM"], cfg["BN"], d, causal)
 

@@ -149,6 +149,11 @@ def _link_op(ax: _Axes, op: Op) -> bool:
         for (d, _), (e, _) in zip(big_src, big_dst):
             ax.union((op.operands[0].id, d), (op.result.id, e))
         return True
+    if op.name == "if":
+        for r in op.regions:
+            for y, out in zip(r.results, op.results):
+                ax.link(y, out)
+        return True
     if op.name in ("load", "store", "constant", "arange", "for", "yield") or not op.results:
         return True
     if _family(op) in ("elementwise", "grid"):
@@ -204,11 +209,14 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
         return None
     top = fn.body.ops
     loops = [op for op in top if op.name == "for" and not dead_loop(op)]
-    if len(loops) != 1 or any(op.name in ("if", "while", "print", "assert") for op in walk(fn.body)):
+    if len(loops) != 1 or any(op.name in ("if", "while", "print", "assert") for op in _live_ops(fn.body.ops)):
         return None
     loop = loops[0]
     body = loop.regions[0]
-    if any(op.regions for op in body.ops):
+    # in the loop, branches over tile arithmetic only (a mask applied where a block needs one)
+    if any(op.regions and not (op.name == "if" and all(_tile_op(o) or o.name in ("if", "yield")
+                                                       for r in op.regions for o in walk(r)))
+           for op in body.ops):
         return None
     at = top.index(loop)
     step = loop.operands[2].owner
@@ -260,7 +268,7 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
         if id(op) in c_ops:
             if any(u is not pv and id(u) not in c_ops for r in op.results for u in users.get(r.id, [])):
                 return None
-        elif op not in (k, kt, s, v, pv) and op.name != "yield" and not _tile_op(op):
+        elif op not in (k, kt, s, v, pv) and op.name not in ("yield", "if") and not _tile_op(op):
             return None
     # the column tiles' row indices: scalar arithmetic the producer can repeat
     for ld in (k, v):
@@ -285,6 +293,15 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
     if rows is None or not _rows_consistent(fn, rows, q, k, v, store):
         return None
     return Plan(loop, q, k, kt, s, v, pv, acc, frozenset(c_ops), store, rows, bn, d, tile.type.shape[1])
+
+
+def _live_ops(ops: list[Op]):
+    """``ops`` and the ops of their regions, except the main loop's body and loops that never run."""
+    for op in ops:
+        yield op
+        if op.name != "for":
+            for r in op.regions:
+                yield from _live_ops(r.ops)
 
 
 def dead_loop(op: Op) -> bool:

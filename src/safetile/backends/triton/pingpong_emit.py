@@ -97,9 +97,36 @@ class GluonGen(Gen):
                 self.names[o.id] = self.tmp(f"gl.convert_layout({self.val(o)}, {want})")
         return saved
 
+    def _if(self, op: Op) -> None:
+        """Gen's branch, each result in one layout: the then-branch's (the else-branch's value is set
+        or converted to it)."""
+        if self.const(op.operands[0]) is not None:
+            super()._if(op)
+            return
+        results = [self.m.fresh("r") for _ in op.results]
+        self.line(f"if {self.val(op.operands[0])}:")
+        want = self._branch_in(op.regions[0], results, None)
+        self.line("else:")
+        self._branch_in(op.regions[1], results, want)
+        for r, n, t in zip(op.results, results, want):
+            self.names[r.id], self.tags[r.id] = n, t
+
+    def _branch_in(self, region: Block, results: list[str], want: list[str | None] | None) -> list[str | None]:
+        self.depth += 1
+        for o in region.ops[:-1]:
+            self.op(o)
+        ys = region.results
+        tags = want or [self.tags.get(y.id) for y in ys]
+        for r, y, t in zip(results, ys, tags):
+            self.line(f"{r} = {self.as_layout(y, t)}")
+        if not region.ops[:-1] and not ys:
+            self.line("pass")
+        self.depth -= 1
+        return tags
+
     def _tag(self, op: Op) -> None:
         """The layout of ``op``'s results, from its operands'."""
-        if not op.results or not op.operands:
+        if not op.results or not op.operands or op.regions:
             return
         tagged = [o for o in op.operands if self.tags.get(o.id) is not None]
         tag: str | None = None
