@@ -152,6 +152,11 @@ _SNIPPETS = {
     "attention_w8": "q=torch.randn(16,1024,64,device='cuda',dtype=torch.bfloat16)\n"
                     "args=(8,16), A.attention.replace_hints(num_warps=8, num_stages=3, occupancy=2), "
                     "(q, q, q, torch.empty_like(q), 0.18, 128, 128, 64, True)",
+    # the 2-D kernel under warp_specialize="pingpong" (Gluon, pingpong.py), d=128 causal
+    "attention_pp": "q=torch.randn(16*1024,128,device='cuda',dtype=torch.bfloat16)\n"
+                    "args=(8,16), A.attention_2d.replace_hints(warp_specialize='pingpong'), "
+                    "(q, q, q, torch.empty_like(q), torch.empty(1, device='cuda'), 1024, 0.18, 128, 128, 128, "
+                    "True, False, False, True)",
 }
 
 COMPILE_KERNELS = tuple(k for k in _SNIPPETS if k != "tiny")
