@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import dtypes as dt
-from ...ir.core import Block, Function, Op, Value, walk
-from ...ir.types import TileType
+from ...ir.core import Block, Function, Op, Value, tile_type, walk
+from ...ir.types import ArrayType, TileType
 from ...ops.memory import PaddingMode
 from .codegen import Facts
 
@@ -61,7 +61,7 @@ class Plan:
 
 
 def _scalar(v: Value) -> bool:
-    return isinstance(v.type, TileType) and v.type.shape == ()
+    return isinstance(v.type, TileType) and tile_type(v).shape == ()
 
 
 def _family(op: Op) -> str:
@@ -102,7 +102,7 @@ class _Axes:
 
     def link(self, a: Value, b: Value) -> bool:
         """Axes of equal size, aligned from the right (broadcasting); False where ranks differ."""
-        sa, sb = a.type.shape, b.type.shape
+        sa, sb = tile_type(a).shape, tile_type(b).shape
         if len(sa) != len(sb):
             return not sa or not sb  # a scalar joins nothing
         for i, (x, y) in enumerate(zip(sa, sb)):
@@ -127,32 +127,29 @@ def _link_op(ax: _Axes, op: Op) -> bool:
             ax.union((op.result.id, d), (op.operands[0].id, a))
         return True
     if op.name in _REDUCTIONS:
-        src = op.operands[0]
-        kept = [d for d in range(len(src.type.shape)) if d not in op.attrs["axes"]]
-        if op.attrs.get("keepdims"):
-            kept_out = kept
-        else:
-            kept_out = list(range(len(kept)))
+        reduced = op.operands[0]
+        kept = [d for d in range(len(tile_type(reduced).shape)) if d not in op.attrs["axes"]]
+        kept_out = kept if op.attrs.get("keepdims") else list(range(len(kept)))
         for d, e in zip(kept, kept_out):
-            ax.union((src.id, d), (op.result.id, e))
+            ax.union((reduced.id, d), (op.result.id, e))
         return True
     if op.name in ("reshape", "broadcast_to", "broadcast"):
-        src, dst = op.operands[0].type.shape, op.result.type.shape
-        if not src:
+        before, after = tile_type(op.operands[0]).shape, tile_type(op.result).shape
+        if not before:
             return True
         if op.name != "reshape":
             return ax.link(op.operands[0], op.result)
-        big_src = [(d, n) for d, n in enumerate(src) if n != 1]
-        big_dst = [(d, n) for d, n in enumerate(dst) if n != 1]
+        big_src = [(d, n) for d, n in enumerate(before) if n != 1]
+        big_dst = [(d, n) for d, n in enumerate(after) if n != 1]
         if [n for _, n in big_src] != [n for _, n in big_dst]:
             return False
         for (d, _), (e, _) in zip(big_src, big_dst):
             ax.union((op.operands[0].id, d), (op.result.id, e))
         return True
     if op.name == "if":
-        for r in op.regions:
-            for y, out in zip(r.results, op.results):
-                ax.link(y, out)
+        for region in op.regions:
+            for yielded, out in zip(region.results, op.results):
+                ax.link(yielded, out)
         return True
     if op.name in ("load", "store", "constant", "arange", "for", "yield") or not op.results:
         return True
@@ -171,16 +168,16 @@ def _rows(fn: Function, q: Op) -> frozenset[tuple[int, int]] | None:
         if op.name == "for":
             body = op.regions[0]
             for init, arg, res, out in zip(op.operands[3:], body.args[1:], body.results, op.results):
-                for d in range(len(arg.type.shape)):
+                for d in range(len(tile_type(arg).shape)):
                     for x in (init, res, out):
                         ax.union((arg.id, d), (x.id, d))
     root = ax.find((q.result.id, 0))
-    rows = set()
+    rows: set[tuple[int, int]] = set()
     for op in walk(fn.body):
         values = list(op.results) + [a for r in op.regions for a in r.args]
         for v in values:
             if isinstance(v.type, TileType):
-                rows.update((v.id, d) for d in range(len(v.type.shape)) if ax.find((v.id, d)) == root)
+                rows.update((v.id, d) for d in range(len(tile_type(v).shape)) if ax.find((v.id, d)) == root)
     return frozenset(rows)
 
 
@@ -240,11 +237,11 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
                 or ld.attrs["padding"] not in (PaddingMode.UNDETERMINED, PaddingMode.ZERO)):
             return None
     (bm, d), (bn, dk), (bnv, dv) = q.attrs["shape"], k.attrs["shape"], v.attrs["shape"]
-    dtype = q.result.type.dtype
+    dtype = tile_type(q.result).dtype
     if (bm != ROWS or dk != d or bnv != bn or bn not in (64, 128) or d not in (64, 128) or dv not in (64, 128)
-            or dtype not in (dt.float16, dt.bfloat16) or k.result.type.dtype is not dtype
-            or v.result.type.dtype is not dtype or pv.operands[0].type.dtype is not dtype
-            or s.result.type.dtype is not dt.float32 or pv.result.type.dtype is not dt.float32):
+            or dtype not in (dt.float16, dt.bfloat16) or tile_type(k.result).dtype is not dtype
+            or tile_type(v.result).dtype is not dtype or tile_type(pv.operands[0]).dtype is not dtype
+            or tile_type(s.result).dtype is not dt.float32 or tile_type(pv.result).dtype is not dt.float32):
         return None
     users = _users(fn.body)
     if ([u for u in users[q.result.id]] != [s] or users[k.result.id] != [kt] or users[kt.result.id] != [s]
@@ -285,14 +282,17 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
         return None
     store = stores[0]
     tile = store.operands[-1]
-    if (len(tile.type.shape) != 2 or tile.type.shape[0] != ROWS or tuple(store.attrs["order"]) != (0, 1)
-            or tile.type.dtype is not store.operands[0].type.dtype or tile.type.dtype not in (dt.float16, dt.bfloat16)
+    out = tile_type(tile)
+    target = store.operands[0].type
+    if (len(out.shape) != 2 or out.shape[0] != ROWS or tuple(store.attrs["order"]) != (0, 1)
+            or not isinstance(target, ArrayType) or out.dtype is not target.dtype
+            or out.dtype not in (dt.float16, dt.bfloat16)
             or store.operands[0].id in (q.operands[0].id, k.operands[0].id, v.operands[0].id)):
         return None
     rows = _rows(fn, q)
     if rows is None or not _rows_consistent(fn, rows, q, k, v, store):
         return None
-    return Plan(loop, q, k, kt, s, v, pv, acc, frozenset(c_ops), store, rows, bn, d, tile.type.shape[1])
+    return Plan(loop, q, k, kt, s, v, pv, acc, frozenset(c_ops), store, rows, bn, d, out.shape[1])
 
 
 def _live_ops(ops: list[Op]):
@@ -325,7 +325,7 @@ def _rows_consistent(fn: Function, rows: frozenset, q: Op, k: Op, v: Op, store: 
     for op in walk(fn.body):
         for r in op.results:
             if isinstance(r.type, TileType):
-                if any((r.id, d) in rows and n != ROWS for d, n in enumerate(r.type.shape)):
+                if any((r.id, d) in rows and n != ROWS for d, n in enumerate(tile_type(r).shape)):
                     return False
         if op.name in _REDUCTIONS and any((op.operands[0].id, d) in rows for d in op.attrs["axes"]):
             return False
