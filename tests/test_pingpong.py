@@ -83,7 +83,7 @@ def test_attention_loops_match(causal, diag, bn, d):
 
 
 def test_other_shapes_do_not_match():
-    assert _plan(PP, _attn_args(lse=True), 5) is None  # a second store (the log-sum-exp rows)
+    assert _plan(PP, _attn_args(lse=True, diag=False), 5).row_stores  # the log-sum-exp rows: a vector store
     assert _plan(PP, _attn_args(split=True), 5) is None  # two loops that run
     assert _plan(PP, _attn_args(), 5, target=80) is None  # no Gluon Hopper products before sm_90
     a, c = torch.empty(256, 256, dtype=torch.float16), torch.empty(256, 256, dtype=torch.float16)
@@ -126,11 +126,12 @@ def _build(kern, args, narrays):
                           options=compile_options(fn, gen, facts))
 
 
-@pytest.mark.parametrize("bn,d,causal,diag", [(128, 128, True, True), (64, 128, True, False), (128, 64, False, False)])
-def test_generated_gluon_builds_for_sm90(bn, d, causal, diag, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bn,d,causal,diag,lse", [(128, 128, True, True, False), (64, 128, True, False, True),
+                                                  (128, 64, False, False, False)])
+def test_generated_gluon_builds_for_sm90(bn, d, causal, diag, lse, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
-    compiled = _build(PP, _attn_args(d, bn, causal, diag=diag), 5)
+    compiled = _build(PP, _attn_args(d, bn, causal, lse=lse, diag=diag), 5)
     assert "ttg.warp_specialize(" in compiled.asm["ttgir"]
     assert compiled.asm["ptx"].count("wgmma.mma_async") >= 2 and "setmaxnreg" in compiled.asm["ptx"]
 
@@ -188,6 +189,28 @@ def test_pingpong_attention_matches_sdpa_on_the_gpu(d, bn, causal, diag):
         torch.cuda.synchronize()
         err = ((o.float() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU (H100/H200)")
+@pytest.mark.parametrize("causal", [False, True])
+def test_pingpong_log_sum_exp_matches_the_triton_kernel_on_the_gpu(causal):
+    """The forward the backward pass needs (LSE: a per-row vector stored beside the output), with
+    and without the hint, on 3 heads of 640 rows (5 query blocks)."""
+    bh, s, d = 3, 640, 128
+    q, k, v = (torch.randn(bh * s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    outs = []
+    for kern, split, diag in ((A.attention_2d, True, False), (PP, False, True)):
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((bh * s,), float("nan"), device="cuda")
+        ct.launch(None, (s // 128, bh), kern, (q, k, v, o, lse, s, LOG2E / math.sqrt(d), 128, 64, d, causal, True,
+                                               split, diag))
+        torch.cuda.synchronize()
+        outs.append((o.float(), lse))
+    (o1, l1), (o2, l2) = outs
+    assert torch.isfinite(o2).all() and torch.isfinite(l2).all()
+    assert ((o1 - o2).norm() / o1.norm()).item() < 1e-2
+    assert (l1 - l2).abs().max().item() < 1e-2
 
 
 @pytest.mark.gpu

@@ -372,6 +372,8 @@ class _Kernel:
             if dead_loop(op):
                 for init, r in zip(op.operands[3:], op.results):
                     g.names[r.id], g.tags[r.id] = g.val(init), g.tags.get(init.id)
+            elif op in p.row_stores:
+                self._row_store(g, h[id(op)])
             elif op is not p.store and op.name != "yield":
                 g.op(h[id(op)])
         g.line("_st_o = _st_os.index(C)")
@@ -383,6 +385,23 @@ class _Kernel:
         layouts = [f"    _st_SL: gl.constexpr = {_mma_layout(p.bn)}", f"    _st_OL: gl.constexpr = {_mma_layout(p.dv)}",
                    "    _st_PL: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=_st_OL, k_width=2)"]
         return layouts + g.hoisted + g.lines
+
+    def _row_store(self, g: GluonGen, op: Op) -> None:
+        """This consumer's 64 values of a per-row vector, through pointers (masked at the end)."""
+        info = self.m.arrays[op.operands[0].id]
+        i, vec = op.operands[1], op.operands[-1]
+        c = g.const(i)
+        base = str(int(c) * ROWS) if c is not None else f"{_tile_index(g, i, ROWS, False)} * {ROWS}"
+        rows = g.tmp(f"{base} + gl.arange(C * {HALF}, C * {HALF} + {HALF})", "o")
+        tag = g.tags.get(vec.id)
+        if tag is not None:
+            rows = g.tmp(f"gl.set_auto_layout({rows}, {tag})", "o")
+        stride = info.strides[0]
+        ptrs = f"{info.ptr} + {rows}" + ("" if stride == "1" else f" * {stride}")
+        mask = f"({rows} < {info.sizes[0]})"
+        if not ((c is not None and c >= 0) or g.nonneg(i)):
+            mask += f" & ({rows} >= 0)"
+        g.line(f"gl.store({ptrs}, {g.val(vec)}, mask={mask})")
 
     # -------------------------------------------------------------- the kernel
     def generate(self) -> Generated | None:
