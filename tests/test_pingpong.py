@@ -55,9 +55,9 @@ def _facts(args, narrays, target=90):
                  True, target == 90)
 
 
-def _attn_args(d=128, bn=128, causal=True, lse=False, split=False, diag=True, s=1024):
+def _attn_args(d=128, bn=128, causal=True, lse=False, split=False, diag=True, s=1024, bm=128):
     q = torch.empty(2 * s, d, dtype=torch.bfloat16)
-    return (q, q, q, q, torch.empty(2 * s if lse else 1), s, 0.1, 128, bn, d, causal, lse, split, diag)
+    return (q, q, q, q, torch.empty(2 * s if lse else 1), s, 0.1, bm, bn, d, causal, lse, split, diag)
 
 
 def _plan(kern, args, narrays, target=90):
@@ -84,6 +84,9 @@ def test_attention_loops_match(causal, diag, bn, d):
 
 def test_other_shapes_do_not_match():
     assert _plan(PP, _attn_args(lse=True, diag=False), 5).row_stores  # the log-sum-exp rows: a vector store
+    assert _plan(PP, _attn_args(64, 64, bm=256), 5).groups == 4  # four consumer warp groups
+    assert _plan(PP, _attn_args(64, 128, bm=256), 5) is None  # four groups would spill: 64x128 scores
+    assert _plan(PP, _attn_args(64, 64, bm=64), 5) is None  # one group: nobody to take turns with
     assert _plan(PP, _attn_args(split=True), 5) is None  # two loops that run
     assert _plan(PP, _attn_args(), 5, target=80) is None  # no Gluon Hopper products before sm_90
     a, c = torch.empty(256, 256, dtype=torch.float16), torch.empty(256, 256, dtype=torch.float16)
@@ -126,12 +129,14 @@ def _build(kern, args, narrays):
                           options=compile_options(fn, gen, facts))
 
 
-@pytest.mark.parametrize("bn,d,causal,diag,lse", [(128, 128, True, True, False), (64, 128, True, False, True),
-                                                  (128, 64, False, False, False)])
-def test_generated_gluon_builds_for_sm90(bn, d, causal, diag, lse, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bm,bn,d,causal,diag,lse", [(128, 128, 128, True, True, False),
+                                                     (128, 64, 128, True, False, True),
+                                                     (128, 128, 64, False, False, False),
+                                                     (256, 64, 64, True, True, True)])
+def test_generated_gluon_builds_for_sm90(bm, bn, d, causal, diag, lse, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
-    compiled = _build(PP, _attn_args(d, bn, causal, lse=lse, diag=diag), 5)
+    compiled = _build(PP, _attn_args(d, bn, causal, lse=lse, diag=diag, bm=bm), 5)
     assert "ttg.warp_specialize(" in compiled.asm["ttgir"]
     assert compiled.asm["ptx"].count("wgmma.mma_async") >= 2 and "setmaxnreg" in compiled.asm["ptx"]
 
@@ -175,17 +180,17 @@ def _hopper() -> bool:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU (H100/H200)")
-@pytest.mark.parametrize("d,bn", [(128, 128), (128, 64), (64, 128)])
+@pytest.mark.parametrize("d,bm,bn", [(128, 128, 128), (128, 128, 64), (64, 128, 128), (64, 256, 64)])
 @pytest.mark.parametrize("causal,diag", [(False, False), (True, False), (True, True)])
-def test_pingpong_attention_matches_sdpa_on_the_gpu(d, bn, causal, diag):
+def test_pingpong_attention_matches_sdpa_on_the_gpu(d, bm, bn, causal, diag):
     import torch.nn.functional as F
     b, h, s = 2, 3, 1024
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
     for _ in range(3):  # a race between the partitions shows as a result that moves between runs
         o = torch.full_like(q, float("nan"))
-        ct.launch(None, (s // 128, b * h), PP, (*(t.view(-1, d) for t in (q, k, v, o)), torch.empty(1, device="cuda"),
-                                                s, LOG2E / math.sqrt(d), 128, bn, d, causal, False, False, diag))
+        ct.launch(None, (s // bm, b * h), PP, (*(t.view(-1, d) for t in (q, k, v, o)), torch.empty(1, device="cuda"),
+                                               s, LOG2E / math.sqrt(d), bm, bn, d, causal, False, False, diag))
         torch.cuda.synchronize()
         err = ((o.float() - ref).norm() / ref.norm()).item()
         assert err < 1e-2, err

@@ -6,8 +6,8 @@ forward at 0.90-0.97x cuDNN (bench/NOTES.md, session 12). A hand-written Gluon k
 FA3's schedule reached 0.97-1.13x. This module writes that schedule for any kernel with the loop
 shape below, from its IR, under the ``warp_specialize="pingpong"`` hint:
 
-- one block = 128 rows, split between two consumer warp groups of 64 rows; a one-warp producer
-  loads each consumer's rows of the row tile (Q) once, then the loop's two column tiles (K, V)
+- one block = 128 rows, split between two consumer warp groups of 64 rows (256: four groups); a
+  one-warp producer loads each consumer's rows of the row tile (Q) once, then the loop's two column tiles (K, V)
   block by block into two-slot rings through TMA;
 - per iteration, a consumer issues QKᵀ(j) and PV(j-1) back to back in its turn, hands the turn
   to the other group, then computes softmax(j) while the tensor cores run the other group's pair.
@@ -31,8 +31,10 @@ from ...ir.types import ArrayType, TileType
 from ...ops.memory import PaddingMode
 from .codegen import Facts
 
-ROWS = 128  # rows of a block: two consumer warp groups
-HALF = ROWS // 2  # rows of one consumer (one warpgroup_mma's M)
+HALF = 64  # rows of one consumer warp group (one warpgroup_mma's M)
+GROUPS = {128: 2, 256: 4}  # consumer warp groups by rows of a block. d=64's products are short:
+# four groups keep the tensor cores busy through three others' softmax (FA3 runs three at 192 rows);
+# four fit the registers without spilling only with 64x64 score and accumulator tiles
 STAGES = 2  # slots of the K and V rings
 _TILE_FAMILIES = frozenset({"elementwise", "factories", "reduction", "grid"})
 _TILE_SHAPE_OPS = frozenset({"reshape", "broadcast_to", "broadcast"})
@@ -60,6 +62,11 @@ class Plan:
     bn: int
     d: int
     dv: int
+    bm: int  # rows of a block: 64 per consumer warp group
+
+    @property
+    def groups(self) -> int:
+        return self.bm // HALF
 
 
 def _scalar(v: Value) -> bool:
@@ -240,7 +247,8 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
             return None
     (bm, d), (bn, dk), (bnv, dv) = q.attrs["shape"], k.attrs["shape"], v.attrs["shape"]
     dtype = tile_type(q.result).dtype
-    if (bm != ROWS or dk != d or bnv != bn or bn not in (64, 128) or d not in (64, 128) or dv not in (64, 128)
+    if (bm not in GROUPS or (bm == 256 and (bn, d, dv) != (64, 64, 64)) or dk != d or bnv != bn
+            or bn not in (64, 128) or d not in (64, 128) or dv not in (64, 128)
             or dtype not in (dt.float16, dt.bfloat16) or tile_type(k.result).dtype is not dtype
             or tile_type(v.result).dtype is not dtype or tile_type(pv.operands[0]).dtype is not dtype
             or tile_type(s.result).dtype is not dt.float32 or tile_type(pv.result).dtype is not dt.float32):
@@ -286,22 +294,22 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
         return None
     inputs = (q.operands[0].id, k.operands[0].id, v.operands[0].id)
     for vec in vectors:  # one value per row (attention's log-sum-exp): stored through pointers
-        if tile_type(vec.operands[-1]).shape != (ROWS,) or vec.operands[0].id in inputs:
+        if tile_type(vec.operands[-1]).shape != (bm,) or vec.operands[0].id in inputs:
             return None
     store = tiles[0]
     tile = store.operands[-1]
     out = tile_type(tile)
     target = store.operands[0].type
-    if (len(out.shape) != 2 or out.shape[0] != ROWS or tuple(store.attrs["order"]) != (0, 1)
+    if (len(out.shape) != 2 or out.shape[0] != bm or tuple(store.attrs["order"]) != (0, 1)
             or not isinstance(target, ArrayType) or out.dtype is not target.dtype
             or out.dtype not in (dt.float16, dt.bfloat16)
             or store.operands[0].id in inputs):
         return None
     rows = _rows(fn, q)
-    if (rows is None or not _rows_consistent(fn, rows, q, k, v, store)
+    if (rows is None or not _rows_consistent(fn, rows, q, k, v, store, bm)
             or any((vec.operands[-1].id, 0) not in rows for vec in vectors)):
         return None
-    return Plan(loop, q, k, kt, s, v, pv, acc, frozenset(c_ops), store, vectors, rows, bn, d, out.shape[1])
+    return Plan(loop, q, k, kt, s, v, pv, acc, frozenset(c_ops), store, vectors, rows, bn, d, out.shape[1], bm)
 
 
 def _live_ops(ops: list[Op]):
@@ -328,13 +336,13 @@ def _scalar_slice(v: Value, body: Block, depth: int = 0) -> bool:
                                                  if isinstance(o.type, TileType))
 
 
-def _rows_consistent(fn: Function, rows: frozenset, q: Op, k: Op, v: Op, store: Op) -> bool:
-    """Row axes are ``ROWS`` long, never reduced, never an axis of a column tile, and the stored
+def _rows_consistent(fn: Function, rows: frozenset, q: Op, k: Op, v: Op, store: Op, bm: int) -> bool:
+    """Row axes are ``bm`` long, never reduced, never an axis of a column tile, and the stored
     tile's first axis is one."""
     for op in walk(fn.body):
         for r in op.results:
             if isinstance(r.type, TileType):
-                if any((r.id, d) in rows and n != ROWS for d, n in enumerate(tile_type(r).shape)):
+                if any((r.id, d) in rows and n != bm for d, n in enumerate(tile_type(r).shape)):
                     return False
         if op.name in _REDUCTIONS and any((op.operands[0].id, d) in rows for d in op.attrs["axes"]):
             return False

@@ -12,7 +12,7 @@ from ...ir.types import TileType
 from ...ops.memory import PaddingMode
 from .codegen import CODEGEN_VERSION, Facts, Gen, Generated, Module, kernel_name, kernel_params, py_literal, tl_dtype
 from .memory import _descriptor, _tile_index
-from .pingpong import _REDUCTIONS, _TILE_SHAPE_OPS, HALF, ROWS, STAGES, Plan, _scalar_op, dead_loop, plan
+from .pingpong import _REDUCTIONS, _TILE_SHAPE_OPS, HALF, STAGES, Plan, _scalar_op, dead_loop, plan
 
 _HEADER = """\
 from triton.experimental import gluon
@@ -20,7 +20,12 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 """
-_BARRIERS = (("_st_qb", 1), ("_st_kf", 1), ("_st_ke", 2), ("_st_vf", 1), ("_st_ve", 2), ("_st_turn", 1))
+# (name, arrivals: 0 for one per consumer, ring: a slot per block in flight, else one per consumer)
+_BARRIERS = (("_st_qb", 1, False), ("_st_kf", 1, True), ("_st_ke", 0, True), ("_st_vf", 1, True),
+             ("_st_ve", 0, True), ("_st_turn", 1, False))
+# registers per thread of the worker partitions: consumers 2.., then the producer (the first
+# consumer, the default partition, takes what is left)
+_REGISTERS = {2: [232, 40], 4: [96, 96, 96, 24]}
 
 
 def generate_pingpong(fn: Function, facts: Facts) -> Generated | None:
@@ -219,8 +224,8 @@ class _Kernel:
         g = Gen(m)
         kernel_params(self.fn, self.facts, m, g)
         p = self.p
-        for op, shape, pad in ((p.q, (ROWS, p.d), p.q.attrs["padding"]), (p.k, (p.bn, p.d), p.k.attrs["padding"]),
-                               (p.v, (p.bn, p.dv), p.v.attrs["padding"]), (p.store, (ROWS, p.dv), PaddingMode.ZERO)):
+        for op, shape, pad in ((p.q, (p.bm, p.d), p.q.attrs["padding"]), (p.k, (p.bn, p.d), p.k.attrs["padding"]),
+                               (p.v, (p.bn, p.dv), p.v.attrs["padding"]), (p.store, (p.bm, p.dv), PaddingMode.ZERO)):
             if _descriptor(g, op, g.array(op.operands[0]), shape, (0, 1), pad) is None:
                 return False
         return True
@@ -251,8 +256,8 @@ class _Kernel:
         g = self._partition_gen()
         body = p.loop.regions[0]
         lo, step = self._loop_bounds(g)
-        rows = _coords(g, p.q.operands[1:], (ROWS, p.d), f"_st_c * {HALF}")
-        g.line("for _st_c in gl.static_range(2):")
+        rows = _coords(g, p.q.operands[1:], (p.bm, p.d), f"_st_c * {HALF}")
+        g.line(f"for _st_c in gl.static_range({p.groups}):")
         g.line("    mbarrier.expect(_st_qb.index(_st_c), _st_qd.block_type.nbytes)")
         g.line(f"    tma.async_copy_global_to_shared(_st_qd, {rows}, _st_qb.index(_st_c), _st_qs.index(_st_c))")
         g.line("for _st_t in range(_st_n):")
@@ -310,7 +315,7 @@ class _Kernel:
                 g.line(f"mbarrier.wait(_st_vf.index({vslot}), {vphase})")
                 g.line(f"_st_pv = warpgroup_mma(gl.convert_layout(_st_p, _st_PL), _st_vs.index({vslot}), _st_a, "
                        "is_async=True)")
-            g.line("mbarrier.arrive(_st_turn.index(1 - C), count=1)")
+            g.line(f"mbarrier.arrive(_st_turn.index((C + 1) % {p.groups}), count=1)")
             g.line(f"_st_s = warpgroup_mma_wait(num_outstanding={pending}, deps=(_st_s,))")
             g.line(f"mbarrier.arrive(_st_ke.index({slot}), count=1)")
             g.names[s_id] = "_st_s"
@@ -379,7 +384,7 @@ class _Kernel:
         g.line("_st_o = _st_os.index(C)")
         g.line(f"_st_o.store({g.val(store.operands[-1])})")
         g.line("fence_async_shared()")
-        rows = _coords(g, store.operands[1:-1], (ROWS, p.dv), f"C * {HALF}")
+        rows = _coords(g, store.operands[1:-1], (p.bm, p.dv), f"C * {HALF}")
         g.line(f"tma.async_copy_shared_to_global(_st_od, {rows}, _st_o)")
         g.line("tma.store_wait(pendings=0)")
         layouts = [f"    _st_SL: gl.constexpr = {_mma_layout(p.bn)}", f"    _st_OL: gl.constexpr = {_mma_layout(p.dv)}",
@@ -391,7 +396,8 @@ class _Kernel:
         info = self.m.arrays[op.operands[0].id]
         i, vec = op.operands[1], op.operands[-1]
         c = g.const(i)
-        base = str(int(c) * ROWS) if c is not None else f"{_tile_index(g, i, ROWS, False)} * {ROWS}"
+        bm = self.p.bm
+        base = str(int(c) * bm) if c is not None else f"{_tile_index(g, i, bm, False)} * {bm}"
         rows = g.tmp(f"{base} + gl.arange(C * {HALF}, C * {HALF} + {HALF})", "o")
         tag = g.tags.get(vec.id)
         if tag is not None:
@@ -422,22 +428,23 @@ class _Kernel:
         q, o = self.m.arrays[p.q.operands[0].id], self.m.arrays[p.store.operands[0].id]
         descs = [self._descriptor("_st_qd", p.q, [HALF, p.d]), self._descriptor("_st_kd", p.k, [p.bn, p.d]),
                  self._descriptor("_st_vd", p.v, [p.bn, p.dv]), self._descriptor("_st_od", p.store, [HALF, p.dv])]
-        smem = [f"_st_qs = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [2, {HALF}, {p.d}], _st_qd.layout)",
+        smem = [f"_st_qs = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [{p.groups}, {HALF}, {p.d}], _st_qd.layout)",
                 f"_st_ks = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [{STAGES}, {p.bn}, {p.d}], _st_kd.layout)",
                 f"_st_vs = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [{STAGES}, {p.bn}, {p.dv}], _st_vd.layout)"]
         if o.dtype is q.dtype and p.dv == p.d:
             smem.append("_st_os = _st_qs")  # each consumer's Q buffer is free once its last product is done
         else:
-            smem.append(f"_st_os = gl.allocate_shared_memory({tl_dtype(o.dtype)}, [2, {HALF}, {p.dv}], _st_od.layout)")
-        for name, count in _BARRIERS:
-            size = 2 if name in ("_st_qb", "_st_turn") else STAGES
+            smem.append(f"_st_os = gl.allocate_shared_memory({tl_dtype(o.dtype)}, [{p.groups}, {HALF}, {p.dv}], "
+                        "_st_od.layout)")
+        for name, arrivals, ring in _BARRIERS:
+            size, count = (STAGES if ring else p.groups), (arrivals or p.groups)
             smem.append(f"{name} = gl.allocate_shared_memory(gl.int64, [{size}, 1], mbarrier.MBarrierLayout())")
             smem.append(f"for _st_i in gl.static_range({size}):")
             smem.append(f"    mbarrier.init({name}.index(_st_i), count={count})")
         smem.append("mbarrier.arrive(_st_turn.index(0), count=1)  # the first consumer takes the first turn")
         scalars = list(dict.fromkeys(self.params + [n for v, n in g.names.items()]))
         shared = ["_st_qd", "_st_kd", "_st_vd", "_st_od", "_st_qs", "_st_ks", "_st_vs", "_st_os",
-                  *(b for b, _ in _BARRIERS), "_st_n", *scalars]
+                  *(b for b, _, _ in _BARRIERS), "_st_n", *scalars]
         producer, consumer = self.producer(), self.consumer()
         # each partition takes only what it reads: every argument is another value in each scope
         # that Triton's front end copies at every branch and loop (a third of its time otherwise)
@@ -450,9 +457,10 @@ class _Kernel:
         if self.facts.pdl:
             lines += ["    _st_gdc_launch()", "    _st_gdc_wait()"]
         lines += g.hoisted + descs + g.lines + ["    " + s for s in smem]
-        lines += ["    gl.warp_specialize([", f"        ({name}_consumer, (0, {c_args})),",
-                  f"        ({name}_consumer, (1, {c_args})),", f"        ({name}_producer, ({p_args},)),",
-                  "    ], [4, 1], [232, 40])"]
+        lines += ["    gl.warp_specialize(["]
+        lines += [f"        ({name}_consumer, ({c}, {c_args}))," for c in range(p.groups)]
+        lines += [f"        ({name}_producer, ({p_args},)),",
+                  f"    ], {[4] * (p.groups - 1) + [1]}, {_REGISTERS[p.groups]})"]
         return Generated("\n".join(lines) + "\n", name, self.params, self.sig, self.attrs, False, True, gluon=True)
 
 
