@@ -330,8 +330,10 @@ def dead_loop(op: Op) -> bool:
 def _scalar_slice(v: Value, body: Block, depth: int = 0) -> bool:
     """Whether scalar ``v`` is computed in ``body`` from scalars alone (or outside it)."""
     op = v.owner
+    if op is None and v in body.args:
+        return v is body.args[0]  # the induction variable, not a carried value (the producer has none)
     if op is None or op not in body.ops:
-        return _scalar(v) or v in body.args[:1]
+        return _scalar(v)
     return depth < 32 and _scalar_op(op) and all(_scalar_slice(o, body, depth + 1) for o in op.operands
                                                  if isinstance(o.type, TileType))
 

@@ -32,7 +32,10 @@ def generate_pingpong(fn: Function, facts: Facts) -> Generated | None:
     """The Gluon source of ``fn`` with the ping-pong schedule, or None (not this loop shape, or a
     tile access no tensor descriptor can make)."""
     p = plan(fn, facts)
-    return None if p is None else _Kernel(fn, facts, p).generate()
+    try:
+        return None if p is None else _Kernel(fn, facts, p).generate()
+    except Decline:
+        return None
 
 
 class GluonGen(Gen):
@@ -53,6 +56,14 @@ class GluonGen(Gen):
             return f"gl.full({list(shape)!r}, {text}, gl.float32).to({tl_dtype(d)})"
         return f"gl.full({list(shape)!r}, {text}, {tl_dtype(d)})"
 
+    def val(self, v: Value) -> str:
+        """Tile constants are written where used: each use is its own value, free to take the
+        layout of that use."""
+        c = self.m.consts.get(v.id)
+        if c is not None and c[2] != () and v.id not in self.names:
+            return f"({self.const_expr(c)})"
+        return super().val(v)
+
     def op(self, op: Op) -> None:
         if op.name == "arange":
             self._arange(op)
@@ -60,15 +71,44 @@ class GluonGen(Gen):
         out = tile_type(op.result) if op.results else None
         if op.name in _TILE_SHAPE_OPS and out is not None and out.shape and tile_type(op.operands[0]).shape == ():
             # a scalar made a tile: Gluon broadcasts no scalar to a shape without a layout
-            name = self.m.fresh("v")
-            self.line(f"{name} = gl.full({list(out.shape)!r}, {self.val(op.operands[0])}, {tl_dtype(out.dtype)})")
-            self.names[op.result.id] = name
+            self.names[op.result.id] = (f"(gl.full({list(out.shape)!r}, {self.val(op.operands[0])}, "
+                                        f"{tl_dtype(out.dtype)}))")
+            return
+        if op.name == "reshape" and out is not None and self._squeeze(op, out.shape):
             return
         saved = self._reconcile(op)
         super().op(op)
         for v, name in saved:
             self.names[v] = name
         self._tag(op)
+        self._inline(op)
+
+    def _inline(self, op: Op) -> None:
+        """A tile in Gluon's inferred layout is written where used, not named: one named value used
+        in two layouts (a row vector in the scores' mask and in the output's) cannot be inferred."""
+        if len(op.results) != 1 or op.regions or self.tags.get(op.result.id) is not None:
+            return
+        r = op.result
+        name = self.names.get(r.id)
+        if not tile_type(r).shape or name is None or not self.lines:
+            return
+        head = "    " * self.depth + f"{name} = "
+        if self.lines[-1].startswith(head) and len(self.lines[-1]) - len(head) < 300:
+            self.names[r.id] = f"({self.lines.pop()[len(head):]})"
+
+    def _squeeze(self, op: Op, shape: tuple) -> bool:
+        """(n, 1) or (1, n) made (n,) in a product's layout: the slice of that layout, which the
+        other row vectors are in (a plain reshape gives a layout no other value has)."""
+        src = op.operands[0]
+        parent = self.tags.get(src.id)
+        before = tile_type(src).shape
+        if parent is None or len(before) != 2 or len(shape) != 1 or 1 not in before:
+            return False
+        axis = before.index(1)
+        tag = f"gl.SliceLayout({axis}, {parent})"
+        self.names[op.result.id] = self.tmp(f"gl.convert_layout(tl.reshape({self.val(src)}, {list(shape)!r}), {tag})")
+        self.tags[op.result.id] = tag
+        return True
 
     def _arange(self, op: Op) -> None:
         """Gluon's ``arange``; on a row axis, this consumer's rows (``C``: its index)."""
@@ -76,9 +116,7 @@ class GluonGen(Gen):
         n = op.attrs["size"]
         expr = arange(self, op)
         base = f"gl.arange(C * {n}, C * {n} + {n})" if (op.result.id, 0) in self.rows else f"gl.arange(0, {n})"
-        name = self.m.fresh("v")
-        self.line(f"{name} = {expr.replace(f'tl.arange(0, {n})', base)}")
-        self.names[op.result.id] = name
+        self.names[op.result.id] = f"({expr.replace(f'tl.arange(0, {n})', base)})"
 
     def _reconcile(self, op: Op) -> list[tuple[int, str]]:
         """Convert operands whose layout differs from the largest tagged operand's; returns the
@@ -278,6 +316,14 @@ class _Kernel:
 
     # -------------------------------------------------------------- the consumers
     def consumer(self) -> list[str]:
+        """The consumer function. Generated twice: the first pass finds the layout each carried value
+        takes in the steady-state loop, the second carries every value in that layout from the start
+        (a Gluon loop-carried value keeps one type)."""
+        carried: dict[int, str | None] = {}
+        self._consumer(carried)
+        return self._consumer(carried, final=True)
+
+    def _consumer(self, carried: dict[int, str | None], final: bool = False) -> list[str]:
         p = self.p
         memo: dict[int, Value] = {}
         body_h = _halved(self.fn.body, p.rows, memo)
@@ -297,6 +343,16 @@ class _Kernel:
         stage_b = [h[id(op)] for op in p.loop.regions[0].ops
                    if op not in (p.k, p.kt, p.s, p.v, p.pv) and id(op) not in p.stage_c and op.name != "yield"]
         stage_c = [h[id(op)] for op in p.loop.regions[0].ops if id(op) in p.stage_c]
+        # what the loop carries besides the accumulator: the kernel's values (by index), P, C's operand
+        values = [yields[k] for k in others] + [pv.operands[0], pv.operands[2]]
+        names = [f"_st_c{k}" for k in others] + ["_st_p", "_st_a"]
+        keys = others + [-1, p.acc]
+        carried.setdefault(p.acc, "_st_OL")
+
+        def want(key: int, v: Value) -> str | None:
+            tag = carried.get(key) or g.tags.get(v.id)
+            return tag if tag is not None or not final else _default_layout(tile_type(v).shape, p)
+
         g.names[iv.id] = "_st_j"
         g.line("_st_q = _st_qs.index(C)")
         g.line(f"_st_zero = gl.zeros([{HALF}, {p.bn}], gl.float32, _st_SL)")
@@ -325,29 +381,33 @@ class _Kernel:
             for op in stage_b:
                 g.op(op)
 
-        def operand(acc: str) -> None:
-            """C's operand from the accumulator ``acc``; the carried values renamed."""
+        def operand(acc: str, steady: bool) -> None:
+            """C's operand from the accumulator ``acc``, then every carried value renamed at once
+            (through temporaries: one may be another's previous value)."""
             g.names[args[p.acc].id] = acc
             g.tags[args[p.acc].id] = "_st_OL"
             for op in stage_c:
                 g.op(op)
-            new = [g.as_layout(yields[k], tags.get(k, g.tags.get(yields[k].id))) for k in others]
-            new += [g.val(pv.operands[0]), g.as_layout(pv.operands[2], "_st_OL")]
-            for name, value in zip([f"_st_c{k}" for k in others] + ["_st_p", "_st_a"], new):
-                g.line(f"{name} = {value}")
+            if steady and not final:
+                for key, v in zip(keys, values):
+                    carried[key] = carried.get(key) or g.tags.get(v.id)
+            new = [g.as_layout(v, want(key, v)) for key, v in zip(keys, values)]
+            temps = [self.m.fresh("_st_y") for _ in new]
+            for t, value in zip(temps, new):
+                g.line(f"{t} = {value}")
+            for name, t in zip(names, temps):
+                g.line(f"{name} = {t}")
             for k in others:
-                tags.setdefault(k, g.tags.get(yields[k].id))
                 g.names[args[k].id] = f"_st_c{k}"
-                g.tags[args[k].id] = tags[k]
+                g.tags[args[k].id] = want(k, yields[k])
 
-        tags: dict[int, str | None] = {}
         g.line(f"_st_j = {lo}")
         scores("0", 0)
         for k in others:
             g.names[args[k].id] = g.val(inits[k])
             g.tags[args[k].id] = g.tags.get(inits[k].id)
         softmax()
-        operand(g.as_layout(inits[p.acc], "_st_OL"))
+        operand(g.as_layout(inits[p.acc], "_st_OL"), False)
         g.line("for _st_t in range(1, _st_n):")
         g.depth += 1
         g.line(f"_st_j = {lo} + _st_t * {step}")
@@ -355,7 +415,7 @@ class _Kernel:
         softmax()  # while the other group's pair runs, then this group's PV(t-1) completes
         g.line("_st_acc = warpgroup_mma_wait(num_outstanding=0, deps=(_st_pv,))")
         g.line(f"mbarrier.arrive(_st_ve.index({_slot('_st_t - 1')[0]}), count=1)")
-        operand("_st_acc")
+        operand("_st_acc", True)
         g.depth -= 1
         vslot, vphase = _slot("_st_n - 1")
         g.line(f"mbarrier.wait(_st_vf.index({vslot}), {vphase})")
@@ -367,11 +427,11 @@ class _Kernel:
         g.line("else:")
         g.depth += 1
         for k in range(len(args)):
-            g.line(f"_st_r{k} = {g.as_layout(inits[k], '_st_OL' if k == p.acc else tags[k])}")
+            g.line(f"_st_r{k} = {g.as_layout(inits[k], want(k, yields[k]))}")
         g.depth -= 1
         for k, r in enumerate(loop.results):
             g.names[r.id] = f"_st_r{k}"
-            g.tags[r.id] = "_st_OL" if k == p.acc else tags[k]
+            g.tags[r.id] = want(k, yields[k])
         store = h[id(p.store)]
         for op in self.fn.body.ops[self.at + 1:]:
             if dead_loop(op):
@@ -466,6 +526,25 @@ class _Kernel:
 
 def _identifiers(lines: list[str]) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(lines)))
+
+
+class Decline(Exception):
+    """This kernel is not generated with the schedule after all (it is generated as written)."""
+
+
+def _default_layout(shape: tuple, p: Plan) -> str | None:
+    """A layout for a carried value that no product's layout reaches (Gluon carries no inferred
+    layout through a loop or a branch): the scores' parent for their shapes, its row slice for a
+    row vector."""
+    if shape == ():
+        return None
+    if shape == (HALF,):
+        return "gl.SliceLayout(1, _st_SL)"
+    if shape == (HALF, p.bn):
+        return "_st_SL"
+    if shape == (HALF, p.dv):
+        return "_st_OL"
+    raise Decline(f"no layout for a carried tile of shape {shape}")
 
 
 def _mma_layout(n: int) -> str:
