@@ -192,7 +192,7 @@ def parse_args(argv=None):
     p.add_argument("--attn-heads", type=int, default=16)
     p.add_argument("--attn-tokens", type=int, default=16384, help="batch * seq")
     p.add_argument("--attn-probe-seq", type=int, default=4096)
-    p.add_argument("--attn-configs-64", default="128x128x8x3x2,128x128x4x2x0x2,256x128x4x2x0x1,128x128x4x2x0x1",
+    p.add_argument("--attn-configs-64", default="128x128x8x3x2,256x64x4x2x0x2,128x128x4x2x0x2,256x128x4x2x0x1",
                    help="BMxBNxWARPSxSTAGES[xOCCUPANCY[xWS]] list (WS 1: warp_specialize=True, 2: \"pingpong\")")
     p.add_argument("--attn-configs-128", default="128x128x4x2x0x2,128x64x4x2x0x2,128x128x4x2x0x1,256x64x4x2x0x1,"
                    "128x128x8x3")
