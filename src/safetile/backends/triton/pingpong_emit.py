@@ -25,7 +25,7 @@ _BARRIERS = (("_st_qb", 1, False), ("_st_kf", 1, True), ("_st_ke", 0, True), ("_
              ("_st_ve", 0, True), ("_st_turn", 1, False))
 # registers per thread of the worker partitions: consumers 2.., then the producer (the first
 # consumer, the default partition, takes what is left)
-_REGISTERS = {2: [232, 40], 4: [96, 96, 96, 24]}
+_REGISTERS = {2: [232, 40], 4: [112, 112, 112, 24]}
 
 
 def generate_pingpong(fn: Function, facts: Facts) -> Generated | None:
