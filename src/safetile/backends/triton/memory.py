@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as dt
+from ...ir.core import Value, tile_type
 from ...ir.types import TileType
 from ...ops.memory import MemoryOrder, MemoryScope, PaddingMode
 from .codegen import ArrayInfo, Gen, lowers, py_literal
@@ -422,11 +423,78 @@ def _atomic_line(g: Gen, op, call: str, keep: bool) -> str | None:
     return old
 
 
+_SHAPES = ("reshape", "broadcast", "broadcast_to")
+_ONLY_ADDED = ("atomic_rmw", "array_dim", "array_stride")  # uses that leave an array only added into
+
+
+def _arange_start(v: Value, depth: int = 0) -> tuple[int, Value | None] | None:
+    """(start, scalar or None) where 1-D ``v`` is ``scalar + arange(n, start=start)`` (step 1)."""
+    op = v.owner
+    if op is None or depth > 4:
+        return None
+    if op.name == "arange":
+        return (op.attrs["start"], None) if op.attrs["step"] == 1 and isinstance(op.attrs["start"], int) else None
+    if op.name == "add":
+        for a, b in (op.operands, op.operands[::-1]):
+            inner = _arange_start(a, depth + 1)
+            src = b.owner
+            while src is not None and src.name in _SHAPES and tile_type(src.operands[0]).shape:
+                src = src.operands[0].owner
+            scalar = src.operands[0] if src is not None and src.name in ("reshape", "broadcast") else None
+            if inner is not None and inner[1] is None and scalar is not None and tile_type(scalar).shape == ():
+                return inner[0], scalar
+    return None
+
+
+def _box_corner(g: Gen, index, shape) -> list[str] | None:
+    """The element coordinates of the box that per-axis index tiles ``index`` address when each
+    is ``base + arange`` along its own axis (a whole tile at some offset), else None."""
+    corner = []
+    for a, v in enumerate(index):
+        s = tuple(v.type.shape)
+        if len(s) != len(shape) or any(n != 1 for d, n in enumerate(s) if d != a) or s[a] != shape[a]:
+            return None
+        src = v
+        while src.owner is not None and src.owner.name == "reshape" and len(src.type.shape) > 1:
+            src = src.owner.operands[0]
+        if len(src.type.shape) != 1:
+            return None
+        found = _arange_start(src)
+        if found is None:
+            return None
+        start, scalar = found
+        corner.append(str(start) if scalar is None else (f"{g.val(scalar)} + {start}" if start else g.val(scalar)))
+    return corner
+
+
+def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> str | None:
+    """A relaxed atomic add of a whole tile, its result unused, to an array the kernel only adds
+    into: one TMA bulk reduction from shared memory (``cp.reduce.async.bulk.tensor``) instead of
+    an atomic per element (attention's dQ added up inside the dK/dV kernel: 16384 atomics per
+    128x128 tile). Elements past the array's edges are dropped by the TMA unit, as the element
+    form masks them."""
+    shape = tuple(update.type.shape)
+    if (op.attrs["kind"] != "add" or op.attrs["memory_order"] not in (MemoryOrder.WEAK, MemoryOrder.RELAXED)
+            or op.attrs["memory_scope"] not in (MemoryScope.NONE, MemoryScope.DEVICE) or g.m.users(op.result)
+            or update.type.dtype is not info.dtype or info.dtype.name not in ("float32", "float16", "bfloat16")
+            or len(shape) < 2 or any(u.name not in _ONLY_ADDED for u in g.m.users(op.operands[0]))):
+        return None
+    corner = _box_corner(g, index, shape)
+    if corner is None:
+        return None
+    desc = _descriptor(g, op, info, shape, tuple(range(len(shape))), PaddingMode.ZERO)
+    return None if desc is None else f"{desc}.atomic_add([{', '.join(corner)}], {g.val(update)})"
+
+
 @lowers("atomic_rmw")
 def atomic_rmw(g: Gen, op):
     info = g.array(op.operands[0])
     n = info.ndim
     index, update = op.operands[1:1 + n], op.operands[1 + n]
+    bulk = _bulk_reduce(g, op, info, index, update)
+    if bulk is not None:
+        g.line(bulk)
+        return None
     shape = op.result.type.shape
     ptrs, valid = _element_access(g, info, index, None, shape)
     fn = f"tl.atomic_{op.attrs['kind']}"
