@@ -77,7 +77,7 @@ def test_product_loops_that_write_are_not_warp_specialised():
     x, w, y = torch.zeros(64, 16), torch.zeros(64, 16), torch.zeros(16, 16)
     src = kernel_source(products_then_atomic.replace_hints(warp_specialize=True, num_warps=4), (x, w, y, 4, 16),
                         target=90)
-    assert "tl.atomic_add" in src and not any("warp_specialize" in ln for ln in _loops(src))
+    assert "atomic_add(" in src and not any("warp_specialize" in ln for ln in _loops(src))
     kern = A.attention_bwd_dkdv.replace_hints(warp_specialize=True, num_warps=4)
     q, lse, acc = torch.zeros(256, 64, dtype=torch.bfloat16), torch.zeros(256), torch.zeros(256, 64)
     args = (q, q, q, q, lse, lse, q, q, acc, 256, 0.1, 0.1, 64, 64, 64, True, False, True)  # DQ: the atomic update
