@@ -74,7 +74,8 @@ def test_attentions_fused_dq_is_a_bulk_reduction():
     q, lse, acc = torch.empty(512, 64, dtype=torch.bfloat16), torch.empty(512), torch.empty(512, 64)
     args = (q, q, q, q, lse, lse, q, q, acc, 256, 0.1, 0.1, 64, 64, 64, True, False, True)
     src = kernel_source(A.attention_bwd_dkdv, args, target=90)
-    assert src.count(".atomic_add([") == 1 and "tl.atomic_add(" not in src
+    # its row offset is a run-time value: the reduction where it is >= 0, else the element form
+    assert src.count(".atomic_add([") == 1 and src.count("tl.atomic_add(") == 1
 
 
 @pytest.mark.gpu

@@ -424,13 +424,13 @@ def _atomic_line(g: Gen, op, call: str, keep: bool) -> str | None:
 
 
 _SHAPES = ("reshape", "broadcast", "broadcast_to")
-_ONLY_ADDED = ("atomic_rmw", "array_dim", "array_stride")  # uses that leave an array only added into
 
 
 def _arange_start(v: Value, depth: int = 0) -> tuple[int, Value | None] | None:
-    """(start, scalar or None) where 1-D ``v`` is ``scalar + arange(n, start=start)`` (step 1)."""
+    """(start, scalar or None) where 1-D int32 ``v`` is ``scalar + arange(n, start=start)`` (step 1,
+    every value int32: narrower or wider index types wrap or compare differently)."""
     op = v.owner
-    if op is None or depth > 4:
+    if op is None or depth > 4 or tile_type(v).dtype is not dt.int32:
         return None
     if op.name == "arange":
         return (op.attrs["start"], None) if op.attrs["step"] == 1 and isinstance(op.attrs["start"], int) else None
@@ -441,14 +441,15 @@ def _arange_start(v: Value, depth: int = 0) -> tuple[int, Value | None] | None:
             while src is not None and src.name in _SHAPES and tile_type(src.operands[0]).shape:
                 src = src.operands[0].owner
             scalar = src.operands[0] if src is not None and src.name in ("reshape", "broadcast") else None
-            if inner is not None and inner[1] is None and scalar is not None and tile_type(scalar).shape == ():
+            if (inner is not None and inner[1] is None and scalar is not None and tile_type(scalar).shape == ()
+                    and tile_type(scalar).dtype is dt.int32):
                 return inner[0], scalar
     return None
 
 
-def _box_corner(g: Gen, index, shape) -> list[str] | None:
-    """The element coordinates of the box that per-axis index tiles ``index`` address when each
-    is ``base + arange`` along its own axis (a whole tile at some offset), else None."""
+def _box_corner(g: Gen, index, shape) -> list[tuple[int, Value | None]] | None:
+    """(start, scalar or None) per axis of the box that index tiles ``index`` address when each is
+    ``scalar + arange`` along its own axis (a whole tile at some offset), else None."""
     corner = []
     for a, v in enumerate(index):
         s = tuple(v.type.shape)
@@ -462,28 +463,56 @@ def _box_corner(g: Gen, index, shape) -> list[str] | None:
         found = _arange_start(src)
         if found is None:
             return None
-        start, scalar = found
-        corner.append(str(start) if scalar is None else (f"{g.val(scalar)} + {start}" if start else g.val(scalar)))
+        corner.append(found)
     return corner
 
 
-def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> str | None:
+def _only_added(g: Gen, array) -> bool:
+    """Whether the kernel's only accesses to ``array`` are relaxed atomic adds (and its shape)."""
+    return all(u.name in ("array_dim", "array_stride")
+               or (u.name == "atomic_rmw" and u.attrs["kind"] == "add" and not g.m.users(u.result))
+               for u in g.m.users(array))
+
+
+def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> tuple[str, str | None] | None:
     """A relaxed atomic add of a whole tile, its result unused, to an array the kernel only adds
     into: one TMA bulk reduction from shared memory (``cp.reduce.async.bulk.tensor``) instead of
     an atomic per element (attention's dQ added up inside the dK/dV kernel: 16384 atomics per
-    128x128 tile). Elements past the array's edges are dropped by the TMA unit, as the element
-    form masks them."""
+    128x128 tile). Elements past the array's far edges are dropped by the TMA unit, as the element
+    form masks them; a box starting below zero or at an innermost offset off 16 bytes stops the GPU
+    (H200, session 13's red team), so those run the element form: (the bulk call, the run-time
+    condition it needs or None)."""
     shape = tuple(update.type.shape)
     if (op.attrs["kind"] != "add" or op.attrs["memory_order"] not in (MemoryOrder.WEAK, MemoryOrder.RELAXED)
             or op.attrs["memory_scope"] not in (MemoryScope.NONE, MemoryScope.DEVICE) or g.m.users(op.result)
             or update.type.dtype is not info.dtype or info.dtype.name not in ("float32", "float16", "bfloat16")
-            or len(shape) < 2 or any(u.name not in _ONLY_ADDED for u in g.m.users(op.operands[0]))):
+            or len(shape) < 2 or not _only_added(g, op.operands[0])):
         return None
     corner = _box_corner(g, index, shape)
     if corner is None:
         return None
+    unit = 16 // info.dtype.itemsize  # elements in 16 bytes
+    coords, checks = [], []
+    for a, (start, scalar) in enumerate(corner):
+        last = a == len(corner) - 1
+        if scalar is not None and g.const(scalar) is not None:  # a constant offset: known here
+            start, scalar = start + int(g.const(scalar)), None
+        if scalar is None:
+            if start < 0 or (last and start % unit):
+                return None
+            coords.append(str(start))
+            continue
+        c = f"({g.val(scalar)} + {start})" if start else g.val(scalar)
+        coords.append(c)
+        lo = g.lower(scalar)
+        if lo is None or lo + start < 0:
+            checks.append(f"({c} >= 0)")
+        if last:
+            checks.append(f"({c} % {unit} == 0)")
     desc = _descriptor(g, op, info, shape, tuple(range(len(shape))), PaddingMode.ZERO)
-    return None if desc is None else f"{desc}.atomic_add([{', '.join(corner)}], {g.val(update)})"
+    if desc is None:
+        return None
+    return f"{desc}.atomic_add([{', '.join(coords)}], {g.val(update)})", " & ".join(checks) or None
 
 
 @lowers("atomic_rmw")
@@ -493,8 +522,21 @@ def atomic_rmw(g: Gen, op):
     index, update = op.operands[1:1 + n], op.operands[1 + n]
     bulk = _bulk_reduce(g, op, info, index, update)
     if bulk is not None:
-        g.line(bulk)
+        call, cond = bulk
+        if cond is None:
+            g.line(call)
+            return None
+        g.line(f"if {cond}:")  # uniform over the block: one branch or the other for the whole tile
+        g.line(f"    {call}")
+        g.line("else:")
+        g.depth += 1
+        _element_atomic(g, op, info, index, update)
+        g.depth -= 1
         return None
+    return _element_atomic(g, op, info, index, update)
+
+
+def _element_atomic(g: Gen, op, info: ArrayInfo, index, update) -> str | None:
     shape = op.result.type.shape
     ptrs, valid = _element_access(g, info, index, None, shape)
     fn = f"tl.atomic_{op.attrs['kind']}"
