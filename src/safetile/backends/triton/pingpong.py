@@ -1,16 +1,16 @@
 """FlashAttention-3's ping-pong schedule for online-softmax loops, generated in Gluon (sm_90).
 
 Triton 3.6's own passes run each warp group's two products of an attention loop back to back
-and keep no product in flight across the softmax between them; on Hopper that leaves the d=128
+and keep no product in flight across the softmax between them; on Hopper that left the d=128
 forward at 0.90-0.97x cuDNN (bench/NOTES.md, session 12). A hand-written Gluon kernel with
-FA3's schedule reached 0.97-1.13x. This module writes that schedule for any kernel with the loop
-shape below, from its IR, under the ``warp_specialize="pingpong"`` hint:
+FA3's schedule reached 0.97-1.13x; this module writes that schedule for any kernel with the loop
+shape below, from its IR, under the ``warp_specialize="pingpong"`` hint (H200: 0.98-1.16x):
 
-- one block = 128 rows, split between two consumer warp groups of 64 rows (256: four groups); a
-  one-warp producer loads each consumer's rows of the row tile (Q) once, then the loop's two column tiles (K, V)
-  block by block into two-slot rings through TMA;
+- one block = 128 rows split between two consumer warp groups of 64 rows (256 rows: four
+  groups); a one-warp producer loads each consumer's rows of the row tile (Q) once, then the
+  loop's two column tiles (K, V) block by block into two-slot rings through TMA;
 - per iteration, a consumer issues QKᵀ(j) and PV(j-1) back to back in its turn, hands the turn
-  to the other group, then computes softmax(j) while the tensor cores run the other group's pair.
+  to the next group, then computes softmax(j) while the tensor cores run the other groups' pairs.
 
 The loop must read: ``s = mma(q, permute(load K), 0)`` with ``q`` loaded before the loop;
 element-wise/reduction/shape ops on ``s`` and the carried values (stage B, e.g. mask, running
