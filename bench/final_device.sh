@@ -52,7 +52,7 @@ SAMPLES=()
 [ -n "${CUTILE_SAMPLES:-}" ] && [ -d "$CUTILE_SAMPLES" ] && SAMPLES=(--cutile-samples "$CUTILE_SAMPLES")
 case $PART in
 tests)
-    OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
+    OUT=$R/tests step 360 gpu_tests bash bench/gpu_tests.sh
     step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
     step 150 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
     cold_compiles ;;

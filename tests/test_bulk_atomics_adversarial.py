@@ -288,9 +288,9 @@ def _check_gpu_in_a_child(mode, dtype="float32", s=S, **kw):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("mode", BULK + GUARDED + [2])
 def test_bulk_sums_match_torch_on_the_gpu(mode, dtype):
-    """In a child process: before the guard, modes 1 and 2 stopped the GPU (an illegal instruction
-    poisons the CUDA context for every later test)."""
-    _check_gpu_in_a_child(mode, dtype)
+    """Guarded modes in a child process: before the guard, modes 1 and 2 stopped the GPU (an
+    illegal instruction poisons the CUDA context for every later test)."""
+    (_check_gpu if mode in BULK else _check_gpu_in_a_child)(mode, dtype)
 
 
 @pytest.mark.gpu
@@ -331,4 +331,4 @@ def test_3d_bulk_sums_match_torch_on_the_gpu(mode):
 @gpu
 @pytest.mark.parametrize("mode", sorted(FOUND))
 def test_found_cases_match_torch_on_the_gpu(mode):
-    _check_gpu_in_a_child(mode)
+    _check_gpu(mode)
