@@ -183,14 +183,22 @@ def default_num_warps(fn: Function) -> int:
 
 
 def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
+    # the ping-pong kernel: 4 warps per partition, its own pipeline and registers (pingpong_emit.py)
+    opts: dict[str, Any] = {"num_warps": 4} if gen.gluon else _hinted_options(fn, facts)
+    if facts.pdl:
+        opts["launch_pdl"] = True
+    level = env.llvm_opt()
+    if level is not None:  # SAFETILE_LLVM_OPT; not a Triton option: compile_fitting applies it (llvm_level.py)
+        opts["llvm_opt"] = level
+    return opts
+
+
+def _hinted_options(fn: Function, facts: Facts) -> dict:
+    """Triton's options from the kernel's hints (and the facts that pin them)."""
     target = facts.target
-    if gen.gluon:  # the ping-pong kernel: four warps per partition, its own pipeline and registers
-        return {"num_warps": 4, **({"launch_pdl": True} if facts.pdl else {})}
     hints = {k: _resolve(v, target) for k, v in fn.hints.items()}
     warps = hints.get("num_warps") or default_num_warps(fn)
     opts: dict[str, Any] = {"num_warps": warps, "sanitize_overflow": False}
-    if facts.pdl:
-        opts["launch_pdl"] = True
     if hints.get("num_stages"):
         opts["num_stages"] = hints["num_stages"]
     if facts.warp_specialize and chained_products(fn):  # Triton 3.6's warp-specialised attention loops
@@ -200,9 +208,6 @@ def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
         opts["num_ctas"] = hints["num_ctas"]
     if hints.get("occupancy"):
         opts["maxnreg"] = max(24, min(255, 65536 // (hints["occupancy"] * warps * 32)) // 8 * 8)
-    level = env.llvm_opt()
-    if level is not None:  # SAFETILE_LLVM_OPT; not a Triton option: compile_fitting applies it (llvm_level.py)
-        opts["llvm_opt"] = level
     return opts
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import dtypes as dt
+from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 from ...ops.memory import PaddingMode
@@ -74,7 +75,6 @@ def _scalar(v: Value) -> bool:
 
 
 def _family(op: Op) -> str:
-    from ...ir.catalogue import OPS
     return OPS[op.name].family
 
 

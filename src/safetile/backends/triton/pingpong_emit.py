@@ -30,12 +30,21 @@ _REGISTERS = {2: [232, 40], 4: [112, 112, 112, 24]}
 
 def generate_pingpong(fn: Function, facts: Facts) -> Generated | None:
     """The Gluon source of ``fn`` with the ping-pong schedule, or None (not this loop shape, or a
-    tile access no tensor descriptor can make)."""
+    tile access no tensor descriptor can make). Raises (``Decline`` or anything else) where it
+    cannot write one after all: codegen.generate then writes the kernel as usual."""
     p = plan(fn, facts)
-    try:
-        return None if p is None else _Kernel(fn, facts, p).generate()
-    except Decline:
-        return None
+    return None if p is None else _Kernel(fn, facts, p).generate()
+
+
+def _sliced(axis: int, parent: str) -> str:
+    """The layout of a vector along ``parent``'s other axis (a row vector: axis 1)."""
+    return f"gl.SliceLayout({axis}, {parent})"
+
+
+def _parent(tag: str) -> str | None:
+    """The 2-D layout a ``_sliced`` layout was sliced from (None for any other layout)."""
+    m = re.fullmatch(r"gl\.SliceLayout\(\d+, (.*)\)", tag)
+    return m.group(1) if m else None
 
 
 class GluonGen(Gen):
@@ -105,7 +114,7 @@ class GluonGen(Gen):
         if parent is None or len(before) != 2 or len(shape) != 1 or 1 not in before:
             return False
         axis = before.index(1)
-        tag = f"gl.SliceLayout({axis}, {parent})"
+        tag = _sliced(axis, parent)
         self.names[op.result.id] = self.tmp(f"gl.convert_layout(tl.reshape({self.val(src)}, {list(shape)!r}), {tag})")
         self.tags[op.result.id] = tag
         return True
@@ -124,7 +133,7 @@ class GluonGen(Gen):
         tagged = [o for o in op.operands if self.tags.get(o.id) is not None]
         if len({self.tags[o.id] for o in tagged}) < 2:
             return []
-        want = self.tags[max(tagged, key=lambda o: math.prod(tile_type(o).shape)).id]
+        want = self._widest(tagged)
         saved = []
         for o in tagged:
             if self.tags[o.id] == want:
@@ -135,7 +144,7 @@ class GluonGen(Gen):
                     and self.tags.get(src.operands[0].id) is not None and len(tile_type(o).shape) == 2):
                 # a row (or column) vector made 2-D: convert the vector, then expand it
                 axis = 1 if tile_type(o).shape[1] == 1 else 0
-                vec = self.tmp(f"gl.convert_layout({self.val(src.operands[0])}, gl.SliceLayout({axis}, {want}))")
+                vec = self.tmp(f"gl.convert_layout({self.val(src.operands[0])}, {_sliced(axis, want)})")
                 self.names[o.id] = f"{vec}[{':, None' if axis == 1 else 'None, :'}]"
             else:
                 self.names[o.id] = self.tmp(f"gl.convert_layout({self.val(o)}, {want})")
@@ -177,18 +186,23 @@ class GluonGen(Gen):
         if op.name in _REDUCTIONS:
             tag = self.tags.get(op.operands[0].id)
             if tag is not None and not op.attrs.get("keepdims"):
-                tag = f"gl.SliceLayout({op.attrs['axes'][0]}, {tag})"
+                tag = _sliced(op.attrs["axes"][0], tag)
         elif op.name == "reshape" and tagged:
             before, after = len(tile_type(op.operands[0]).shape), len(tile_type(op.result).shape)
             tag = self.tags[tagged[0].id]
-            if before == 1 and after == 2 and tag is not None and tag.startswith("gl.SliceLayout("):
-                tag = tag[len("gl.SliceLayout(") + 3:-1]  # a row (or column) slice's parent
-            elif before != after:
-                tag = None
+            if before != after:  # a vector made 2-D is in its slice's parent; other reshapes: inferred
+                tag = _parent(tag) if tag is not None and (before, after) == (1, 2) else None
         elif tagged:
-            tag = self.tags[max(tagged, key=lambda o: math.prod(tile_type(o).shape)).id]
+            tag = self._widest(tagged)
         for r in op.results:
             self.tags[r.id] = tag
+
+    def _widest(self, tagged: list[Value]) -> str:
+        """The layout an op over operands of several layouts computes in: its largest operand's
+        (the others are converted: a row vector rather than the tile it scales)."""
+        tag = self.tags[max(tagged, key=lambda o: math.prod(tile_type(o).shape)).id]
+        assert tag is not None  # callers pass tagged operands
+        return tag
 
     def as_layout(self, v: Value, want: str | None) -> str:
         """``v`` in layout ``want`` (set where inferred, converted where another)."""
@@ -257,10 +271,9 @@ class _Kernel:
 
     # -------------------------------------------------------------- checks
     def _descriptors_legal(self) -> bool:
-        """Every tile access takes a tensor descriptor where codegen.py would make one."""
-        m = Module(self.fn, self.facts)
-        g = Gen(m)
-        kernel_params(self.fn, self.facts, m, g)
+        """Every tile access takes a tensor descriptor where codegen.py would make one (asked of a
+        throwaway Gen: it writes the Triton form of each descriptor it would make)."""
+        g = Gen(self.m)
         p = self.p
         for op, shape, pad in ((p.q, (p.bm, p.d), p.q.attrs["padding"]), (p.k, (p.bn, p.d), p.k.attrs["padding"]),
                                (p.v, (p.bn, p.dv), p.v.attrs["padding"]), (p.store, (p.bm, p.dv), PaddingMode.ZERO)):
@@ -539,7 +552,7 @@ def _default_layout(shape: tuple, p: Plan) -> str | None:
     if shape == ():
         return None
     if shape == (HALF,):
-        return "gl.SliceLayout(1, _st_SL)"
+        return _sliced(1, "_st_SL")
     if shape == (HALF, p.bn):
         return "_st_SL"
     if shape == (HALF, p.dv):
