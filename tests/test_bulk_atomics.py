@@ -69,13 +69,15 @@ def test_before_sm90_and_in_the_interpreter_the_element_form_stays():
     assert ".atomic_add([" not in kernel_source(add_products, _args(0), target=80)
 
 
-def test_attentions_fused_dq_is_a_bulk_reduction():
+def test_attentions_fused_dq_keeps_the_element_form_in_its_loop():
+    """Its row offset is a run-time value inside the query loop: the guarded reduction (bulk where
+    the offset is >= 0, else the element form) broke Triton 3.6's sm_90 pipeliner on this kernel
+    (H200, session 14), so only the element form is generated there."""
     from safetile.backends.triton.launcher import kernel_source
     q, lse, acc = torch.empty(512, 64, dtype=torch.bfloat16), torch.empty(512), torch.empty(512, 64)
     args = (q, q, q, q, lse, lse, q, q, acc, 256, 0.1, 0.1, 64, 64, 64, True, False, True)
     src = kernel_source(A.attention_bwd_dkdv, args, target=90)
-    # its row offset is a run-time value: the reduction where it is >= 0, else the element form
-    assert src.count(".atomic_add([") == 1 and src.count("tl.atomic_add(") == 1
+    assert src.count(".atomic_add([") == 0 and src.count("tl.atomic_add(") == 1
 
 
 @pytest.mark.gpu

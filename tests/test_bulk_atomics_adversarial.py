@@ -124,13 +124,14 @@ def k3(X, W, Acc, B: ct.Constant[int], T: ct.Constant[int], MODE: ct.Constant[in
 
 
 BULK = [0, 5, 6]  # coordinates known to be in range: one bulk reduction
-GUARDED = [1, 3, 4, 7]  # run-time coordinates: the bulk reduction where they are >= 0 (innermost: a
+GUARDED = [1, 3, 7]  # run-time coordinates: the bulk reduction where they are >= 0 (innermost: a
 # multiple of 16 bytes), else the element form (both below zero and off 16 bytes stopped an H200)
-ELEMENT = [2, 10, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23, 24, 25, 26, 27]
+ELEMENT = [4, 2, 10, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23, 24, 25, 26, 27]
 # The red team's findings, now the element form (the reasons are what the bulk form did):
 FOUND = {
     30: "int8 index tile wraps inside the box (rows 100..127, then -128..-93, dropped); the bulk form "
-        "wrote rows 128..163 on an H200",
+        "wrote rows 128..163 on an H200, and then the element form's mask had no lower-bound check (the "
+        "bounds analysis took arange(start=100, int8) as >= 0): NaNs on an H200 in session 14",
     31: "uint8 index tile: the box does not wrap to rows 0..47; Triton rejected the 8-bit coordinate",
     32: "int64 index tile (2**32 + arange: all out of bounds): Triton rejected the 64-bit coordinate",
     33: "Acc is also exchanged (not add-only): the async bulk reduction was not ordered before the exchange",
@@ -218,6 +219,15 @@ def test_run_time_offsets_are_bulk_where_in_range(mode):
     assert _form(mode) == "bulkelement"
 
 
+@pytest.mark.parametrize("mode", [30, 35, 1])
+def test_element_masks_check_the_lower_bound_of_indices_that_may_wrap_or_go_negative(mode):
+    """int8 arange(start=100) wraps to -128; an int16 cast of b*B may wrap; b*B - S may be < 0."""
+    from safetile.backends.triton.launcher import kernel_source
+    src = kernel_source(k2, _args(mode, torch)[1], target=90)
+    masks = [ln for ln in src.splitlines() if "< Acc_n0)" in ln]
+    assert masks and all(">= 0)" in ln for ln in masks), masks
+
+
 @pytest.mark.parametrize("mode", ELEMENT + sorted(FOUND))
 def test_non_boxes_orders_scopes_narrow_indices_and_non_add_only_arrays_keep_the_element_form(mode):
     assert _form(mode) == "element"
@@ -246,7 +256,7 @@ def test_3d_boxes_are_bulk():
         assert ".atomic_add([" in src and "tl.atomic_add(" not in src
 
 
-@pytest.mark.parametrize("mode", BULK + GUARDED + ELEMENT[:8] + sorted(FOUND) + [ALIASED])
+@pytest.mark.parametrize("mode", BULK + GUARDED + ELEMENT[:9] + sorted(FOUND) + [ALIASED])
 def test_cpu_backend_matches_the_reference(mode):
     blocks, args = _args(mode, np, dtype="float16" if mode == 5 else "float32")
     acc0 = torch.from_numpy(args[2].copy())
@@ -286,7 +296,7 @@ def _check_gpu_in_a_child(mode, dtype="float32", s=S, **kw):
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("mode", BULK + GUARDED + [2])
+@pytest.mark.parametrize("mode", BULK + GUARDED + [2, 4])
 def test_bulk_sums_match_torch_on_the_gpu(mode, dtype):
     """Guarded modes in a child process: before the guard, modes 1 and 2 stopped the GPU (an
     illegal instruction poisons the CUDA context for every later test)."""

@@ -150,6 +150,49 @@ def test_a_differently_written_loop_builds_for_sm90(tmp_path, monkeypatch):
                                             (x, x, x, x, 0, 8, 0.1, 64, 64), 4).asm["ttgir"]
 
 
+DQ = A.attention_bwd_dq.replace_hints(warp_specialize="pingpong")
+DKDV = A.attention_bwd_dkdv.replace_hints(warp_specialize="pingpong")
+
+
+def _dq_args(d=128, bn=64, causal=True, s=1024, device="cpu"):
+    q, lse = torch.empty(2 * s, d, dtype=torch.bfloat16, device=device), torch.empty(2 * s, device=device)
+    return (q, q, q, q, lse, lse, q, s, 0.1, 0.1, 128, bn, d, causal)
+
+
+def _dkdv_args(d=64, bm=64, causal=True, split=True, s=1024):
+    q, lse = torch.empty(2 * s, d, dtype=torch.bfloat16), torch.empty(2 * s)
+    return (q, q, q, q, lse, lse, q, q, torch.empty(2 * s, d), s, 0.1, 0.1, bm, 128, d, causal, split, False)
+
+
+@pytest.mark.parametrize("d,bn", [(64, 64), (64, 128), (128, 64)])
+def test_the_backward_loops_match(d, bn):
+    """dQ: two first-stage products (S = Q Kᵀ, dP = dO Vᵀ) over two row tiles, K read by a
+    first-stage product and by the accumulating one, lse and delta loaded per row before the loop."""
+    p = _plan(DQ, _dq_args(d, bn), 7)
+    assert p is not None and (len(p.firsts), len(p.accs), len(p.row_vecs), p.bn, p.d) == (2, 1, 2, bn, d)
+    assert [p.last_use(i) for i in range(len(p.cols))] == ["acc", "first"]  # K's slot waits for dQ's product
+
+
+def test_dkdv_matches_where_its_registers_fit():
+    """dK/dV: two accumulators, lse and delta loaded per column block in the loop. At d=128 the
+    two 64x128 accumulators, two score tiles and the carried operands do not fit (ptxas spilled
+    496 bytes on a CPU build), so that kernel keeps Triton's code."""
+    p = _plan(DKDV, _dkdv_args(64), 9)
+    assert p is not None and (len(p.firsts), len(p.accs), len(p.col_vecs), len(p.stores)) == (2, 2, 2, 2)
+    assert _plan(DKDV, _dkdv_args(128), 9) is None
+    assert _plan(DKDV, _dkdv_args(64, bm=128), 9) is None
+
+
+@pytest.mark.parametrize("kern,args,n", [(DQ, _dq_args(128, 64, True), 7), (DKDV, _dkdv_args(64), 9)],
+                         ids=["dq", "dkdv"])
+def test_the_backward_builds_for_sm90(kern, args, n, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("SAFETILE_CACHE_DIR", str(tmp_path / "st"))
+    compiled = _build(kern, args, n)
+    assert "ttg.warp_specialize(" in compiled.asm["ttgir"]
+    assert compiled.asm["ptx"].count("wgmma.mma_async") >= 3
+
+
 def test_a_kernel_gluon_cannot_build_falls_back(monkeypatch, tmp_path):
     """A failed Gluon build is rebuilt as the ordinary Triton kernel: hints never make a kernel fail."""
     from safetile.backends.triton import launcher
@@ -241,3 +284,35 @@ def test_pingpong_matches_the_triton_kernel_on_the_gpu(lo, hi):
     assert (lo >= hi) == bool((~fin).all())
     if fin.any():
         assert ((plain[fin] - pp[fin]).norm() / plain[fin].norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _hopper(), reason="needs an sm_90 GPU (H100/H200)")
+@pytest.mark.parametrize("d,dq_bn,dkdv_bm", [(64, 64, 64), (64, 128, 64), (128, 64, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_pingpong_backward_matches_sdpa_on_the_gpu(d, dq_bn, dkdv_bm, causal):
+    """dQ (and, at d=64, dK/dV) with the hint against SDPA's backward, three times (a race
+    between the partitions shows as a result that moves between runs)."""
+    import torch.nn.functional as F
+    b, h, s = 2, 3, 1024
+    q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
+    refs = torch.autograd.grad(F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal), (qr, kr, vr), do)
+    flat = [t.reshape(-1, d) for t in (q, k, v, do)]
+    sm = 1 / math.sqrt(d)
+    o = torch.empty_like(flat[0])
+    lse = torch.empty(b * h * s, device="cuda", dtype=torch.float32)
+    ct.launch(None, (s // 128, b * h), A.attention_2d, (*flat[:3], o, lse, s, sm * LOG2E, 128, 64, d, causal, True,
+                                                        True, False))
+    delta = torch.empty_like(lse)
+    ct.launch(None, (b * h * s // 128,), A.attention_bwd_delta, (o, flat[3], delta, 128, d))
+    dkdv = DKDV if d == 64 else A.attention_bwd_dkdv
+    for _ in range(3):
+        dq, dk, dv = (torch.full_like(flat[0], float("nan")) for _ in range(3))
+        ct.launch(None, (s // 128, b * h), dkdv, (*flat, lse, delta, dk, dv, dq, s, sm * LOG2E, sm, dkdv_bm, 128, d,
+                                                  causal, True, False))
+        ct.launch(None, (s // 128, b * h), DQ, (*flat, lse, delta, dq, s, sm * LOG2E, sm, 128, dq_bn, d, causal))
+        torch.cuda.synchronize()
+        for name, got, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), refs):
+            err = ((got.float() - ref.reshape(-1, d).float()).norm() / ref.float().norm()).item()
+            assert err < 2e-2, (name, err)

@@ -164,7 +164,9 @@ def bench_attention(args, res):
 
 def _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta):
     """The steps of one backward pass: delta, then dK/dV and dQ (two kernels), or with
-    ``cfg["fused"]`` dK/dV with dQ added up by atomics into a zeroed float32 buffer, then cast."""
+    ``cfg["fused"]`` dK/dV with dQ added up by atomics into a zeroed float32 buffer, then cast.
+    dK/dV masks only the blocks at the diagonal (SPLIT: a branch in the loop) except under
+    Triton's own warp specialisation (ws 1), which takes no branch there."""
     bh = q.shape[0] * q.shape[1]
     sm = 1.0 / math.sqrt(d)
     flat = [t.view(-1, d) for t in (q, k, v, do)]
@@ -181,7 +183,7 @@ def _bwd_launches(cfg, d, seq, causal, q, k, v, o, lse, do, dq, dk, dv, delta):
     kd = attention_bwd_dkdv.replace_hints(**_hints(c1))
     kq = attention_bwd_dq.replace_hints(**_hints(c2))
     dkdv = ((seq // c1["BN"], bh), kd, (*flat, lse, delta, dk.view(-1, d), dv.view(-1, d), dq.view(-1, d), seq,
-                                        sm * LOG2E, sm, c1["BM"], c1["BN"], d, causal, not c1.get("ws"), False))
+                                        sm * LOG2E, sm, c1["BM"], c1["BN"], d, causal, c1.get("ws") != 1, False))
     dq_ = ((seq // c2["BM"], bh), kq, (*flat, lse, delta, dq.view(-1, d), seq, sm * LOG2E, sm, c2["BM"], c2["BN"], d,
                                        causal))
     return steps + [lambda: launch(*dkdv), lambda: launch(*dq_)]

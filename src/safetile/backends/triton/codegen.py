@@ -196,9 +196,17 @@ class Module:
         self.uses_assert = False
         self.uses_descriptors = False
         self.iv_start: dict[int, Value] = {}  # for-loop iv id -> start operand
-        self.lower_bounds: dict[int, int | None] = {}
+        self.lower_bounds: dict[int, tuple[int | None, int | None]] = {}
         self._users: dict[int, list[Op]] | None = None
+        self._looped: set[int] | None = None
         self.ordered = ordered_arrays(fn)
+
+    def in_loop(self, op: Op) -> bool:
+        """Whether ``op`` sits in the body of a ``for`` or ``while`` loop (at any depth)."""
+        if self._looped is None:
+            self._looped = {id(inner) for loop in walk(self.fn.body) if loop.name in ("for", "while")
+                            for region in loop.regions for inner in walk(region)}
+        return id(op) in self._looped
 
     def users(self, v: Value) -> list[Op]:
         """The ops (in any region) that take ``v`` as an operand."""
@@ -326,59 +334,62 @@ class Gen:
 
     def lower(self, v: Value, depth: int = 0) -> int | None:
         """A static lower bound of an integer scalar or tile, or None when unknown."""
+        return self.bounds(v, depth)[0]
+
+    def bounds(self, v: Value, depth: int = 0) -> tuple[int | None, int | None]:
+        """Static (lower, upper) bounds of an integer scalar or tile, None where unknown.
+
+        Values of 32 and 64 bits are taken not to wrap (the launcher keeps block indices and
+        extents in range); narrower signed values wrap at sizes a kernel meets, so their bounds
+        are known only when the whole interval fits the dtype (``arange(64, int8, start=100)``
+        runs 100..127 and then -128..-93)."""
         memo = self.m.lower_bounds
         if v.id in memo:
             return memo[v.id]
-        memo[v.id] = lo = None if depth > 24 else self._lower(v, depth)
-        return lo
+        lo, hi = (None, None) if depth > 24 else self._bounds(v, depth)
+        t = v.type
+        if isinstance(t, TileType) and t.dtype.is_int and (t.dtype.kind == "u" or t.dtype.bits < 32):
+            info = np.iinfo(t.dtype.np_dtype)
+            if lo is None or hi is None or lo < int(info.min) or hi > int(info.max):  # may wrap
+                lo, hi = (0, None) if t.dtype.kind == "u" else (None, None)
+        memo[v.id] = lo, hi
+        return lo, hi
 
-    def _lower(self, v: Value, depth: int) -> int | None:
+    def _bounds(self, v: Value, depth: int) -> tuple[int | None, int | None]:
         c = self.m.consts.get(v.id)
         if c is not None:
-            return int(c[0]) if (c[1].is_int or c[1].is_bool) else None
+            return (int(c[0]), int(c[0])) if (c[1].is_int or c[1].is_bool) else (None, None)
         if not isinstance(v.type, TileType) or v.type.dtype.is_float:
-            return None
-        if v.type.dtype.kind in "ub":
-            return 0
+            return None, None
+        if v.type.dtype.is_bool:
+            return 0, 1
         if v.id in self.m.iv_start:
-            return self.lower(self.m.iv_start[v.id], depth + 1)
+            return self.lower(self.m.iv_start[v.id], depth + 1), None
         op = v.owner
         if op is None:
-            return None
+            return (0, None) if v.type.dtype.kind == "u" else (None, None)
         name = op.name
         if name in ("bid", "array_dim", "array_stride"):
-            return 0
+            return 0, None
         if name == "num_blocks":
-            return 1
+            return 1, None
         if name == "arange":
-            return int(op.attrs["start"]) if op.attrs["step"] >= 0 and isinstance(op.attrs["start"], int) else None
-        los = [self.lower(o, depth + 1) for o in op.operands]
-        known = [x for x in los if x is not None]
-        all_known = len(known) == len(los)
+            start, step, n = op.attrs["start"], op.attrs["step"], op.attrs["size"]
+            if not (isinstance(start, int) and isinstance(step, int)):
+                return None, None
+            ends = (start, start + (n - 1) * step)
+            return min(ends), max(ends)
+        b = [self.bounds(o, depth + 1) for o in op.operands]
         if name in ("broadcast", "reshape", "broadcast_to", "permute"):
-            return los[0]
+            return b[0]
         if name == "astype":
             src, dst = op.operands[0].type.dtype, op.result.type.dtype
-            return los[0] if src.is_int and dst.is_int and dst.bits >= src.bits and dst.kind == src.kind else None
-        if name == "add":
-            return known[0] + known[1] if all_known else None
-        if name == "sub":
-            c = self.const(op.operands[1])
-            return None if los[0] is None or c is None else los[0] - int(c)
-        if name == "mul":
-            return known[0] * known[1] if all_known and min(known) >= 0 else None
-        if name == "floordiv":
-            return 0 if all_known and known[0] >= 0 and known[1] >= 1 else None
-        if name == "mod":
-            return 0 if los[1] is not None and los[1] >= 0 else None
-        if name == "maximum":
-            return max(known) if known else None
-        if name == "minimum":
-            return min(known) if all_known else None
-        if name == "where":
-            vals = [x for x in los[1:] if x is not None]
-            return min(vals) if len(vals) == len(los) - 1 else None
-        return None
+            if src.is_int and dst.is_int and dst.bits >= src.bits and dst.kind == src.kind:
+                return b[0]
+            return (0, None) if dst.kind == "u" else (None, None)
+        if name in ("add", "sub", "mul", "floordiv", "mod", "maximum", "minimum", "where"):
+            return _interval(name, b)
+        return (0, None) if v.type.dtype.kind == "u" else (None, None)
 
     # -------------------------------------------------------------- dtype helpers
     def cast(self, expr: str, src: dt.DType, dst: dt.DType) -> str:
@@ -740,3 +751,35 @@ def generate(fn: Function, facts: Facts) -> Generated:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
     return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors)
+
+
+def _interval(name: str, b: list[tuple[int | None, int | None]]) -> tuple[int | None, int | None]:
+    """Interval arithmetic for the integer ops the bounds analysis follows (None: unbounded)."""
+    if name == "where":
+        b = b[1:]
+    (l0, h0), (l1, h1) = b[0], b[1]
+
+    def both(f: Any, x: int | None, y: int | None) -> int | None:
+        return None if x is None or y is None else f(x, y)
+
+    if name == "add":
+        return both(int.__add__, l0, l1), both(int.__add__, h0, h1)
+    if name == "sub":
+        return both(int.__sub__, l0, h1), both(int.__sub__, h0, l1)
+    if name == "mul":  # bounded only where both sides are non-negative
+        if l0 is None or l1 is None or l0 < 0 or l1 < 0:
+            return None, None
+        return l0 * l1, both(int.__mul__, h0, h1)
+    if name == "floordiv":
+        if l0 is None or l1 is None or l0 < 0 or l1 < 1:
+            return None, None
+        return l0 // h1 if h1 is not None else 0, h0 // l1 if h0 is not None else None
+    if name == "mod":  # the divisor's sign (a zero divisor gives 0)
+        return (0, None if h1 is None else max(h1 - 1, 0)) if l1 is not None and l1 >= 0 else (None, None)
+    if name == "maximum":
+        lo = max((x for x in (l0, l1) if x is not None), default=None)
+        return lo, both(max, h0, h1)
+    if name == "minimum":
+        hi = min((x for x in (h0, h1) if x is not None), default=None)
+        return both(min, l0, l1), hi
+    return (both(min, l0, l1), both(max, h0, h1))  # where

@@ -481,7 +481,8 @@ def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> tuple[str, str |
     128x128 tile). Elements past the array's far edges are dropped by the TMA unit, as the element
     form masks them; a box starting below zero or at an innermost offset off 16 bytes stops the GPU
     (H200, session 13's red team), so those run the element form: (the bulk call, the run-time
-    condition it needs or None)."""
+    condition it needs or None). Inside a loop only the unconditional form is taken: Triton 3.6's
+    sm_90 software pipeliner fails on a loop body holding the guarded branch (H200, session 14)."""
     shape = tuple(update.type.shape)
     if (op.attrs["kind"] != "add" or op.attrs["memory_order"] not in (MemoryOrder.WEAK, MemoryOrder.RELAXED)
             or op.attrs["memory_scope"] not in (MemoryScope.NONE, MemoryScope.DEVICE) or g.m.users(op.result)
@@ -509,6 +510,8 @@ def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> tuple[str, str |
             checks.append(f"({c} >= 0)")
         if last:
             checks.append(f"({c} % {unit} == 0)")
+    if checks and g.m.in_loop(op):
+        return None
     desc = _descriptor(g, op, info, shape, tuple(range(len(shape))), PaddingMode.ZERO)
     if desc is None:
         return None

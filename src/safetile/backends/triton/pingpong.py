@@ -36,7 +36,7 @@ HALF = 64  # rows of one consumer warp group (one warpgroup_mma's M)
 GROUPS = {128: 2, 256: 4}  # consumer warp groups by rows of a block. d=64's products are short:
 # four groups keep the tensor cores busy through three others' softmax (FA3 runs three at 192 rows);
 # four fit the registers without spilling only with 64x64 score and accumulator tiles
-STAGES = 2  # slots of the K and V rings
+STAGES = 2  # slots of a column tile's ring; 3 where the tile is read by both stages (see Plan.slots)
 _TILE_FAMILIES = frozenset({"elementwise", "factories", "reduction", "grid"})
 _TILE_SHAPE_OPS = frozenset({"reshape", "broadcast_to", "broadcast"})
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})
@@ -49,25 +49,45 @@ class Plan:
     """Where the schedule's parts are in the kernel's IR."""
 
     loop: Op
-    q: Op  # the row tile's load, before the loop
-    k: Op  # the loop's first column tile (QKᵀ's B operand, through ``kt``)
-    kt: Op
-    s: Op  # QKᵀ
-    v: Op  # the second column tile
-    pv: Op  # P V, accumulating into the carried ``acc``
-    acc: int  # the accumulator's index among the loop's carried values
-    stage_c: frozenset[int]  # ids of the ops computing PV's C operand from the accumulator
-    store: Op  # the 128-row result
+    row_tiles: tuple[Op, ...]  # 2-D loads before the loop, each the A operand of one first-stage product
+    row_vecs: tuple[Op, ...]  # 1-D loads before the loop: one value per row (the backward's lse, delta)
+    cols: tuple[Op, ...]  # 2-D loads in the loop (the column tiles: TMA rings)
+    col_vecs: tuple[Op, ...]  # 1-D loads in the loop: one value per column of the scores
+    firsts: tuple[Op, ...]  # ``mma(row tile, permute(column tile), 0)``: the first stage
+    perms: tuple[Op, ...]  # each first-stage product's permute
+    accs: tuple[Op, ...]  # ``mma(x, column tile, f(carried))``: the accumulating products
+    acc_index: tuple[int, ...]  # each accumulator's index among the loop's carried values
+    stage_c: frozenset[int]  # ids of the ops computing the accumulating products' C operands
+    stores: tuple[Op, ...]  # 2-D stores of bm-row results
     row_stores: tuple[Op, ...]  # stores of one value per row (a log-sum-exp)
     rows: frozenset[tuple[int, int]]  # (value id, axis): the block's row axes
     bn: int
-    d: int
-    dv: int
+    d: int  # the row tiles' width (the first stage's inner dimension)
+    dv: int  # the accumulators' width
     bm: int  # rows of a block: 64 per consumer warp group
 
     @property
     def groups(self) -> int:
         return self.bm // HALF
+
+    def col_of(self, mma: Op) -> int:
+        """The index in ``cols`` of the column tile a product reads."""
+        b = mma.operands[1]
+        if mma in self.firsts:
+            b = self.perms[self.firsts.index(mma)].operands[0]
+        return next(i for i, c in enumerate(self.cols) if c.result is b)
+
+    def slots(self, col: int) -> int:
+        """Ring slots of column tile ``col``. A tile read by a first-stage product and by an
+        accumulating one (dQ's K) holds its slot from turn j to the end of turn j+1: with two
+        slots the load of block j+2 would start only as turn j+2 needs it."""
+        both = self.last_use(col) == "acc" and any(self.col_of(f) == col for f in self.firsts)
+        return STAGES + 1 if both else STAGES
+
+    def last_use(self, col: int) -> str:
+        """"acc" where an accumulating product reads column tile ``col`` (its slot is released a
+        turn later), else "first"."""
+        return "acc" if any(self.col_of(a) == col for a in self.accs) else "first"
 
 
 def _scalar(v: Value) -> bool:
@@ -209,6 +229,18 @@ def _zero(v: Value) -> bool:
     return op is not None and op.name == "constant" and op.attrs["value"] == 0
 
 
+def _loaded(v: Value, ops: list[Op], ndim: int) -> Op | None:
+    """The load among ``ops`` that gives ``v``, of a tile of ``ndim`` axes (else None)."""
+    op = v.owner
+    return op if op is not None and op in ops and op.name == "load" and len(op.attrs["shape"]) == ndim else None
+
+
+def _plain(ld: Op) -> bool:
+    """A load in row-major order with zero (or any) padding: what TMA and a masked load both give."""
+    return (tuple(ld.attrs["order"]) == tuple(range(len(ld.attrs["shape"])))
+            and ld.attrs["padding"] in (PaddingMode.UNDETERMINED, PaddingMode.ZERO))
+
+
 def plan(fn: Function, facts: Facts) -> Plan | None:
     """The schedule's parts in ``fn``, or None where the kernel is not of this loop shape."""
     if facts.target < 90 or not facts.tma or facts.big_grid or any(a.idx64 for a in facts.arrays):
@@ -228,88 +260,125 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
     step = loop.operands[2].owner
     if step is None or step.name != "constant" or not isinstance(step.attrs["value"], int) or step.attrs["value"] < 1:
         return None
-    mmas = [op for op in body.ops if op.name == "mma"]
+    before = top[:at]
     loads = [op for op in body.ops if op.name == "load"]
-    if len(mmas) != 2 or len(loads) != 2 or any(_family(op) == "memory" and op not in loads for op in body.ops):
+    if any(_family(op) == "memory" and op not in loads for op in body.ops) or not all(_plain(ld) for ld in loads):
         return None
-    s, pv = mmas
-    kt = s.operands[1].owner
-    q = s.operands[0].owner
-    if (kt is None or kt.name != "permute" or tuple(kt.attrs["axes"]) != (1, 0) or q is None or q.name != "load"
-            or q not in top[:at] or not _zero(s.operands[2])):
-        return None
-    k, v = kt.operands[0].owner, pv.operands[1].owner
-    if k is None or v is None or {k, v} != set(loads) or k is v:
-        return None
-    for ld in (q, k, v):
-        if (len(ld.attrs["shape"]) != 2 or tuple(ld.attrs["order"]) != (0, 1)
-                or ld.attrs["padding"] not in (PaddingMode.UNDETERMINED, PaddingMode.ZERO)):
-            return None
-    (bm, d), (bn, dk), (bnv, dv) = q.attrs["shape"], k.attrs["shape"], v.attrs["shape"]
-    dtype = tile_type(q.result).dtype
-    if (bm not in GROUPS or (bm == 256 and (bn, d, dv) != (64, 64, 64)) or dk != d or bnv != bn
-            or bn not in (64, 128) or d not in (64, 128) or dv not in (64, 128)
-            or dtype not in (dt.float16, dt.bfloat16) or tile_type(k.result).dtype is not dtype
-            or tile_type(v.result).dtype is not dtype or tile_type(pv.operands[0]).dtype is not dtype
-            or tile_type(s.result).dtype is not dt.float32 or tile_type(pv.result).dtype is not dt.float32):
+    cols = [ld for ld in loads if len(ld.attrs["shape"]) == 2]
+    col_vecs = [ld for ld in loads if len(ld.attrs["shape"]) == 1]
+    if len(cols) + len(col_vecs) != len(loads):
         return None
     users = _users(fn.body)
-    if ([u for u in users[q.result.id]] != [s] or users[k.result.id] != [kt] or users[kt.result.id] != [s]
-            or users[v.result.id] != [pv] or users[pv.result.id] != [body.ops[-1]]):
-        return None
-    yields = body.results
-    if [y.id for y in yields].count(pv.result.id) != 1:
-        return None
-    acc = [y.id for y in yields].index(pv.result.id)
-    # stage C: everything computed from the carried accumulator, which may only feed PV's C operand
-    c_vals, c_ops = {body.args[1 + acc].id}, set()
+    yields = [y.id for y in body.results]
+    firsts, perms, accs = [], [], []
     for op in body.ops:
-        if op is not pv and any(o.id in c_vals for o in op.operands):
-            if not (_family(op) == "elementwise" or op.name in _TILE_SHAPE_OPS):
+        if op.name != "mma":
+            continue
+        a, b, c = op.operands
+        perm = b.owner
+        if (_zero(c) and perm is not None and perm.name == "permute" and tuple(perm.attrs["axes"]) == (1, 0)
+                and _loaded(perm.operands[0], cols, 2) and _loaded(a, before, 2)):
+            firsts.append(op)
+            perms.append(perm)
+        elif _loaded(b, cols, 2) and yields.count(op.result.id) == 1 and users[op.result.id] == [body.ops[-1]]:
+            accs.append(op)
+        else:
+            return None
+    if not 1 <= len(firsts) <= 2 or not 1 <= len(accs) <= 2:
+        return None
+    row_tiles = [ld for f in firsts if (ld := _loaded(f.operands[0], before, 2)) is not None]
+    if len(set(map(id, row_tiles))) != len(firsts) or not all(_plain(ld) for ld in row_tiles):
+        return None
+    for f, perm, rt in zip(firsts, perms, row_tiles):
+        if users[rt.result.id] != [f] or users[perm.result.id] != [f]:
+            return None
+    for col in cols:  # read by first-stage products (transposed) and as accumulating products' B operands
+        uses = users.get(col.result.id, [])
+        if not uses or any(u not in perms and not (u in accs and u.operands[1] is col.result
+                                                   and col.result not in (u.operands[0], u.operands[2]))
+                           for u in uses):
+            return None
+    acc_index = [yields.index(a.result.id) for a in accs]
+    # stage C: what is computed from each carried accumulator, which may only feed its own product
+    owner = {body.args[1 + k].id: n for n, k in enumerate(acc_index)}
+    c_ops: set[int] = set()
+    for op in body.ops:
+        if op in accs:
+            continue
+        mine = {owner[o.id] for o in op.operands if o.id in owner}
+        if mine:
+            if len(mine) > 1 or not (_family(op) == "elementwise" or op.name in _TILE_SHAPE_OPS):
                 return None
             c_ops.add(id(op))
-            c_vals.update(r.id for r in op.results)
-    if pv.operands[2].id not in c_vals or any(o.id in c_vals for o in pv.operands[:2]):
-        return None
+            owner.update((r.id, mine.pop()) for r in op.results)
+    for n, acc in enumerate(accs):
+        if owner.get(acc.operands[2].id) != n or any(o.id in owner for o in acc.operands[:2]):
+            return None
+    parts = set(map(id, cols + col_vecs + firsts + perms + accs))
     for op in body.ops:
         if id(op) in c_ops:
-            if any(u is not pv and id(u) not in c_ops for r in op.results for u in users.get(r.id, [])):
+            if any(u not in accs and id(u) not in c_ops for r in op.results for u in users.get(r.id, [])):
                 return None
-        elif op not in (k, kt, s, v, pv) and op.name not in ("yield", "if") and not _tile_op(op):
+        elif id(op) not in parts and op.name not in ("yield", "if") and not _tile_op(op):
             return None
     # the column tiles' row indices: scalar arithmetic the producer can repeat
-    for ld in (k, v):
-        if not all(_scalar_slice(i, body) for i in ld.operands[1:]):
-            return None
-    # before the loop: scalars and tiles (the row tile's load); after: those and one store
-    for op in top[:at]:
-        if op is not q and not (_scalar_op(op) or _tile_op(op)):
+    if not all(_scalar_slice(i, body) for ld in cols for i in ld.operands[1:]):
+        return None
+    # before the loop: scalars, tiles, the row tiles' and row vectors' loads; after: those and stores
+    row_vecs = [op for op in before if op.name == "load" and len(op.attrs["shape"]) == 1]
+    for op in before:
+        if op not in row_tiles and op not in row_vecs and not (_scalar_op(op) or _tile_op(op)):
             return None
     after = [op for op in top[at + 1:] if op.name != "yield"]
     stores = [op for op in after if op.name == "store"]
     tiles = [op for op in stores if len(tile_type(op.operands[-1]).shape) == 2]
     vectors = tuple(op for op in stores if len(tile_type(op.operands[-1]).shape) == 1)
-    if (len(tiles) != 1 or len(tiles) + len(vectors) != len(stores)
+    if (not 1 <= len(tiles) <= 2 or len(tiles) + len(vectors) != len(stores)
             or any(op not in stores and not (_scalar_op(op) or _tile_op(op) or dead_loop(op)) for op in after)):
         return None
-    inputs = (q.operands[0].id, k.operands[0].id, v.operands[0].id)
+    bm, d = row_tiles[0].attrs["shape"]
+    acc_col = accs[0].operands[1].owner
+    assert acc_col is not None  # an accumulating product reads a loaded column tile
+    bn, dv = acc_col.attrs["shape"]
+    dtype = tile_type(row_tiles[0].result).dtype
+    if (bm not in GROUPS or bn not in (64, 128) or d not in (64, 128) or dv not in (64, 128)
+            or dtype not in (dt.float16, dt.bfloat16)
+            or any(tuple(ld.attrs["shape"]) != (bm, d) for ld in row_tiles)
+            or any(ld.attrs["shape"][0] != bn or ld.attrs["shape"][1] not in (d, dv) for ld in cols)
+            or any(tuple(ld.attrs["shape"]) != (bn,) for ld in col_vecs)
+            or any(tuple(ld.attrs["shape"]) != (bm,) for ld in row_vecs)
+            or any(tile_type(ld.result).dtype is not dtype for ld in row_tiles + cols)
+            or any(tile_type(f.result).dtype is not dt.float32 for f in firsts + accs)
+            or any(tile_type(a.operands[0]).dtype is not dtype for a in accs)
+            or any(tile_type(a.result).shape[1] != dv for a in accs)
+            or any(tile_type(f.operands[1]).shape != (d, bn) for f in firsts)):
+        return None
+    if bm == 256 and (len(firsts), len(accs), bn, d, dv) != (1, 1, 64, 64, 64):
+        return None  # four groups fit the registers only with one 64x64 score and accumulator tile
+    # registers per consumer thread: accumulators, scores and the products' A operands (a 64-row
+    # tile of n float32 values is n/2 registers per thread of a warp group)
+    if len(accs) * dv // 2 + len(firsts) * bn // 2 + len(accs) * bn // 4 > 192:
+        return None
+    inputs = {ld.operands[0].id for ld in row_tiles + row_vecs + cols + col_vecs}
     for vec in vectors:  # one value per row (attention's log-sum-exp): stored through pointers
         if tile_type(vec.operands[-1]).shape != (bm,) or vec.operands[0].id in inputs:
             return None
-    store = tiles[0]
-    tile = store.operands[-1]
-    out = tile_type(tile)
-    target = store.operands[0].type
-    if (len(out.shape) != 2 or out.shape[0] != bm or tuple(store.attrs["order"]) != (0, 1)
-            or not isinstance(target, ArrayType) or out.dtype is not target.dtype
-            or out.dtype not in (dt.float16, dt.bfloat16)
-            or store.operands[0].id in inputs):
+    for store in tiles:
+        out = tile_type(store.operands[-1])
+        target = store.operands[0].type
+        if (out.shape[0] != bm or out.shape[1] not in (64, 128) or tuple(store.attrs["order"]) != (0, 1)
+                or not isinstance(target, ArrayType) or out.dtype is not target.dtype
+                or out.dtype not in (dt.float16, dt.bfloat16) or store.operands[0].id in inputs):
+            return None
+    if len({st.operands[0].id for st in tiles}) != len(tiles):
         return None
-    rows = _rows(fn, q)
-    if (rows is None or not _rows_consistent(fn, rows, q, k, v, store, bm)
+    rows = _rows(fn, row_tiles[0])
+    if (rows is None or not _rows_consistent(fn, rows, row_tiles, cols, col_vecs, tiles, bm)
+            or any((v.result.id, 0) not in rows for v in row_vecs)
             or any((vec.operands[-1].id, 0) not in rows for vec in vectors)):
         return None
-    return Plan(loop, q, k, kt, s, v, pv, acc, frozenset(c_ops), store, vectors, rows, bn, d, out.shape[1], bm)
+    return Plan(loop, tuple(row_tiles), tuple(row_vecs), tuple(cols), tuple(col_vecs), tuple(firsts), tuple(perms),
+                tuple(accs), tuple(acc_index), frozenset(c_ops), tuple(tiles), vectors, rows, bn, d, dv, bm)
 
 
 def _live_ops(ops: list[Op]):
@@ -338,9 +407,10 @@ def _scalar_slice(v: Value, body: Block, depth: int = 0) -> bool:
                                                  if isinstance(o.type, TileType))
 
 
-def _rows_consistent(fn: Function, rows: frozenset, q: Op, k: Op, v: Op, store: Op, bm: int) -> bool:
-    """Row axes are ``bm`` long, never reduced, never an axis of a column tile, and the stored
-    tile's first axis is one."""
+def _rows_consistent(fn: Function, rows: frozenset, row_tiles: list[Op], cols: list[Op], col_vecs: list[Op],
+                     stores: list[Op], bm: int) -> bool:
+    """Row axes are ``bm`` long, never reduced, never an axis of a column tile, and the row tiles'
+    and stored tiles' first axis (only) is one."""
     for op in walk(fn.body):
         for r in op.results:
             if isinstance(r.type, TileType):
@@ -348,6 +418,7 @@ def _rows_consistent(fn: Function, rows: frozenset, q: Op, k: Op, v: Op, store: 
                     return False
         if op.name in _REDUCTIONS and any((op.operands[0].id, d) in rows for d in op.attrs["axes"]):
             return False
-    tile = store.operands[-1]
-    return ((q.result.id, 1) not in rows and (tile.id, 0) in rows and (tile.id, 1) not in rows
-            and not any((x.result.id, d) in rows for x in (k, v) for d in (0, 1)))
+    firsts = [ld.result for ld in row_tiles] + [st.operands[-1] for st in stores]
+    return (all((v.id, 0) in rows and (v.id, 1) not in rows for v in firsts)
+            and not any((x.result.id, d) in rows for x in cols for d in (0, 1))
+            and not any((x.result.id, 0) in rows for x in col_vecs))

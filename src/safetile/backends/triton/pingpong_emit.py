@@ -12,7 +12,7 @@ from ...ir.types import TileType
 from ...ops.memory import PaddingMode
 from .codegen import CODEGEN_VERSION, Facts, Gen, Generated, Module, kernel_name, kernel_params, py_literal, tl_dtype
 from .memory import _descriptor, _tile_index
-from .pingpong import _REDUCTIONS, _TILE_SHAPE_OPS, HALF, STAGES, Plan, _scalar_op, dead_loop, plan
+from .pingpong import _REDUCTIONS, _TILE_SHAPE_OPS, HALF, Plan, _scalar_op, dead_loop, plan
 
 _HEADER = """\
 from triton.experimental import gluon
@@ -20,9 +20,6 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 """
-# (name, arrivals: 0 for one per consumer, ring: a slot per block in flight, else one per consumer)
-_BARRIERS = (("_st_qb", 1, False), ("_st_kf", 1, True), ("_st_ke", 0, True), ("_st_vf", 1, True),
-             ("_st_ve", 0, True), ("_st_turn", 1, False))
 # registers per thread of the worker partitions: consumers 2.., then the producer (the first
 # consumer, the default partition, takes what is left)
 _REGISTERS = {2: [232, 40], 4: [112, 112, 112, 24]}
@@ -254,13 +251,15 @@ def _coords(g: Gen, index: list[Value], shape: tuple, row_offset: str = "") -> s
     return "[" + ", ".join(offs) + "]"
 
 
-def _slot(t: str) -> tuple[str, str]:
-    """(ring slot, barrier phase) of block ``t``."""
-    return f"({t}) % {STAGES}", f"(({t}) // {STAGES}) & 1"
+def _slot(t: str, slots: int) -> tuple[str, str]:
+    """(ring slot, barrier phase) of block ``t`` in a ring of ``slots``."""
+    return f"({t}) % {slots}", f"(({t}) // {slots}) & 1"
 
 
 class _Kernel:
-    """One kernel's Gluon source."""
+    """One kernel's Gluon source. Names: row tile i ``_st_q{i}[sd]`` (shared buffer, descriptor),
+    column tile i ``_st_k{i}[sdfe]`` (ring, descriptor, full and empty barriers), stored tile i
+    ``_st_o{i}[sd]``, carried value k ``_st_v{k}``."""
 
     def __init__(self, fn: Function, facts: Facts, p: Plan):
         self.fn, self.facts, self.p = fn, facts, p
@@ -270,26 +269,34 @@ class _Kernel:
         self.at = fn.body.ops.index(p.loop)
 
     # -------------------------------------------------------------- checks
+    def _accesses(self) -> list[tuple[str, Op, tuple[int, int], PaddingMode]]:
+        """(name, op, box, padding) of every tile the TMA unit moves."""
+        p = self.p
+        out = [(f"_st_q{i}", ld, (HALF, p.d), ld.attrs["padding"]) for i, ld in enumerate(p.row_tiles)]
+        out += [(f"_st_k{i}", ld, tuple(ld.attrs["shape"]), ld.attrs["padding"]) for i, ld in enumerate(p.cols)]
+        out += [(f"_st_o{i}", st, (HALF, tile_type(st.operands[-1]).shape[1]), PaddingMode.ZERO)
+                for i, st in enumerate(p.stores)]
+        return out
+
     def _descriptors_legal(self) -> bool:
         """Every tile access takes a tensor descriptor where codegen.py would make one (asked of a
         throwaway Gen: it writes the Triton form of each descriptor it would make)."""
         g = Gen(self.m)
-        p = self.p
-        for op, shape, pad in ((p.q, (p.bm, p.d), p.q.attrs["padding"]), (p.k, (p.bn, p.d), p.k.attrs["padding"]),
-                               (p.v, (p.bn, p.dv), p.v.attrs["padding"]), (p.store, (p.bm, p.dv), PaddingMode.ZERO)):
-            if _descriptor(g, op, g.array(op.operands[0]), shape, (0, 1), pad) is None:
+        for _, op, box, pad in self._accesses():
+            full = (self.p.bm, box[1]) if box[0] == HALF else box
+            if _descriptor(g, op, g.array(op.operands[0]), full, (0, 1), pad) is None:
                 return False
         return True
 
     # -------------------------------------------------------------- pieces
-    def _descriptor(self, name: str, op: Op, block: list[int]) -> str:
+    def _descriptor(self, name: str, op: Op, block: tuple[int, int]) -> str:
         info = self.m.arrays[op.operands[0].id]
         row_bytes = block[1] * info.dtype.itemsize
         swizzle = next(w for w in (128, 64, 32) if row_bytes % w == 0)
         layout = f"gl.NVMMASharedLayout(swizzle_byte_width={swizzle}, element_bitwidth={info.dtype.bits}, rank=2)"
         strides = info.strides[:-1] + ["1"]
         return (f"    {name} = tma.make_tensor_descriptor({info.ptr}, [{', '.join(info.sizes)}], "
-                f"[{', '.join(strides)}], {block!r}, {layout})")
+                f"[{', '.join(strides)}], {list(block)!r}, {layout})")
 
     def _partition_gen(self, rows: frozenset = frozenset()) -> GluonGen:
         g = GluonGen(self.m, rows)
@@ -307,24 +314,27 @@ class _Kernel:
         g = self._partition_gen()
         body = p.loop.regions[0]
         lo, step = self._loop_bounds(g)
-        rows = _coords(g, p.q.operands[1:], (p.bm, p.d), f"_st_c * {HALF}")
+        rows = [_coords(g, ld.operands[1:], (p.bm, p.d), f"_st_c * {HALF}") for ld in p.row_tiles]
         g.line(f"for _st_c in gl.static_range({p.groups}):")
-        g.line("    mbarrier.expect(_st_qb.index(_st_c), _st_qd.block_type.nbytes)")
-        g.line(f"    tma.async_copy_global_to_shared(_st_qd, {rows}, _st_qb.index(_st_c), _st_qs.index(_st_c))")
+        nbytes = " + ".join(f"_st_q{i}d.block_type.nbytes" for i in range(len(p.row_tiles)))
+        g.line(f"    mbarrier.expect(_st_qb.index(_st_c), {nbytes})")
+        for i, r in enumerate(rows):
+            g.line(f"    tma.async_copy_global_to_shared(_st_q{i}d, {r}, _st_qb.index(_st_c), _st_q{i}s.index(_st_c))")
         g.line("for _st_t in range(_st_n):")
         g.depth += 1
         g.line(f"_st_j = {lo} + _st_t * {step}")
         g.names[body.args[0].id] = "_st_j"
-        needed = _slice(body, [i for ld in (p.k, p.v) for i in ld.operands[1:]])
+        needed = _slice(body, [i for ld in p.cols for i in ld.operands[1:]])
         for op in body.ops:
             if id(op) in needed:
                 g.op(op)
-        for ring, ld, desc, shape in (("k", p.k, "_st_kd", (p.bn, p.d)), ("v", p.v, "_st_vd", (p.bn, p.dv))):
-            slot, phase = _slot("_st_t")
-            g.line(f"mbarrier.wait(_st_{ring}e.index({slot}), {phase} ^ 1, pred=_st_t >= {STAGES})")
-            g.line(f"mbarrier.expect(_st_{ring}f.index({slot}), {desc}.block_type.nbytes)")
-            g.line(f"tma.async_copy_global_to_shared({desc}, {_coords(g, ld.operands[1:], shape)}, "
-                   f"_st_{ring}f.index({slot}), _st_{ring}s.index({slot}))")
+        for i, ld in enumerate(p.cols):
+            slot, phase = _slot("_st_t", p.slots(i))
+            g.line(f"mbarrier.wait(_st_k{i}e.index({slot}), {phase} ^ 1, pred=_st_t >= {p.slots(i)})")
+            g.line(f"mbarrier.expect(_st_k{i}f.index({slot}), _st_k{i}d.block_type.nbytes)")
+            box = _coords(g, ld.operands[1:], tuple(ld.attrs["shape"]))
+            g.line(f"tma.async_copy_global_to_shared(_st_k{i}d, {box}, _st_k{i}f.index({slot}), "
+                   f"_st_k{i}s.index({slot}))")
         return g.hoisted + g.lines
 
     # -------------------------------------------------------------- the consumers
@@ -344,61 +354,98 @@ class _Kernel:
         g = self._partition_gen(p.rows)
         lo, step = self._loop_bounds(g)
         for op in self.fn.body.ops[:self.at]:
-            if op is not p.q and not _scalar_op(op):
+            if op in p.row_vecs:
+                self._vec_load(g, h[id(op)], row=True)
+            elif op not in p.row_tiles and not _scalar_op(op):
                 g.op(h[id(op)])
         loop = h[id(p.loop)]
         body = loop.regions[0]
         iv, *args = body.args
         yields = body.results
         inits = loop.operands[3:]
-        others = [k for k in range(len(args)) if k != p.acc]
-        s_id, pv = p.s.result.id, h[id(p.pv)]
-        stage_b = [h[id(op)] for op in p.loop.regions[0].ops
-                   if op not in (p.k, p.kt, p.s, p.v, p.pv) and id(op) not in p.stage_c and op.name != "yield"]
+        others = [k for k in range(len(args)) if k not in p.acc_index]
+        accs = [h[id(a)] for a in p.accs]
+        skip = set(map(id, p.cols + p.perms + p.firsts + p.accs)) | p.stage_c
+        stage_b = [h[id(op)] for op in p.loop.regions[0].ops if id(op) not in skip and op.name != "yield"]
         stage_c = [h[id(op)] for op in p.loop.regions[0].ops if id(op) in p.stage_c]
-        # what the loop carries besides the accumulator: the kernel's values (by index), P, C's operand
-        values = [yields[k] for k in others] + [pv.operands[0], pv.operands[2]]
-        names = [f"_st_c{k}" for k in others] + ["_st_p", "_st_a"]
-        keys = others + [-1, p.acc]
-        carried.setdefault(p.acc, "_st_OL")
+        vecs = {id(h[id(op)]) for op in p.col_vecs}
+        # what the loop carries besides the accumulators: the kernel's values (by index), and each
+        # accumulating product's A and C operands (keys -1-n and acc_index[n])
+        values = [yields[k] for k in others] + [a.operands[0] for a in accs] + [a.operands[2] for a in accs]
+        names = ([f"_st_v{k}" for k in others] + [f"_st_x{n}" for n in range(len(accs))]
+                 + [f"_st_a{n}" for n in range(len(accs))])
+        keys = others + [-1 - n for n in range(len(accs))] + list(p.acc_index)
+        for k in p.acc_index:
+            carried.setdefault(k, "_st_OL")
+        uses = {i: p.last_use(i) for i in range(len(p.cols))}
+        first_cols = sorted({p.col_of(f) for f in p.firsts})
+        acc_cols = [p.col_of(a) for a in p.accs]
 
         def want(key: int, v: Value) -> str | None:
             tag = carried.get(key) or g.tags.get(v.id)
             return tag if tag is not None or not final else _default_layout(tile_type(v).shape, p)
 
         g.names[iv.id] = "_st_j"
-        g.line("_st_q = _st_qs.index(C)")
+        for i in range(len(p.row_tiles)):
+            g.line(f"_st_q{i} = _st_q{i}s.index(C)")
         g.line(f"_st_zero = gl.zeros([{HALF}, {p.bn}], gl.float32, _st_SL)")
         g.line("mbarrier.wait(_st_qb.index(C), 0)")
         g.line("if _st_n > 0:")
         g.depth += 1
+        fnames = [f"_st_s{n}" for n in range(len(p.firsts))]
+        pnames = [f"_st_pv{n}" for n in range(len(accs))]
 
-        def scores(t: str, pending: int) -> None:
-            slot, phase = _slot(t)
+        def wait_full(i: int, t: str) -> None:
+            slot, phase = _slot(t, p.slots(i))
+            g.line(f"mbarrier.wait(_st_k{i}f.index({slot}), {phase})")
+
+        def issue_accs(t: str) -> None:
+            """The accumulating products of block ``t`` (their column tiles waited for)."""
+            for i in sorted(set(acc_cols)):
+                wait_full(i, t)
+            for n, i in enumerate(acc_cols):
+                g.line(f"{pnames[n]} = warpgroup_mma(gl.convert_layout(_st_x{n}, _st_PL), "
+                       f"_st_k{i}s.index({_slot(t, p.slots(i))[0]}), _st_a{n}, is_async=True)")
+
+        def wait(targets: list[str], outstanding: int) -> None:
+            lhs = targets[0] if len(targets) == 1 else ", ".join(targets)
+            g.line(f"{lhs} = warpgroup_mma_wait(num_outstanding={outstanding}, deps=({', '.join(targets)},))")
+
+        def release(t: str, stage: str) -> None:
+            for i, use in uses.items():
+                if use == stage:
+                    g.line(f"mbarrier.arrive(_st_k{i}e.index({_slot(t, p.slots(i))[0]}), count=1)")
+
+        def scores(t: str, pending: bool) -> None:
             g.line(f"mbarrier.wait(_st_turn.index(C), ({t}) & 1)")
-            g.line(f"mbarrier.wait(_st_kf.index({slot}), {phase})")
-            g.line(f"_st_s = warpgroup_mma(_st_q, _st_ks.index({slot}).permute((1, 0)), _st_zero, use_acc=False, "
-                   "is_async=True)")
-            if pending:  # PV(t-1), in the same turn
-                vslot, vphase = _slot(f"{t} - 1")
-                g.line(f"mbarrier.wait(_st_vf.index({vslot}), {vphase})")
-                g.line(f"_st_pv = warpgroup_mma(gl.convert_layout(_st_p, _st_PL), _st_vs.index({vslot}), _st_a, "
-                       "is_async=True)")
+            for i in first_cols:
+                wait_full(i, t)
+            for n, f in enumerate(p.firsts):
+                row, col = p.row_tiles.index(f.operands[0].owner), p.col_of(f)
+                g.line(f"{fnames[n]} = warpgroup_mma(_st_q{row}, _st_k{col}s.index({_slot(t, p.slots(col))[0]})"
+                       ".permute((1, 0)), _st_zero, use_acc=False, is_async=True)")
+            if pending:  # block t-1's accumulating products, in the same turn
+                issue_accs(f"{t} - 1")
             g.line(f"mbarrier.arrive(_st_turn.index((C + 1) % {p.groups}), count=1)")
-            g.line(f"_st_s = warpgroup_mma_wait(num_outstanding={pending}, deps=(_st_s,))")
-            g.line(f"mbarrier.arrive(_st_ke.index({slot}), count=1)")
-            g.names[s_id] = "_st_s"
-            g.tags[s_id] = "_st_SL"
+            wait(fnames, len(accs) if pending else 0)
+            release(t, "first")
+            for f, name in zip(p.firsts, fnames):
+                g.names[f.result.id] = name
+                g.tags[f.result.id] = "_st_SL"
 
         def softmax() -> None:
             for op in stage_b:
-                g.op(op)
+                if id(op) in vecs:
+                    self._vec_load(g, op, row=False)
+                else:
+                    g.op(op)
 
-        def operand(acc: str, steady: bool) -> None:
-            """C's operand from the accumulator ``acc``, then every carried value renamed at once
-            (through temporaries: one may be another's previous value)."""
-            g.names[args[p.acc].id] = acc
-            g.tags[args[p.acc].id] = "_st_OL"
+        def operand(results: list[str], steady: bool) -> None:
+            """The accumulating products' C operands from the accumulators, then every carried value
+            renamed at once (through temporaries: one may be another's previous value)."""
+            for k, r in zip(p.acc_index, results):
+                g.names[args[k].id] = r
+                g.tags[args[k].id] = "_st_OL"
             for op in stage_c:
                 g.op(op)
             if steady and not final:
@@ -411,31 +458,33 @@ class _Kernel:
             for name, t in zip(names, temps):
                 g.line(f"{name} = {t}")
             for k in others:
-                g.names[args[k].id] = f"_st_c{k}"
+                g.names[args[k].id] = f"_st_v{k}"
                 g.tags[args[k].id] = want(k, yields[k])
 
         g.line(f"_st_j = {lo}")
-        scores("0", 0)
+        scores("0", False)
         for k in others:
             g.names[args[k].id] = g.val(inits[k])
             g.tags[args[k].id] = g.tags.get(inits[k].id)
         softmax()
-        operand(g.as_layout(inits[p.acc], "_st_OL"), False)
+        operand([g.as_layout(inits[k], "_st_OL") for k in p.acc_index], False)
         g.line("for _st_t in range(1, _st_n):")
         g.depth += 1
         g.line(f"_st_j = {lo} + _st_t * {step}")
-        scores("_st_t", 1)
-        softmax()  # while the other group's pair runs, then this group's PV(t-1) completes
-        g.line("_st_acc = warpgroup_mma_wait(num_outstanding=0, deps=(_st_pv,))")
-        g.line(f"mbarrier.arrive(_st_ve.index({_slot('_st_t - 1')[0]}), count=1)")
-        operand("_st_acc", True)
+        scores("_st_t", True)
+        softmax()  # while the other groups' products run, then this group's of block t-1 complete
+        done = [f"_st_acc{n}" for n in range(len(accs))]
+        g.line(f"{done[0] if len(done) == 1 else ', '.join(done)} = warpgroup_mma_wait(num_outstanding=0, "
+               f"deps=({', '.join(pnames)},))")
+        release("_st_t - 1", "acc")
+        operand(done, True)
         g.depth -= 1
-        vslot, vphase = _slot("_st_n - 1")
-        g.line(f"mbarrier.wait(_st_vf.index({vslot}), {vphase})")
-        g.line(f"_st_pv = warpgroup_mma(gl.convert_layout(_st_p, _st_PL), _st_vs.index({vslot}), _st_a, is_async=True)")
-        g.line(f"_st_r{p.acc} = warpgroup_mma_wait(num_outstanding=0, deps=(_st_pv,))")
+        issue_accs("_st_n - 1")
+        results = [f"_st_r{k}" for k in p.acc_index]
+        g.line(f"{results[0] if len(results) == 1 else ', '.join(results)} = warpgroup_mma_wait(num_outstanding=0, "
+               f"deps=({', '.join(pnames)},))")
         for k in others:
-            g.line(f"_st_r{k} = _st_c{k}")
+            g.line(f"_st_r{k} = _st_v{k}")
         g.depth -= 1
         g.line("else:")
         g.depth += 1
@@ -445,42 +494,55 @@ class _Kernel:
         for k, r in enumerate(loop.results):
             g.names[r.id] = f"_st_r{k}"
             g.tags[r.id] = want(k, yields[k])
-        store = h[id(p.store)]
         for op in self.fn.body.ops[self.at + 1:]:
             if dead_loop(op):
                 for init, r in zip(op.operands[3:], op.results):
                     g.names[r.id], g.tags[r.id] = g.val(init), g.tags.get(init.id)
             elif op in p.row_stores:
                 self._row_store(g, h[id(op)])
-            elif op is not p.store and op.name != "yield":
+            elif op not in p.stores and op.name != "yield":
                 g.op(h[id(op)])
-        g.line("_st_o = _st_os.index(C)")
-        g.line(f"_st_o.store({g.val(store.operands[-1])})")
+        for i, st in enumerate(p.stores):
+            hs = h[id(st)]
+            g.line(f"_st_o{i}s.index(C).store({g.val(hs.operands[-1])})")
         g.line("fence_async_shared()")
-        rows = _coords(g, store.operands[1:-1], (p.bm, p.dv), f"C * {HALF}")
-        g.line(f"tma.async_copy_shared_to_global(_st_od, {rows}, _st_o)")
+        for i, st in enumerate(p.stores):
+            rows = _coords(g, h[id(st)].operands[1:-1], (p.bm, tile_type(st.operands[-1]).shape[1]), f"C * {HALF}")
+            g.line(f"tma.async_copy_shared_to_global(_st_o{i}d, {rows}, _st_o{i}s.index(C))")
         g.line("tma.store_wait(pendings=0)")
         layouts = [f"    _st_SL: gl.constexpr = {_mma_layout(p.bn)}", f"    _st_OL: gl.constexpr = {_mma_layout(p.dv)}",
                    "    _st_PL: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=_st_OL, k_width=2)"]
         return layouts + g.hoisted + g.lines
 
-    def _row_store(self, g: GluonGen, op: Op) -> None:
-        """This consumer's 64 values of a per-row vector, through pointers (masked at the end)."""
+    def _vector(self, g: GluonGen, op: Op, row: bool) -> tuple[str, str, str]:
+        """(element offsets, layout, mask) of a 1-D access of one value per row (``row``: this
+        consumer's rows) or per column of the scores."""
         info = self.m.arrays[op.operands[0].id]
-        i, vec = op.operands[1], op.operands[-1]
+        i = op.operands[1]
+        n = self.p.bm if row else self.p.bn
         c = g.const(i)
-        bm = self.p.bm
-        base = str(int(c) * bm) if c is not None else f"{_tile_index(g, i, bm, False)} * {bm}"
-        rows = g.tmp(f"{base} + gl.arange(C * {HALF}, C * {HALF} + {HALF})", "o")
-        tag = g.tags.get(vec.id)
-        if tag is not None:
-            rows = g.tmp(f"gl.set_auto_layout({rows}, {tag})", "o")
-        stride = info.strides[0]
-        ptrs = f"{info.ptr} + {rows}" + ("" if stride == "1" else f" * {stride}")
-        mask = f"({rows} < {info.sizes[0]})"
+        base = str(int(c) * n) if c is not None else f"{_tile_index(g, i, n, False)} * {n}"
+        lanes = f"gl.arange(C * {HALF}, C * {HALF} + {HALF})" if row else f"gl.arange(0, {n})"
+        tag = _sliced(1 if row else 0, "_st_SL")
+        offs = g.tmp(f"gl.set_auto_layout({base} + {lanes}, {tag})", "o")
+        mask = f"({offs} < {info.sizes[0]})"
         if not ((c is not None and c >= 0) or g.nonneg(i)):
-            mask += f" & ({rows} >= 0)"
-        g.line(f"gl.store({ptrs}, {g.val(vec)}, mask={mask})")
+            mask += f" & ({offs} >= 0)"
+        stride = info.strides[0]
+        ptrs = f"{info.ptr} + {offs}" + ("" if stride == "1" else f" * {stride}")
+        return ptrs, tag, mask
+
+    def _vec_load(self, g: GluonGen, op: Op, row: bool) -> None:
+        """A 1-D load through pointers, in the scores' row (or column) slice layout."""
+        ptrs, tag, mask = self._vector(g, op, row)
+        g.names[op.result.id] = g.tmp(f"gl.load({ptrs}, mask={mask}, other=0)")
+        g.tags[op.result.id] = tag
+
+    def _row_store(self, g: GluonGen, op: Op) -> None:
+        """This consumer's 64 values of a per-row vector, through pointers (masked at the ends)."""
+        ptrs, tag, mask = self._vector(g, op, True)
+        vec = op.operands[-1]
+        g.line(f"gl.store({ptrs}, {g.as_layout(vec, tag)}, mask={mask})")
 
     # -------------------------------------------------------------- the kernel
     def generate(self) -> Generated | None:
@@ -498,30 +560,45 @@ class _Kernel:
         if g.const(p.loop.operands[0]) is not None and g.const(p.loop.operands[1]) is not None:
             n = str(max(int(g.const(p.loop.operands[1])) - int(g.const(p.loop.operands[0])), 0))
         g.line(f"_st_n = ({n} + {step - 1}) // {step}")
-        q, o = self.m.arrays[p.q.operands[0].id], self.m.arrays[p.store.operands[0].id]
-        descs = [self._descriptor("_st_qd", p.q, [HALF, p.d]), self._descriptor("_st_kd", p.k, [p.bn, p.d]),
-                 self._descriptor("_st_vd", p.v, [p.bn, p.dv]), self._descriptor("_st_od", p.store, [HALF, p.dv])]
-        smem = [f"_st_qs = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [{p.groups}, {HALF}, {p.d}], _st_qd.layout)",
-                f"_st_ks = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [{STAGES}, {p.bn}, {p.d}], _st_kd.layout)",
-                f"_st_vs = gl.allocate_shared_memory({tl_dtype(q.dtype)}, [{STAGES}, {p.bn}, {p.dv}], _st_vd.layout)"]
-        if o.dtype is q.dtype and p.dv == p.d:
-            smem.append("_st_os = _st_qs")  # each consumer's Q buffer is free once its last product is done
-        else:
-            smem.append(f"_st_os = gl.allocate_shared_memory({tl_dtype(o.dtype)}, [{p.groups}, {HALF}, {p.dv}], "
-                        "_st_od.layout)")
-        for name, arrivals, ring in _BARRIERS:
-            size, count = (STAGES if ring else p.groups), (arrivals or p.groups)
+        descs = [self._descriptor(f"{name}d", op, box) for name, op, box, _ in self._accesses()]
+        smem, shared = [], []
+        for i, ld in enumerate(p.row_tiles):
+            dtype = tl_dtype(self.m.arrays[ld.operands[0].id].dtype)
+            smem.append(f"_st_q{i}s = gl.allocate_shared_memory({dtype}, [{p.groups}, {HALF}, {p.d}], "
+                        f"_st_q{i}d.layout)")
+        for i, ld in enumerate(p.cols):
+            dtype = tl_dtype(self.m.arrays[ld.operands[0].id].dtype)
+            rows, cols = ld.attrs["shape"]
+            smem.append(f"_st_k{i}s = gl.allocate_shared_memory({dtype}, [{p.slots(i)}, {rows}, {cols}], "
+                        f"_st_k{i}d.layout)")
+        free = list(range(len(p.row_tiles)))
+        for i, st in enumerate(p.stores):
+            out = tile_type(st.operands[-1])
+            same = [r for r in free if self.m.arrays[p.row_tiles[r].operands[0].id].dtype is out.dtype
+                    and out.shape[1] == p.d]
+            if same:  # a consumer's row tile buffer is free once its last product is done
+                free.remove(same[0])
+                smem.append(f"_st_o{i}s = _st_q{same[0]}s")
+            else:
+                smem.append(f"_st_o{i}s = gl.allocate_shared_memory({tl_dtype(out.dtype)}, [{p.groups}, {HALF}, "
+                            f"{out.shape[1]}], _st_o{i}d.layout)")
+        barriers = [("_st_qb", p.groups, 1), ("_st_turn", p.groups, 1)]
+        barriers += [(f"_st_k{i}{kind}", p.slots(i), 1 if kind == "f" else p.groups)
+                     for i in range(len(p.cols)) for kind in "fe"]
+        for name, size, count in barriers:
             smem.append(f"{name} = gl.allocate_shared_memory(gl.int64, [{size}, 1], mbarrier.MBarrierLayout())")
             smem.append(f"for _st_i in gl.static_range({size}):")
             smem.append(f"    mbarrier.init({name}.index(_st_i), count={count})")
         smem.append("mbarrier.arrive(_st_turn.index(0), count=1)  # the first consumer takes the first turn")
         scalars = list(dict.fromkeys(self.params + [n for v, n in g.names.items()]))
-        shared = ["_st_qd", "_st_kd", "_st_vd", "_st_od", "_st_qs", "_st_ks", "_st_vs", "_st_os",
-                  *(b for b, _, _ in _BARRIERS), "_st_n", *scalars]
+        shared = [d.split(" = ")[0].strip() for d in descs] + [line.split(" = ")[0] for line in smem
+                                                                 if " = " in line and not line.startswith(" ")]
+        shared += ["_st_n", *scalars]
         producer, consumer = self.producer(), self.consumer()
         # each partition takes only what it reads: every argument is another value in each scope
         # that Triton's front end copies at every branch and loop (a third of its time otherwise)
-        p_args, c_args = (", ".join(n for n in shared if n in _identifiers(body)) for body in (producer, consumer))
+        p_args, c_args = (", ".join(n for n in dict.fromkeys(shared) if n in _identifiers(body))
+                          for body in (producer, consumer))
         name = kernel_name(self.fn)
         lines = [f"# generated by safetile (Triton backend v{CODEGEN_VERSION}, Gluon ping-pong) from kernel "
                  f"{self.fn.name!r}", _HEADER, "", "@gluon.jit", f"def {name}_producer({p_args}):", *producer, "",
