@@ -498,8 +498,8 @@ def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> tuple[str, str |
         last = a == len(corner) - 1
         if scalar is not None and g.const(scalar) is not None:  # a constant offset: known here
             start, scalar = start + int(g.const(scalar)), None
-        if scalar is None:
-            if start < 0 or (last and start % unit):
+        if scalar is None:  # a box past 2**31 is not one the element form's wrapped indices address
+            if start < 0 or start + shape[a] > 2**31 or (last and start % unit):
                 return None
             coords.append(str(start))
             continue

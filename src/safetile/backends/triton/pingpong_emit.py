@@ -304,8 +304,8 @@ class _Kernel:
         return g
 
     def _loop_bounds(self, g: Gen) -> tuple[str, str]:
-        lo, step = self.p.loop.operands[0], self.p.loop.operands[2]
-        self.m.iv_start[self.p.loop.regions[0].args[0].id] = lo
+        lo, hi, step = self.p.loop.operands[:3]
+        self.m.iv_range[self.p.loop.regions[0].args[0].id] = (lo, hi, step)
         return g.lit(lo), g.lit(step)
 
     # -------------------------------------------------------------- the producer
@@ -377,6 +377,8 @@ class _Kernel:
         keys = others + [-1 - n for n in range(len(accs))] + list(p.acc_index)
         for k in p.acc_index:
             carried.setdefault(k, "_st_OL")
+        for n in range(len(accs)):  # A operands in the products' operand layout before the turn
+            carried.setdefault(-1 - n, "_st_PL")
         uses = {i: p.last_use(i) for i in range(len(p.cols))}
         first_cols = sorted({p.col_of(f) for f in p.firsts})
         acc_cols = [p.col_of(a) for a in p.accs]
@@ -404,8 +406,8 @@ class _Kernel:
             for i in sorted(set(acc_cols)):
                 wait_full(i, t)
             for n, i in enumerate(acc_cols):
-                g.line(f"{pnames[n]} = warpgroup_mma(gl.convert_layout(_st_x{n}, _st_PL), "
-                       f"_st_k{i}s.index({_slot(t, p.slots(i))[0]}), _st_a{n}, is_async=True)")
+                g.line(f"{pnames[n]} = warpgroup_mma(_st_x{n}, _st_k{i}s.index({_slot(t, p.slots(i))[0]}), _st_a{n}, "
+                       "is_async=True)")
 
         def wait(targets: list[str], outstanding: int) -> None:
             lhs = targets[0] if len(targets) == 1 else ", ".join(targets)
@@ -440,7 +442,11 @@ class _Kernel:
                 else:
                     g.op(op)
 
-        def operand(results: list[str], steady: bool) -> None:
+        def operands_a() -> dict[int, str]:
+            """The next products' A operands in their layout, while this group's products run."""
+            return {-1 - n: g.as_layout(a.operands[0], want(-1 - n, a.operands[0])) for n, a in enumerate(accs)}
+
+        def operand(results: list[str], steady: bool, ready: dict[int, str]) -> None:
             """The accumulating products' C operands from the accumulators, then every carried value
             renamed at once (through temporaries: one may be another's previous value)."""
             for k, r in zip(p.acc_index, results):
@@ -451,7 +457,7 @@ class _Kernel:
             if steady and not final:
                 for key, v in zip(keys, values):
                     carried[key] = carried.get(key) or g.tags.get(v.id)
-            new = [g.as_layout(v, want(key, v)) for key, v in zip(keys, values)]
+            new = [ready.get(key) or g.as_layout(v, want(key, v)) for key, v in zip(keys, values)]
             temps = [self.m.fresh("_st_y") for _ in new]
             for t, value in zip(temps, new):
                 g.line(f"{t} = {value}")
@@ -467,17 +473,18 @@ class _Kernel:
             g.names[args[k].id] = g.val(inits[k])
             g.tags[args[k].id] = g.tags.get(inits[k].id)
         softmax()
-        operand([g.as_layout(inits[k], "_st_OL") for k in p.acc_index], False)
+        operand([g.as_layout(inits[k], "_st_OL") for k in p.acc_index], False, operands_a())
         g.line("for _st_t in range(1, _st_n):")
         g.depth += 1
         g.line(f"_st_j = {lo} + _st_t * {step}")
         scores("_st_t", True)
         softmax()  # while the other groups' products run, then this group's of block t-1 complete
+        ready = operands_a()
         done = [f"_st_acc{n}" for n in range(len(accs))]
         g.line(f"{done[0] if len(done) == 1 else ', '.join(done)} = warpgroup_mma_wait(num_outstanding=0, "
                f"deps=({', '.join(pnames)},))")
         release("_st_t - 1", "acc")
-        operand(done, True)
+        operand(done, True, ready)
         g.depth -= 1
         issue_accs("_st_n - 1")
         results = [f"_st_r{k}" for k in p.acc_index]
