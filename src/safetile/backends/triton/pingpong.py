@@ -341,7 +341,7 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
     assert acc_col is not None  # an accumulating product reads a loaded column tile
     bn, dv = acc_col.attrs["shape"]
     dtype = tile_type(row_tiles[0].result).dtype
-    if (bm not in GROUPS or bn not in (64, 128) or d not in (64, 128) or dv not in (64, 128)
+    if (bm not in GROUPS or bn not in (32, 64, 128) or d not in (64, 128) or dv not in (64, 128)
             or dtype not in (dt.float16, dt.bfloat16)
             or any(tuple(ld.attrs["shape"]) != (bm, d) for ld in row_tiles)
             or any(ld.attrs["shape"][0] != bn or ld.attrs["shape"][1] not in (d, dv) for ld in cols)
