@@ -326,6 +326,8 @@ def plan(fn: Function, facts: Facts) -> Plan | None:
         return None
     # before the loop: scalars, tiles, the row tiles' and row vectors' loads; after: those and stores
     row_vecs = [op for op in before if op.name == "load" and len(op.attrs["shape"]) == 1]
+    if not all(_plain(ld) for ld in row_vecs):  # the consumers' pointer loads pad with zeros
+        return None
     for op in before:
         if op not in row_tiles and op not in row_vecs and not (_scalar_op(op) or _tile_op(op)):
             return None

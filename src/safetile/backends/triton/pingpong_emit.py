@@ -515,6 +515,8 @@ class _Kernel:
         g.line("fence_async_shared()")
         for i, st in enumerate(p.stores):
             rows = _coords(g, h[id(st)].operands[1:-1], (p.bm, tile_type(st.operands[-1]).shape[1]), f"C * {HALF}")
+            if i:  # in program order: two parameters may be one tensor (bulk copies are not ordered)
+                g.line("tma.store_wait(pendings=0)")
             g.line(f"tma.async_copy_shared_to_global(_st_o{i}d, {rows}, _st_o{i}s.index(C))")
         g.line("tma.store_wait(pendings=0)")
         layouts = [f"    _st_SL: gl.constexpr = {_mma_layout(p.bn)}", f"    _st_OL: gl.constexpr = {_mma_layout(p.dv)}",
