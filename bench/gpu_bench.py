@@ -200,13 +200,13 @@ def parse_args(argv=None):
                    help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
     p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3,64x128x4x2x0x2", help="BM(queries)xBN(keys)xWxS")
-    p.add_argument("--attn-bwd-dkdv-128", default="64x128x4x2x0x1,32x128x8x3,32x128x4x2x0x2")
+    p.add_argument("--attn-bwd-dkdv-128", default="64x128x4x2x0x1,32x128x8x3")
     p.add_argument("--attn-bwd-fused-64", default="",
                    help="dK/dV kernels that add dQ up with atomics, BM(queries)xBN(keys)xWxS, also timed "
                         "(H200, session 12: 1.4-1.7x slower than the two-kernel pass; e.g. 64x128x8x3)")
     p.add_argument("--attn-bwd-fused-128", default="", help="the same for d=128 (e.g. 32x128x8x3)")
     p.add_argument("--attn-bwd-dq-64", default="128x64x8x3,128x32x8x3,128x64x4x2x0x2,128x128x4x2x0x2")
-    p.add_argument("--attn-bwd-dq-128", default="128x32x8x3,128x64x8x3,128x64x4x2x0x2,128x32x4x2x0x2")
+    p.add_argument("--attn-bwd-dq-128", default="128x32x8x3,128x64x8x3,128x64x4x2x0x2")
     p.add_argument("--others-norm-shapes", type=shapes, default=None, help="RxN rows for the chunked row kernels")
     p.add_argument("--others-rms3d-shapes", type=shapes, default=None, help="BxSxH")
     p.add_argument("--others-embedding-shapes", type=shapes, default=None, help="VOCABxDIMxTOKENS")
