@@ -255,3 +255,16 @@ def test_gluon_attention_probe_builds_for_sm90(capsys):
     G.main(["--compile-only", "--tiles", "128x128x8,ws:128x128x4"])
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("shared")]
     assert len(lines) == 2 and all("0 bytes spill stores" in ln for ln in lines), lines
+
+
+def test_gluon_backward_probe_builds_for_sm90(capsys):
+    """The FA3-style backward experiment (bench/gluon_attention_bwd_probe.py) compiles for sm_90a
+    without a GPU at d=64, with its TMA reduce-adds of dQ and no register spills (d=128 spills:
+    bench/NOTES.md, session 14)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton.experimental.gluon")
+    import gluon_attention_bwd_probe as G
+    c = G.compile_only(64, True)
+    assert c.asm["ptx"].count("cp.reduce.async.bulk.tensor") >= 1
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("d=64")]
+    assert len(line) == 1 and "0 bytes spill stores" in line[0], line
