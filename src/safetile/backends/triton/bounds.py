@@ -61,9 +61,9 @@ def _bounds(m: Module, v: Value, depth: int) -> Bounds:
     if t.dtype.is_bool:
         return 0, 1
     limit = int(np.iinfo(t.dtype.np_dtype).max)
-    if v.id in m.iv_range:  # start <= iv < stop; not where iv + step may wrap
+    if v.id in m.iv_range:  # start <= iv < stop by a positive step; not where iv + step may wrap
         start, stop, step = (_full(m, x, depth) for x in m.iv_range[v.id])
-        if start is None or stop is None or step is None or stop[1] + step[1] > limit:
+        if start is None or stop is None or step is None or step[0] < 1 or stop[1] + step[1] > limit:
             return None, None
         return start[0], stop[1] - 1
     op = v.owner

@@ -507,7 +507,12 @@ class Gen:
         iv = self.m.fresh("i")
         self.m.iv_range[body.args[0].id] = (lo, hi, step)
         interp = self.m.facts.target == 0  # Triton's interpreter: the induction variable is a Python int
-        bounds = f"{self.lit(lo)}, {self.lit(hi)}, {self.lit(step)}"
+        stop, by = self.lit(hi), self.lit(step)
+        low = self.lower(step)
+        if low is None or low < 1:  # a run-time step <= 0 runs no iteration (as on the CPU backend)
+            by = self.tmp(f"tl.maximum({self.lit(step)}, 1)")
+            stop = self.tmp(f"tl.where({self.lit(step)} > 0, {stop}, {self.lit(lo)})")
+        bounds = f"{self.lit(lo)}, {stop}, {by}"
         stages = self.m.facts.loop_stages
         if self.m.facts.warp_specialize and not interp and _multiplies_tiles(body):
             self.line(f"for {iv} in tl.range({bounds}, warp_specialize=True):")
