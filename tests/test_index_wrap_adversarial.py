@@ -27,7 +27,6 @@ and a SIGSEGV of the interpreter (``arange(int32, start=2**31 - 48)``). The othe
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -37,40 +36,18 @@ import numpy as np
 import pytest
 
 import safetile as ct
-from triton_interp import triton_interpreter
+from guarded_buffers import GUARD, XFILL, YFILL, wrap
+from guarded_buffers import backend as _backend
+from guarded_buffers import guarded as _guarded
+from guarded_buffers import host as _host
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-GUARD = 4096
-XFILL, YFILL = 5.0, -9.0  # sentinels of the guard regions (X read, Y written)
 N = 100
 BACKENDS = ["numpy", "triton"]
 I32 = 2147483647  # 2**31 - 1
 I64 = 9223372036854775807  # 2**63 - 1
-
-
-def wrap(v: int, bits: int = 32, signed: bool = True) -> int:
-    v = int(v) % (1 << bits)
-    return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
-
-
-def _backend(backend):
-    return triton_interpreter() if backend == "triton" else contextlib.nullcontext()
-
-
-def _guarded(backend, content, fill):
-    """(base, view): ``content`` in the middle of a buffer of ``fill`` with GUARD elements either side."""
-    content = np.asarray(content)
-    base = np.full(content.size + 2 * GUARD, fill, content.dtype)
-    base[GUARD:GUARD + content.size] = content.ravel()
-    if backend == "triton":
-        base = torch.from_numpy(base)
-    return base, base[GUARD:GUARD + content.size].reshape(content.shape)
-
-
-def _host(x):
-    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
 def _plain(backend, a):

@@ -24,7 +24,6 @@ unknown unless its step is provably positive.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 
@@ -32,37 +31,17 @@ import numpy as np
 import pytest
 
 import safetile as ct
-from triton_interp import triton_interpreter
+from pingpong_helpers import sm90_facts
+from guarded_buffers import GUARD, XFILL, YFILL, wrap
+from guarded_buffers import backend as _backend
+from guarded_buffers import guarded as _guarded
+from guarded_buffers import host as _host
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-GUARD = 1024
-XFILL, YFILL = 5.0, -9.0
 N = 100
 I32 = 2147483647
-
-
-def wrap(v: int, bits: int = 32) -> int:
-    v = int(v) % (1 << bits)
-    return v - (1 << bits) if v >= 1 << (bits - 1) else v
-
-
-def _backend(backend):
-    return triton_interpreter() if backend == "triton" else contextlib.nullcontext()
-
-
-def _guarded(backend, content, fill):
-    content = np.asarray(content)
-    base = np.full(content.size + 2 * GUARD, fill, content.dtype)
-    base[GUARD:GUARD + content.size] = content.ravel()
-    if backend == "triton":
-        base = torch.from_numpy(base)
-    return base, base[GUARD:GUARD + content.size]
-
-
-def _host(x):
-    return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
 def _zeros_view(backend, n):
@@ -356,18 +335,16 @@ def attention(Q, K, V, O, lo, hi, scale, D: ct.Constant[int], BN: ct.Constant[in
 def _pp_plan(**change):
     """plan() for ``attention`` under the sm_90 facts the existing tests use, with ``change``
     (``idx64=True``: the first array's offsets need int64)."""
-    from safetile.backends.triton.codegen import Facts
-    from safetile.backends.triton.launcher import array_facts, array_parts
     from safetile.backends.triton.pingpong import plan
     from safetile.runtime.args import arg_specs
     x = torch.empty(1024, 128, dtype=torch.bfloat16)
     args = (x, x, x, x, 0, 8, 0.1, 128, 128)
     kern = attention.replace_hints(warp_specialize="pingpong")
-    arrays = tuple(array_facts(*array_parts(a)[:3]) for a in args[:4])
+    facts = sm90_facts(args, 4)
     if change.pop("idx64", False):
-        arrays = (dataclasses.replace(arrays[0], idx64=True),) + arrays[1:]
-    facts = dataclasses.replace(Facts(arrays, False, 90, True, True, 3, True, True), **change)
-    return plan(kern.specialize(arg_specs(kern, args)), facts)
+        first = dataclasses.replace(facts.arrays[0], idx64=True)
+        facts = dataclasses.replace(facts, arrays=(first,) + facts.arrays[1:])
+    return plan(kern.specialize(arg_specs(kern, args)), dataclasses.replace(facts, **change))
 
 
 def test_pingpong_plan_needs_sm90_tma_a_plain_grid_and_int32_offsets():

@@ -21,6 +21,7 @@ triton = pytest.importorskip("triton")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from kernels import attention as A  # noqa: E402
 from kernels import gemm as G  # noqa: E402
+from pingpong_helpers import build_sm90, plan_of, sm90_facts  # noqa: E402
 
 LOG2E = 1.4426950408889634
 PP = A.attention_2d.replace_hints(warp_specialize="pingpong")
@@ -49,22 +50,13 @@ def weighted_rows(Q, K, V, O, lo, hi, scale, D: ct.Constant[int], BN: ct.Constan
     ct.store(O, (r, 0), (acc / den[:, None]).astype(ct.float32).astype(O.dtype), allow_tma=True)
 
 
-def _facts(args, narrays, target=90):
-    from safetile.backends.triton.codegen import Facts
-    from safetile.backends.triton.launcher import array_facts, array_parts
-    return Facts(tuple(array_facts(*array_parts(a)[:3]) for a in args[:narrays]), False, target, True, True, 3,
-                 True, target == 90)
-
-
 def _attn_args(d=128, bn=128, causal=True, lse=False, split=False, diag=True, s=1024, bm=128):
     q = torch.empty(2 * s, d, dtype=torch.bfloat16)
     return (q, q, q, q, torch.empty(2 * s if lse else 1), s, 0.1, bm, bn, d, causal, lse, split, diag)
 
 
 def _plan(kern, args, narrays, target=90):
-    from safetile.backends.triton.pingpong import plan
-    from safetile.runtime.args import arg_specs
-    return plan(kern.specialize(arg_specs(kern, args)), _facts(args, narrays, target))
+    return plan_of(kern, args, narrays, target)
 
 
 def test_hint_takes_pingpong_and_rejects_other_strings():
@@ -115,19 +107,7 @@ def test_row_axes_are_split_between_the_consumers():
 
 
 def _build(kern, args, narrays):
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from safetile.backends.triton import cache
-    from safetile.backends.triton.codegen import generate
-    from safetile.backends.triton.launcher import compile_options
-    from safetile.runtime.args import arg_specs
-    fn = kern.specialize(arg_specs(kern, args))
-    facts = _facts(args, narrays)
-    made = generate(fn, facts)
-    assert made.gluon
-    jitfn, gen = cache.load(cache.digest("pingpong-test", facts), lambda: made, False)
-    return triton.compile(GluonASTSource(jitfn, gen.signature, {}, gen.attrs), target=GPUTarget("cuda", 90, 32),
-                          options=compile_options(fn, gen, facts))
+    return build_sm90(kern, args, narrays)
 
 
 @pytest.mark.parametrize("bm,bn,d,causal,diag,lse", [(128, 128, 128, True, True, False),
@@ -214,7 +194,7 @@ def test_a_kernel_gluon_cannot_build_falls_back(monkeypatch, tmp_path):
     fn = PP.specialize(arg_specs(PP, args))
     spec = launcher.Specialization(PP, fn)
     spec.ir_text = "test"
-    assert isinstance(spec._build(_facts(args, 5), False, 0), FakeVariant)
+    assert isinstance(spec._build(sm90_facts(args, 5), False, 0), FakeVariant)
     assert built == [(True, True), (False, False)]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from pingpong_helpers import build_sm90, plan_of
 
 import safetile as ct
 
@@ -136,17 +137,8 @@ def variant(Q, K, V, O, L, lo, hi, scale, D: ct.Constant[int], BN: ct.Constant[i
         cols = ct.arange(D, dtype=ct.int32).astype(F32)
         ct.store(L, (r,), cols + ct.max(acc / l[:, None] + cols[None, :], axis=1) * 0.0)
 
-def _facts(args, narrays, target=90):
-    from safetile.backends.triton.codegen import Facts
-    from safetile.backends.triton.launcher import array_facts, array_parts
-    return Facts(tuple(array_facts(*array_parts(a)[:3]) for a in args[:narrays]), False, target, True, True, 3,
-                 True, target == 90)
-
-
 def _plan(kern, args, narrays=5):
-    from safetile.backends.triton.pingpong import plan
-    from safetile.runtime.args import arg_specs
-    return plan(_hinted(kern).specialize(arg_specs(_hinted(kern), args)), _facts(args, narrays))
+    return plan_of(_hinted(kern), args, narrays)
 
 
 def _variant_args(mode, rows=128, dtype=torch.bfloat16, out=None):
@@ -441,20 +433,7 @@ def test_a_carried_block_index_is_generated_or_declined():
 
 
 def _build(kern, args):
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from safetile.backends.triton import cache
-    from safetile.backends.triton.codegen import generate
-    from safetile.backends.triton.launcher import compile_options
-    from safetile.runtime.args import arg_specs
-    kern = _hinted(kern)
-    fn = kern.specialize(arg_specs(kern, args))
-    facts = _facts(args, _narrays(args))
-    made = generate(fn, facts)
-    assert made.gluon
-    jitfn, gen = cache.load(cache.digest(made.source, facts), lambda: made, False)  # keyed by the source
-    return triton.compile(GluonASTSource(jitfn, gen.signature, {}, gen.attrs), target=GPUTarget("cuda", 90, 32),
-                          options=compile_options(fn, gen, facts))
+    return build_sm90(_hinted(kern), args, _narrays(args))
 
 
 @pytest.mark.parametrize("name", [

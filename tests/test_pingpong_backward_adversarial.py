@@ -11,6 +11,7 @@ first, over ranges that run, that are empty or reversed, and arrays whose last b
 from __future__ import annotations
 
 import pytest
+from pingpong_helpers import build_sm90, generated, plan_of
 
 import safetile as ct
 
@@ -373,46 +374,20 @@ DECLINED = {
 }
 
 
-def _facts(args, narrays, target=90):
-    from safetile.backends.triton.codegen import Facts
-    from safetile.backends.triton.launcher import array_facts, array_parts
-    return Facts(tuple(array_facts(*array_parts(a)[:3]) for a in args[:narrays]), False, target, True, True, 3,
-                 True, target == 90)
-
-
 def _narrays(args):
     return sum(isinstance(a, torch.Tensor) for a in args)
 
 
 def _plan(kern, args):
-    from safetile.backends.triton.pingpong import plan
-    from safetile.runtime.args import arg_specs
-    k = _hinted(kern)
-    return plan(k.specialize(arg_specs(k, args)), _facts(args, _narrays(args)))
+    return plan_of(_hinted(kern), args, _narrays(args))
 
 
 def _generate(kern, args):
-    from safetile.backends.triton.codegen import generate
-    from safetile.runtime.args import arg_specs
-    k = _hinted(kern)
-    fn = k.specialize(arg_specs(k, args))
-    return fn, generate(fn, _facts(args, _narrays(args)))
+    return generated(_hinted(kern), args, _narrays(args))
 
 
 def _build(kern, args):
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from safetile.backends.triton import cache
-    from safetile.backends.triton.launcher import compile_options
-    fn, made = _generate(kern, args)
-    assert made.gluon, "the matcher accepted the kernel but the Gluon generation fell back"
-    facts = _facts(args, _narrays(args))
-    # keyed by the source and the signature: two kernels that differ only in a vector's dtype
-    # have the same source and facts
-    key = cache.digest(made.source + repr(sorted(made.signature.items())), facts)
-    jitfn, gen = cache.load(key, lambda: made, False)
-    return triton.compile(GluonASTSource(jitfn, gen.signature, {}, gen.attrs), target=GPUTarget("cuda", 90, 32),
-                          options=compile_options(fn, gen, facts))
+    return build_sm90(_hinted(kern), args, _narrays(args))
 
 
 # ------------------------------------------------------------------------------ on the CPU
