@@ -202,3 +202,19 @@ def unpin_ws_stages():
             opts["num_stages"] = fn.hints["num_stages"]
         return opts
     launcher.compile_options = as_hinted
+
+
+def ptxas_usage(ptx: str, arch: str = "sm_90a") -> list[str]:
+    """ptxas's register, stack and spill report for ``ptx`` (Triton's bundled ptxas; no GPU
+    needed): the lines a Gluon probe's compile-only check prints."""
+    import subprocess
+    import tempfile
+
+    import triton
+    ptxas = triton.backends.nvidia.compiler.get_ptxas(int(arch[3:5])).path
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "kernel.ptx")
+        src.write_text(ptx)
+        r = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(src.with_suffix(".cubin"))],
+                           capture_output=True, text=True)
+    return [ln.strip() for ln in r.stderr.splitlines() if "spill" in ln or "Used" in ln]

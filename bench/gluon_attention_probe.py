@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
@@ -386,8 +385,7 @@ def _parse_tile(t):
 
 def compile_only(d, bm, bn, warps, kind, causal=False):
     """Build for sm_90a without a GPU: a failed layout or schedule shows here."""
-    import subprocess
-
+    from benchlib import ptxas_usage
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -404,13 +402,7 @@ def compile_only(d, bm, bn, warps, kind, causal=False):
     sig.update(S="i32", scale="fp32", **{k: "constexpr" for k in consts}, num_warps="constexpr")
     src = GluonASTSource(fn, sig, {**consts, "num_warps": warps})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    ptxas = triton.backends.nvidia.compiler.get_ptxas(90).path
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx = Path(tmp, "attention.ptx")
-        ptx.write_text(c.asm["ptx"])
-        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", str(ptx.with_suffix(".cubin"))],
-                           capture_output=True, text=True)
-    print("shared", c.metadata.shared, [ln.strip() for ln in r.stderr.splitlines() if "spill" in ln or "Used" in ln])
+    print("shared", c.metadata.shared, ptxas_usage(c.asm["ptx"]))
 
 
 def main(argv=None):
