@@ -333,10 +333,6 @@ class Gen:
         lo = self.bounds(v)[0]
         return lo is not None and lo >= 0
 
-    def lower(self, v: Value) -> int | None:
-        """A static lower bound of an integer scalar or tile, or None when unknown."""
-        return self.bounds(v)[0]
-
     def bounds(self, v: Value) -> tuple[int | None, int | None]:
         """Static (lower, upper) bounds of an integer value (bounds.py), None where unknown."""
         return value_bounds(self.m, v)
@@ -508,7 +504,7 @@ class Gen:
         self.m.iv_range[body.args[0].id] = (lo, hi, step)
         interp = self.m.facts.target == 0  # Triton's interpreter: the induction variable is a Python int
         stop, by = self.lit(hi), self.lit(step)
-        low = self.lower(step)
+        low = self.bounds(step)[0]
         if low is None or low < 1:  # a run-time step <= 0 runs no iteration (as on the CPU backend)
             by = self.tmp(f"tl.maximum({self.lit(step)}, 1)")
             stop = self.tmp(f"tl.where({self.lit(step)} > 0, {stop}, {self.lit(lo)})")
@@ -706,4 +702,3 @@ def generate(fn: Function, facts: Facts) -> Generated:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
     return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors)
-

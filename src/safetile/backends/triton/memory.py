@@ -505,7 +505,7 @@ def _bulk_reduce(g: Gen, op, info: ArrayInfo, index, update) -> tuple[str, str |
             continue
         c = f"({g.val(scalar)} + {start})" if start else g.val(scalar)
         coords.append(c)
-        lo = g.lower(scalar)
+        lo = g.bounds(scalar)[0]
         if lo is None or lo + start < 0:
             checks.append(f"({c} >= 0)")
         if last:

@@ -7,10 +7,11 @@ FA3's schedule reached 0.97-1.13x; this module writes that schedule for any kern
 shape below, from its IR, under the ``warp_specialize="pingpong"`` hint (H200: 0.98-1.16x):
 
 - one block = 128 rows split between two consumer warp groups of 64 rows (256 rows: four
-  groups); a one-warp producer loads each consumer's rows of the row tile (Q) once, then the
-  loop's two column tiles (K, V) block by block into two-slot rings through TMA;
-- per iteration, a consumer issues QKᵀ(j) and PV(j-1) back to back in its turn, hands the turn
-  to the next group, then computes softmax(j) while the tensor cores run the other groups' pairs.
+  groups); a one-warp producer loads each consumer's rows of the row tiles (Q) once, then the
+  loop's column tiles (K, V) block by block into TMA rings (``Plan.slots``);
+- per iteration, a consumer issues its first-stage products of block j (QKᵀ) and the
+  accumulating ones of block j-1 (PV) back to back in its turn, hands the turn to the next group,
+  then computes stage B (the softmax) while the tensor cores run the other groups' products.
 
 The loop must read (the attention forward; the backward's dQ and dK/dV loops are the
 general case): one or two first-stage products ``s = mma(row tile, permute(load C), 0)`` over
