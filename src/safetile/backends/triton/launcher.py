@@ -184,7 +184,7 @@ def default_num_warps(fn: Function) -> int:
 
 def compile_options(fn: Function, gen: Generated, facts: Facts) -> dict:
     # the ping-pong kernel: 4 warps per partition, its own pipeline and registers (pingpong_emit.py)
-    opts: dict[str, Any] = {"num_warps": 4} if gen.gluon else _hinted_options(fn, facts)
+    opts: dict[str, Any] = {"num_warps": 4, "sanitize_overflow": False} if gen.gluon else _hinted_options(fn, facts)
     if facts.pdl:
         opts["launch_pdl"] = True
     level = env.llvm_opt()
