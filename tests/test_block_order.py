@@ -65,19 +65,6 @@ def batched_add(X, Y, T: ct.Constant[int]):
     ct.store(Y, (b, i), ct.load(X, (b, i), (1, T)) + 1.0)
 
 
-@ct.kernel
-def bmm_then_flag(A_, B_, C_, Flags, T: ct.Constant[int]):
-    """A batched product whose blocks then wait for a flag another block sets (a spin on memory):
-    the blocks keep the hardware's order, which such a wait may rely on."""
-    b, i, j = ct.bid(0), ct.bid(1), ct.bid(2)
-    acc = ct.mma(ct.load(A_, (b, i, 0), (1, T, T)).reshape((T, T)),
-                 ct.load(B_, (b, 0, j), (1, T, T)).reshape((T, T)), ct.zeros((T, T), ct.float32))
-    ct.store(C_, (b, i, j), acc.reshape((1, T, T)))
-    seen = ct.atomic_add(Flags, (b,), 1)
-    while seen < 0:
-        seen = ct.atomic_add(Flags, (b,), 0)
-
-
 def _fn(kern, args):
     from safetile.runtime.args import arg_specs
     return kern.specialize(arg_specs(kern, args))
@@ -122,7 +109,6 @@ def test_the_benchmark_kernels_keep_their_order_but_the_batched_product():
     bias = torch.randn(32)
     t = torch.randn(2, 32, 32)
     assert _order(bmm_bias, (t, t, bias, torch.empty_like(t), 16)) is None
-    assert _order(bmm_then_flag, (t, t, torch.empty_like(t), torch.zeros(2, dtype=torch.int32), 16)) is None
     h = torch.randn(2, 256, 256, dtype=torch.float16)
     assert _order(K.batched_matmul_3d, (h, h, torch.empty_like(h), 128, 128, 64)) == (1, 2, 0)
 

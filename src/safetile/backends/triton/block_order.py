@@ -14,8 +14,7 @@ generator may map the hardware's block index to the kernel's ``bid`` tuple by an
 an array depends on it, so blocks that differ along it share no input; such axes go slowest and
 the others keep their order. Only kernels with a matrix product are reordered: their blocks re-read
 operand panels in a loop, which is where the order shows; a kernel that reads each element once
-gains nothing for the index arithmetic. A kernel that polls memory in a ``while`` loop may wait
-for blocks dispatched before it, so it keeps the hardware's order. Attention's ``(query block, batch·head)`` grid and a
+gains nothing for the index arithmetic. Attention's ``(query block, batch·head)`` grid and a
 2-D GEMM grid keep their order (their batch axis is already last, or they have none).
 """
 from __future__ import annotations
@@ -83,10 +82,7 @@ def _bid_dependence(fn: Function) -> dict[int, frozenset[int]]:
 def block_order(fn: Function) -> tuple[int, ...] | None:
     """The grid axes from fastest to slowest in dispatch order, or None to keep CUDA's (0, 1, 2)."""
     ops = list(walk(fn.body))
-    if not any(op.name in ("mma", "mma_scaled") for op in ops) or any(
-            op.name == "while" and any(OPS[inner.name].effect in ("read", "write", "io")
-                                       for region in op.regions for inner in walk(region))
-            for op in ops):  # a block may wait in that loop for another: keep the order the GPU would use
+    if not any(op.name in ("mma", "mma_scaled") for op in ops):
         return None
     reads = [op for op in ops if OPS[op.name].effect == "read"]
     if not reads:
