@@ -26,7 +26,6 @@ from ...errors import TileInternalError, TileUnsupportedFeatureError
 from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
-from .block_order import block_order, prologue as order_prologue
 from .bounds import value_bounds
 
 CODEGEN_VERSION = "3"
@@ -202,7 +201,6 @@ class Module:
         self._users: dict[int, list[Op]] | None = None
         self._looped: set[int] | None = None
         self.ordered = ordered_arrays(fn)
-        self.block_order: tuple[int, ...] | None = None  # set by generate (block_order.py)
 
     def in_loop(self, op: Op) -> bool:
         """Whether ``op`` sits in the body of a ``for`` or ``while`` loop (at any depth)."""
@@ -684,8 +682,6 @@ def generate(fn: Function, facts: Facts) -> Generated:
     m = Module(fn, facts)
     g = Gen(m)
     params, sig, attrs = kernel_params(fn, facts, m, g)
-    if not (facts.big_grid or m.print_index):  # records name the hardware's block: keep its order
-        m.block_order = block_order(fn)
     ys = g.block(fn.body, [])
     del ys
     name = kernel_name(fn)
@@ -699,8 +695,6 @@ def generate(fn: Function, facts: Facts) -> Generated:
                   "    _st_bx = _st_pid % _st_gx",
                   "    _st_by = (_st_pid // _st_gx) % _st_gy",
                   "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
-    elif m.block_order:
-        lines += order_prologue(m.block_order)
     if facts.pdl:
         lines += ["    _st_gdc_launch()", "    _st_gdc_wait()"]
     lines += g.hoisted + g.lines

@@ -1,9 +1,7 @@
 """Triton lowerings of the grid family (ops/grid.py).
 
 Grids whose y or z size exceeds CUDA's 65535 are launched flat along x; the kernel then
-recovers its block coordinates from the linear program id (``Facts.big_grid``). A kernel whose
-blocks are better dispatched batch axis last reads its coordinates from the hardware's linear
-index in that order (block_order.py).
+recovers its block coordinates from the linear program id (``Facts.big_grid``).
 """
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ def bid(g: Gen, op):
     axis = op.attrs["axis"]
     if g.m.facts.big_grid:
         return ("_st_bx", "_st_by", "_st_bz")[axis]
-    if g.m.block_order:
-        return f"_st_b{axis}"
     return f"tl.program_id({axis})"
 
 
