@@ -27,6 +27,7 @@ from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 from .bounds import value_bounds
+from .ksplit import split_wide_k
 
 CODEGEN_VERSION = "3"
 
@@ -679,6 +680,7 @@ def generate(fn: Function, facts: Facts) -> Generated:
             gen = None
         if gen is not None:
             return gen
+    fn = split_wide_k(fn) or fn
     m = Module(fn, facts)
     g = Gen(m)
     params, sig, attrs = kernel_params(fn, facts, m, g)
