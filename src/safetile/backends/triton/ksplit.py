@@ -9,7 +9,9 @@ session 15). With ``K/2``-wide tiles the loop computes the same product: the til
 order, and where K is not a multiple of the tile the extra half-tile lies past the array and
 reads zeros, which add nothing. The rewrite is taken only where that holds by construction:
 
-- a ``for`` loop from 0 by 1 whose index is used only as the K index of tile loads;
+- a ``for`` loop from 0 by 1 whose index is used only as the K index of tile loads, and whose
+  body does nothing else that would run twice as often: every value it carries is a product's
+  accumulator yielded straight back, and its other ops are pure and loop-invariant;
 - each of those loads pads with zeros, keeps the array's axis order, and feeds matrix products
   directly or through a reshape that only drops unit axes, as the A operand's last axis or the
   B operand's second-to-last; both operands of every such product come from such loads;
@@ -95,7 +97,35 @@ def _plan(loop: Op, users: dict[int, list[Op]]) -> _Plan | None:
         plan.loads.append((load, axis))
     if not plan.loads or stage <= STAGE_BYTES or any(n != 2 for n in operands_of.values()):
         return None
-    return plan
+    return plan if _only_accumulates(loop, plan, users, {i for i in operands_of}) else None
+
+
+def _only_accumulates(loop: Op, plan: _Plan, users: dict[int, list[Op]], products: set[int]) -> bool:
+    """Whether running the body twice as often changes nothing but how the sums are split: every
+    value the loop carries is one product's accumulator, yielded straight back, and the body holds
+    nothing else but the split loads, their reshapes and loop-invariant pure ops (no stores, prints,
+    atomics, nested regions, other carried values: each would run twice as often)."""
+    body = loop.regions[0]
+    inside = {a.id for a in body.args} | {r.id for op in body.ops for r in op.results}
+    mine = {id(op) for op, _ in plan.loads} | {id(op) for op, _ in plan.reshapes} | products
+    for op in body.ops[:-1]:
+        if id(op) in mine:
+            continue
+        if op.regions or OPS[op.name].effect != "pure" or any(v.id in inside for v in op.operands):
+            return False
+    yields = body.ops[-1].operands
+    carried = body.args[1:]
+    mmas = [op for op in body.ops if id(op) in products]
+    if len(mmas) != len(carried):
+        return False
+    for mma in mmas:
+        acc = mma.operands[2]
+        if acc not in carried or users.get(acc.id, []) != [mma]:
+            return False
+        at = carried.index(acc)
+        if yields[at] is not mma.result or users.get(mma.result.id, []) != [body.ops[-1]]:
+            return False
+    return True
 
 
 def _parent(block: Block, target: Op) -> Block | None:
