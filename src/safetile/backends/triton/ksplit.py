@@ -139,26 +139,30 @@ def _parent(block: Block, target: Op) -> Block | None:
     return None
 
 
+def _users(fn: Function) -> tuple[list[Op], dict[int, list[Op]]]:
+    ops = list(walk(fn.body))
+    users: dict[int, list[Op]] = {}
+    for op in ops:
+        for v in op.operands:
+            users.setdefault(v.id, []).append(op)
+    return ops, users
+
+
 def split_wide_k(fn: Function) -> Function | None:
     """A copy of ``fn`` with its wide-K product loops split (module docstring), or None where no loop
     qualifies (``fn`` is left as it is: it is shared with the other backends)."""
     if fn.hints.get("num_stages"):
         return None
-    loops = [i for i, op in enumerate(walk(fn.body)) if op.name == "for"]
-    if not loops:
+    ops, users = _users(fn)
+    chosen = [i for i, op in enumerate(ops) if op.name == "for" and _plan(op, users) is not None]
+    if not chosen:  # the common case: no copy
         return None
     new = copy.deepcopy(fn, {id(fn.captures): fn.captures})
-    ops = list(walk(new.body))
-    users: dict[int, list[Op]] = {}
-    for op in ops:
-        for v in op.operands:
-            users.setdefault(v.id, []).append(op)
-    done = False
-    for i in loops:
+    ops, users = _users(new)
+    for i in chosen:
         loop = ops[i]
         plan = _plan(loop, users)
-        if plan is None:
-            continue
+        assert plan is not None  # the copy has the same ops in the same order
         for load, axis in plan.loads:
             shape = list(load.attrs["shape"])
             shape[axis] //= 2
@@ -178,8 +182,5 @@ def split_wide_k(fn: Function) -> Function | None:
         at = parent.ops.index(loop)
         parent.ops[at:at] = [two, doubled]
         loop.operands = [loop.operands[0], doubled.result, *loop.operands[2:]]
-        done = True
-    if not done:
-        return None
     verify(new)
     return new
