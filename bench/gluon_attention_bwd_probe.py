@@ -71,7 +71,7 @@ def _producer(q_desc, k_desc, v_desc, do_desc, k_s, v_s, q_s, do_s, kv_bar, full
 @gluon.jit
 def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty,
               Lse, Delta, krow, qrow0, kpos0, qpos0, n, diag, scale, sm_scale, QS: gl.constexpr,
-              CAUSAL: gl.constexpr):
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):
     BM: gl.constexpr = q_s.type.shape[1]
     D: gl.constexpr = q_s.type.shape[2]
     DQN: gl.constexpr = dq_desc.block_type.shape[1]
@@ -107,18 +107,31 @@ def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, d
                 qpos = qpos0 + t * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, SL))
                 pt = gl.where(qpos[None, :] >= kpos[:, None], pt, 0.0)
         dst = (pt * (dpt - delta[None, :])).to(dtype)
-        dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), PL), do, dv, is_async=True)
-        dk = warpgroup_mma(gl.convert_layout(dst, PL), q, dk, is_async=True)
-        ds.store(dst)
-        fence_async_shared()
-        for h in gl.static_range(D // DQN):  # this group's share of dQ: dS (queries x its keys) K
-            dq = warpgroup_mma(ds.permute((1, 0)), k.slice(h * DQN, DQN, dim=1), zero_q, use_acc=False,
-                               is_async=True)
-            dq = warpgroup_mma_wait(num_outstanding=0, deps=(dq,))  # dV and dK done too: in order
+        if DQ_FIRST:  # dQ's product first: its epilogue (store, reduce-add) overlaps dV's and dK's
+            gl.static_assert(D == DQN, "dQ in one product: d = 64 only")
+            ds.store(dst)
+            fence_async_shared()
+            dq = warpgroup_mma(ds.permute((1, 0)), k, zero_q, use_acc=False, is_async=True)
+            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), PL), do, dv, is_async=True)
+            dk = warpgroup_mma(gl.convert_layout(dst, PL), q, dk, is_async=True)
+            dq = warpgroup_mma_wait(num_outstanding=2, deps=(dq,))
             tma.store_wait(pendings=0)  # the previous reduce-add has read the buffer
             dq_buf.store(dq)
             fence_async_shared()
-            _reduce_add(dq_desc, [qrow0 + t * BM, h * DQN], dq_buf)
+            _reduce_add(dq_desc, [qrow0 + t * BM, 0], dq_buf)
+        else:
+            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), PL), do, dv, is_async=True)
+            dk = warpgroup_mma(gl.convert_layout(dst, PL), q, dk, is_async=True)
+            ds.store(dst)
+            fence_async_shared()
+            for h in gl.static_range(D // DQN):  # this group's share of dQ: dS (queries x its keys) K
+                dq = warpgroup_mma(ds.permute((1, 0)), k.slice(h * DQN, DQN, dim=1), zero_q, use_acc=False,
+                                   is_async=True)
+                dq = warpgroup_mma_wait(num_outstanding=0, deps=(dq,))  # dV and dK done too: in order
+                tma.store_wait(pendings=0)  # the previous reduce-add has read the buffer
+                dq_buf.store(dq)
+                fence_async_shared()
+                _reduce_add(dq_desc, [qrow0 + t * BM, h * DQN], dq_buf)
         dv, dk = warpgroup_mma_wait(num_outstanding=0, deps=(dv, dk))
         mbarrier.arrive(empty.index(slot), count=1)
     tma.store_wait(pendings=0)
@@ -132,7 +145,7 @@ def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, d
 
 @gluon.jit
 def attention_bwd_fa3(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, dv_desc, Lse, Delta, S, scale, sm_scale,
-                      QS: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+                      QS: gl.constexpr, CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, num_warps: gl.constexpr):
     """dK, dV of one 128-key block and its additions to dQ (float32, zeroed before)."""
     BM: gl.constexpr = q_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
@@ -162,9 +175,9 @@ def attention_bwd_fa3(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, dv_desc
         mbarrier.init(empty.index(i), count=2)
     gl.warp_specialize([
         (_consumer, (0, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty, Lse, Delta,
-                     krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL)),
+                     krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL, DQ_FIRST)),
         (_consumer, (1, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty, Lse, Delta,
-                     krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL)),
+                     krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL, DQ_FIRST)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, k_s, v_s, q_s, do_s, kv_bar, full, empty, krow, qrow0, n, QS)),
     ], [4, 1], [240, 24])
 
@@ -188,7 +201,7 @@ def _stages(d):
     return 3 if d <= 64 else 2  # Q and dO ring slots (shared memory: 208 KB at d=128 with 2)
 
 
-def compile_only(d, causal):
+def compile_only(d, causal, dq_first=False):
     """Build for sm_90a without a GPU; ptxas's register and spill report."""
     from benchlib import ptxas_usage
     import triton
@@ -201,11 +214,12 @@ def compile_only(d, causal):
     names = ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "dk_desc", "dv_desc")
     sig = {name: mangle_type(a) for name, a in zip(names, descs)}
     sig.update(Lse="*fp32", Delta="*fp32", S="i32", scale="fp32", sm_scale="fp32", QS="constexpr",
-               CAUSAL="constexpr", num_warps="constexpr")
-    src = GluonASTSource(attention_bwd_fa3, sig, {"QS": _stages(d), "CAUSAL": causal, "num_warps": 4})
+               CAUSAL="constexpr", DQ_FIRST="constexpr", num_warps="constexpr")
+    src = GluonASTSource(attention_bwd_fa3, sig, {"QS": _stages(d), "CAUSAL": causal, "DQ_FIRST": dq_first,
+                                                  "num_warps": 4})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     reduces = c.asm["ptx"].count("cp.reduce.async.bulk.tensor")
-    print(f"d={d} causal={causal}: shared {c.metadata.shared}, {reduces} reduce-adds,", ptxas_usage(c.asm["ptx"]))
+    print(f"d={d} causal={causal} dq_first={dq_first}: shared {c.metadata.shared}, {reduces} reduce-adds,", ptxas_usage(c.asm["ptx"]))
     return c
 
 
@@ -218,13 +232,15 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--causal", action="store_true", help="also the causal form")
     p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--dq-first", action="store_true",
+                   help="d=64: issue dQ's product before dV's and dK's, so its reduce-add overlaps them")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     dims = [int(x) for x in args.d.split(",")]
     if args.compile_only:
         for d in dims:
             for causal in (False, True):
-                compile_only(d, causal)
+                compile_only(d, causal, args.dq_first and d == 64)
         return
     root = Path(__file__).resolve().parent
     sys.path.insert(0, str(root))
@@ -255,7 +271,8 @@ def main(argv=None):
                     torch.sum(o.float() * flat[3].float(), dim=-1, out=delta)
                     dq32.zero_()
                     attention_bwd_fa3[(seq // BN.value, bh)](*descs, lse, delta, seq, sm * LOG2E, sm, QS=_stages(d),
-                                                        CAUSAL=causal, num_warps=4)
+                                                        CAUSAL=causal, DQ_FIRST=args.dq_first and d == 64,
+                                                        num_warps=4)
                     torch.mul(dq32, sm, out=dq32)
                     dq.copy_(dq32)
                 qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
@@ -272,7 +289,8 @@ def main(argv=None):
                 t_ref = time_ms([sdpa_bwd], args.reps)
                 t = time_ms([run], args.reps)
                 flop = 2.5 * 4.0 * bh * seq * seq * d * (0.5 if causal else 1.0)
-                rows.append({"seq": seq, "d": d, "causal": causal, "ms": t, "TFLOPs": flop / t / 1e9,
+                rows.append({"seq": seq, "d": d, "causal": causal, "dq_first": args.dq_first and d == 64,
+                             "ms": t, "TFLOPs": flop / t / 1e9,
                              "sdpa_default_bwd_ms": t_ref, "ratio": t_ref / t, "rel_err": errs, "ok": ok})
                 verdict = "ok" if ok else f"WRONG {['%.1e' % e for e in errs]}"
                 print(f"d {d} seq {seq} causal {causal!s:5}: {t:.3f} ms {flop / t / 1e9:6.1f} TFLOP/s, SDPA default "
