@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass, field
 
 from ...ir.catalogue import OPS
 from ...ir.core import Block, Function, Op, Value, tile_type, walk
@@ -46,12 +47,12 @@ def _const(v: Value, value: int) -> bool:
     return op is not None and op.name == "constant" and op.attrs.get("value") == value and tile_type(v).shape == ()
 
 
+@dataclass
 class _Plan:
     """The loads to halve (with their K axis) and the reshapes after them (with their K axis)."""
 
-    def __init__(self) -> None:
-        self.loads: list[tuple[Op, int]] = []
-        self.reshapes: list[tuple[Op, int]] = []
+    loads: list[tuple[Op, int]] = field(default_factory=list)
+    reshapes: list[tuple[Op, int]] = field(default_factory=list)
 
 
 def _plan(loop: Op, users: dict[int, list[Op]]) -> _Plan | None:
@@ -62,7 +63,7 @@ def _plan(loop: Op, users: dict[int, list[Op]]) -> _Plan | None:
     operands_of: dict[int, int] = {}  # product op id -> how many of its A/B operands are split
     for load in users.get(iv.id, []):
         idx = load.operands[1:]
-        if load.name != "load" or load.operands[0] is iv or sum(v is iv for v in idx) != 1:
+        if load.name != "load" or sum(v is iv for v in idx) != 1:
             return None
         axis = next(i for i, v in enumerate(idx) if v is iv)
         shape = load.attrs["shape"]
@@ -97,7 +98,7 @@ def _plan(loop: Op, users: dict[int, list[Op]]) -> _Plan | None:
         plan.loads.append((load, axis))
     if not plan.loads or stage <= STAGE_BYTES or any(n != 2 for n in operands_of.values()):
         return None
-    return plan if _only_accumulates(loop, plan, users, {i for i in operands_of}) else None
+    return plan if _only_accumulates(loop, plan, users, set(operands_of)) else None
 
 
 def _only_accumulates(loop: Op, plan: _Plan, users: dict[int, list[Op]], products: set[int]) -> bool:
