@@ -6,6 +6,11 @@ without (``SAFETILE_TMA=0`` in the environment of a second run), each checked ag
 
     PYTHONPATH=src python bench/bmm_probe.py [--json out.json]
     SAFETILE_TMA=0 PYTHONPATH=src python bench/bmm_probe.py
+
+``--persistent`` adds the same product written persistent (one block per SM walking the
+(batch, row tile, column tile) space, batch slowest, GROUP-row bands within a batch), with and
+without the ``warp_specialize`` hint (4 warps): would a compiler that made such grids persistent
+close the gap?
 """
 from __future__ import annotations
 
@@ -21,6 +26,34 @@ import torch  # noqa: E402
 import safetile as ct  # noqa: E402
 from benchlib import time_ms  # noqa: E402
 from kernels import others as K  # noqa: E402
+from kernels.gemm import _band  # noqa: E402
+
+ZERO = ct.PaddingMode.ZERO
+
+
+@ct.kernel
+def bmm3d_persistent(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int],
+                     GROUP: ct.Constant[int], NPROG: ct.Constant[int]):
+    """``batched_matmul_3d``'s body in a loop over the tiles this block owns (C stored without a
+    descriptor, as ``matmul_persistent`` does)."""
+    num_m = ct.cdiv(A.shape[1], BM)
+    num_n = ct.cdiv(B.shape[2], BN)
+    per = num_m * num_n
+    for t in range(ct.bid(0), A.shape[0] * per, NPROG):
+        b = t // per
+        i, j = _band(t % per, num_m, num_n, GROUP)
+        acc = ct.full((BM, BN), 0, dtype=ct.float32)
+        for k in range(ct.num_tiles(A, axis=2, shape=(1, BM, BK))):
+            a = ct.reshape(ct.load(A, index=(b, i, k), shape=(1, BM, BK), padding_mode=ZERO), (BM, BK))
+            bt = ct.reshape(ct.load(B, index=(b, k, j), shape=(1, BK, BN), padding_mode=ZERO), (BK, BN))
+            acc = ct.mma(a, bt, acc)
+        ct.store(C, index=(b, i, j), tile=ct.reshape(acc.astype(C.dtype), (1, BM, BN)), allow_tma=False)
+
+
+PERSISTENT = [  # (BM, BN, BK, warps, stages, warp_specialize)
+    (128, 256, 64, 8, 3, False), (128, 256, 64, 8, 4, False), (256, 128, 64, 8, 4, False),
+    (128, 256, 64, 4, 4, True), (256, 128, 64, 4, 4, True), (256, 128, 64, 4, 3, True),
+]
 
 CONFIGS = [  # (BM, BN, BK, warps, stages)
     (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (256, 128, 64, 8, 4),
@@ -32,6 +65,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="8x2048,8x1024,32x1024")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--persistent", action="store_true", help="also the persistent form (see the docstring)")
+    ap.add_argument("--tile-configs", default=None, help="indices into CONFIGS to run (default all)")
     ap.add_argument("--json")
     a = ap.parse_args()
     tma = os.environ.get("SAFETILE_TMA", "1")
@@ -42,11 +77,22 @@ def main() -> None:
         outs = [torch.empty(b, m, m, device="cuda", dtype=torch.float16) for _ in sets]
         flop = 2.0 * b * m ** 3
         t_torch = time_ms([lambda s=s: torch.bmm(*s) for s in sets], a.reps)
-        for bm, bn, bk, w, st in CONFIGS:
-            kern = K.batched_matmul_3d.replace_hints(num_warps=w, num_stages=st)
-            grid = (b, ct.cdiv(m, bm), ct.cdiv(m, bn))
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        picked = CONFIGS if a.tile_configs is None else [CONFIGS[int(i)] for i in a.tile_configs.split(",")]
+        cands = [(c, False) for c in picked] + ([(c, True) for c in PERSISTENT] if a.persistent else [])
+        for cfg, persistent in cands:
+            bm, bn, bk, w, st = cfg[:5]
+            hints = {"num_warps": w, "num_stages": st}
+            if persistent and cfg[5]:
+                hints["warp_specialize"] = True
+            if persistent:
+                nprog = min(sms, b * ct.cdiv(m, bm) * ct.cdiv(m, bn))
+                kern, grid, extra = bmm3d_persistent.replace_hints(**hints), (nprog,), (bm, bn, bk, 8, nprog)
+            else:
+                kern, grid, extra = K.batched_matmul_3d.replace_hints(**hints), (b, ct.cdiv(m, bm), ct.cdiv(m, bn)), (bm, bn, bk)
+            label = f"{bm}x{bn}x{bk} w{w} s{st}" + (" pers" + (" ws" if cfg[5] else "") if persistent else "")
 
-            def run(s, o, kern=kern, grid=grid, cfg=(bm, bn, bk)):
+            def run(s, o, kern=kern, grid=grid, cfg=extra):
                 ct.launch(None, grid, kern, (*s, o, *cfg))
             try:
                 outs[0].fill_(float("nan"))
@@ -55,13 +101,13 @@ def main() -> None:
                 err = ((outs[0].float() - ref).norm() / ref.norm()).item()
                 t = time_ms([lambda s=s, o=o: run(s, o) for s, o in zip(sets, outs)], a.reps)
             except Exception as e:  # noqa: BLE001 - keep the other configurations' numbers
-                print(f"{shape:8s} {bm}x{bn}x{bk} w{w} s{st} tma={tma}: FAILED {type(e).__name__}: {str(e)[:160]}")
+                print(f"{shape:8s} {label} tma={tma}: FAILED {type(e).__name__}: {str(e)[:160]}")
                 continue
-            row = {"shape": shape, "config": f"{bm}x{bn}x{bk} w{w} s{st}", "tma": tma, "ms": t, "torch_ms": t_torch,
+            row = {"shape": shape, "config": label, "tma": tma, "ms": t, "torch_ms": t_torch,
                    "TFLOPs": flop / t / 1e9, "torch_TFLOPs": flop / t_torch / 1e9, "ratio": t_torch / t,
                    "rel_err": err, "ok": err < 1e-2}
             rows.append(row)
-            print(f"{shape:8s} {row['config']:18s} tma={tma}: {row['TFLOPs']:6.1f} vs torch {row['torch_TFLOPs']:6.1f} "
+            print(f"{shape:8s} {row['config']:26s} tma={tma}: {row['TFLOPs']:6.1f} vs torch {row['torch_TFLOPs']:6.1f} "
                   f"TFLOP/s  ratio {row['ratio']:.3f}  {'ok' if row['ok'] else f'WRONG {err:.1e}'}", flush=True)
     if a.json:
         with open(a.json, "w") as f:

@@ -70,8 +70,8 @@ def _producer(q_desc, k_desc, v_desc, do_desc, k_s, v_s, q_s, do_s, kv_bar, full
 
 @gluon.jit
 def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty,
-              Lse, Delta, krow, qrow0, kpos0, qpos0, n, diag, scale, sm_scale, QS: gl.constexpr,
-              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):
+              turn, Lse, Delta, krow, qrow0, kpos0, qpos0, n, diag, scale, sm_scale, QS: gl.constexpr,
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, TURN: gl.constexpr):
     BM: gl.constexpr = q_s.type.shape[1]
     D: gl.constexpr = q_s.type.shape[2]
     DQN: gl.constexpr = dq_desc.block_type.shape[1]
@@ -98,8 +98,12 @@ def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, d
         mbarrier.wait(full.index(slot), (t // QS) & 1)
         q = q_s.index(slot)
         do = do_s.index(slot)
+        if TURN:  # the groups take turns issuing: one's exp2 runs under the other's products
+            mbarrier.wait(turn.index(c), 0)
         st = warpgroup_mma(k, q.permute((1, 0)), zero_s, use_acc=False, is_async=True)
         dpt = warpgroup_mma(v, do.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        if TURN:
+            mbarrier.arrive(turn.index(1 - c), count=1)
         st, dpt = warpgroup_mma_wait(num_outstanding=0, deps=(st, dpt))
         pt = gl.exp2(st * scale - lse[None, :])
         if CAUSAL:
@@ -111,17 +115,25 @@ def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, d
             gl.static_assert(D == DQN, "dQ in one product: d = 64 only")
             ds.store(dst)
             fence_async_shared()
+            if TURN:
+                mbarrier.wait(turn.index(c), 1)
             dq = warpgroup_mma(ds.permute((1, 0)), k, zero_q, use_acc=False, is_async=True)
             dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), PL), do, dv, is_async=True)
             dk = warpgroup_mma(gl.convert_layout(dst, PL), q, dk, is_async=True)
+            if TURN:
+                mbarrier.arrive(turn.index(1 - c), count=1)
             dq = warpgroup_mma_wait(num_outstanding=2, deps=(dq,))
             tma.store_wait(pendings=0)  # the previous reduce-add has read the buffer
             dq_buf.store(dq)
             fence_async_shared()
             _reduce_add(dq_desc, [qrow0 + t * BM, 0], dq_buf)
         else:
+            if TURN:
+                mbarrier.wait(turn.index(c), 1)
             dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), PL), do, dv, is_async=True)
             dk = warpgroup_mma(gl.convert_layout(dst, PL), q, dk, is_async=True)
+            if TURN:
+                mbarrier.arrive(turn.index(1 - c), count=1)
             ds.store(dst)
             fence_async_shared()
             for h in gl.static_range(D // DQN):  # this group's share of dQ: dS (queries x its keys) K
@@ -145,7 +157,8 @@ def _consumer(c: gl.constexpr, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, d
 
 @gluon.jit
 def attention_bwd_fa3(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, dv_desc, Lse, Delta, S, scale, sm_scale,
-                      QS: gl.constexpr, CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, num_warps: gl.constexpr):
+                      QS: gl.constexpr, CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, TURN: gl.constexpr,
+                      num_warps: gl.constexpr):
     """dK, dV of one 128-key block and its additions to dQ (float32, zeroed before)."""
     BM: gl.constexpr = q_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
@@ -168,16 +181,19 @@ def attention_bwd_fa3(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, dv_desc
     kv_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     full = gl.allocate_shared_memory(gl.int64, [QS, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [QS, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
         mbarrier.init(kv_bar.index(i), count=1)
+        mbarrier.init(turn.index(i), count=1)
+    mbarrier.arrive(turn.index(0), count=1)  # group 0 issues first
     for i in gl.static_range(QS):
         mbarrier.init(full.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)
     gl.warp_specialize([
-        (_consumer, (0, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty, Lse, Delta,
-                     krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL, DQ_FIRST)),
-        (_consumer, (1, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty, Lse, Delta,
-                     krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL, DQ_FIRST)),
+        (_consumer, (0, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty, turn, Lse,
+                     Delta, krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL, DQ_FIRST, TURN)),
+        (_consumer, (1, dq_desc, dk_desc, dv_desc, k_s, v_s, q_s, do_s, ds_s, dq_s, kv_bar, full, empty, turn, Lse,
+                     Delta, krow, qrow0, kb * BN, first * BM, n, diag, scale, sm_scale, QS, CAUSAL, DQ_FIRST, TURN)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, k_s, v_s, q_s, do_s, kv_bar, full, empty, krow, qrow0, n, QS)),
     ], [4, 1], [240, 24])
 
@@ -201,7 +217,7 @@ def _stages(d):
     return 3 if d <= 64 else 2  # Q and dO ring slots (shared memory: 208 KB at d=128 with 2)
 
 
-def compile_only(d, causal, dq_first=False):
+def compile_only(d, causal, dq_first=False, turn=False):
     """Build for sm_90a without a GPU; ptxas's register and spill report."""
     from benchlib import ptxas_usage
     import triton
@@ -214,12 +230,12 @@ def compile_only(d, causal, dq_first=False):
     names = ("q_desc", "k_desc", "v_desc", "do_desc", "dq_desc", "dk_desc", "dv_desc")
     sig = {name: mangle_type(a) for name, a in zip(names, descs)}
     sig.update(Lse="*fp32", Delta="*fp32", S="i32", scale="fp32", sm_scale="fp32", QS="constexpr",
-               CAUSAL="constexpr", DQ_FIRST="constexpr", num_warps="constexpr")
+               CAUSAL="constexpr", DQ_FIRST="constexpr", TURN="constexpr", num_warps="constexpr")
     src = GluonASTSource(attention_bwd_fa3, sig, {"QS": _stages(d), "CAUSAL": causal, "DQ_FIRST": dq_first,
-                                                  "num_warps": 4})
+                                                  "TURN": turn, "num_warps": 4})
     c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     reduces = c.asm["ptx"].count("cp.reduce.async.bulk.tensor")
-    print(f"d={d} causal={causal} dq_first={dq_first}: shared {c.metadata.shared}, {reduces} reduce-adds,", ptxas_usage(c.asm["ptx"]))
+    print(f"d={d} causal={causal} dq_first={dq_first} turn={turn}: shared {c.metadata.shared}, {reduces} reduce-adds,", ptxas_usage(c.asm["ptx"]))
     return c
 
 
@@ -234,13 +250,15 @@ def main(argv=None):
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--dq-first", action="store_true",
                    help="d=64: issue dQ's product before dV's and dK's, so its reduce-add overlaps them")
+    p.add_argument("--turn", action="store_true",
+                   help="the consumer groups take turns issuing products (FA3's ping-pong), one's exp2 under the other's")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     dims = [int(x) for x in args.d.split(",")]
     if args.compile_only:
         for d in dims:
             for causal in (False, True):
-                compile_only(d, causal, args.dq_first and d == 64)
+                compile_only(d, causal, args.dq_first and d == 64, args.turn)
         return
     root = Path(__file__).resolve().parent
     sys.path.insert(0, str(root))
@@ -272,7 +290,7 @@ def main(argv=None):
                     dq32.zero_()
                     attention_bwd_fa3[(seq // BN.value, bh)](*descs, lse, delta, seq, sm * LOG2E, sm, QS=_stages(d),
                                                         CAUSAL=causal, DQ_FIRST=args.dq_first and d == 64,
-                                                        num_warps=4)
+                                                        TURN=args.turn, num_warps=4)
                     torch.mul(dq32, sm, out=dq32)
                     dq.copy_(dq32)
                 qr, kr, vr = (t.detach().requires_grad_() for t in (q, k, v))
@@ -289,7 +307,7 @@ def main(argv=None):
                 t_ref = time_ms([sdpa_bwd], args.reps)
                 t = time_ms([run], args.reps)
                 flop = 2.5 * 4.0 * bh * seq * seq * d * (0.5 if causal else 1.0)
-                rows.append({"seq": seq, "d": d, "causal": causal, "dq_first": args.dq_first and d == 64,
+                rows.append({"seq": seq, "d": d, "causal": causal, "dq_first": args.dq_first and d == 64, "turn": args.turn,
                              "ms": t, "TFLOPs": flop / t / 1e9,
                              "sdpa_default_bwd_ms": t_ref, "ratio": t_ref / t, "rel_err": errs, "ok": ok})
                 verdict = "ok" if ok else f"WRONG {['%.1e' % e for e in errs]}"
