@@ -7,10 +7,12 @@ without (``SAFETILE_TMA=0`` in the environment of a second run), each checked ag
     PYTHONPATH=src python bench/bmm_probe.py [--json out.json]
     SAFETILE_TMA=0 PYTHONPATH=src python bench/bmm_probe.py
 
-``--persistent`` adds the same product written persistent (one block per SM walking the
-(batch, row tile, column tile) space, batch slowest, GROUP-row bands within a batch), with and
-without the ``warp_specialize`` hint (4 warps): would a compiler that made such grids persistent
-close the gap?
+Since session 16 the code generator walks such grids with resident blocks (persistent.py): the
+kernel as written runs persistent ("auto"); ``persistent=False`` gives the grid of tiles ("grid").
+``--persistent`` adds, per configuration, the grid of tiles, the kernel with a plain (not
+tensor-descriptor) store of C ("auto ptr-store": a TMA store stages C in its own shared memory
+in a persistent loop), and the product written persistent by hand ("hand": batch slowest,
+GROUP-row bands within a batch, plain store), to tell the walk, the store and the order apart.
 """
 from __future__ import annotations
 
@@ -50,10 +52,19 @@ def bmm3d_persistent(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct
         ct.store(C, index=(b, i, j), tile=ct.reshape(acc.astype(C.dtype), (1, BM, BN)), allow_tma=False)
 
 
-PERSISTENT = [  # (BM, BN, BK, warps, stages, warp_specialize)
-    (128, 256, 64, 8, 3, False), (128, 256, 64, 8, 4, False), (256, 128, 64, 8, 4, False),
-    (128, 256, 64, 4, 4, True), (256, 128, 64, 4, 4, True), (256, 128, 64, 4, 3, True),
-]
+@ct.kernel
+def bmm3d_plain_store(A, B, C, BM: ct.Constant[int], BN: ct.Constant[int], BK: ct.Constant[int]):
+    """``batched_matmul_3d`` with C stored without a tensor descriptor."""
+    b, i, j = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.full((BM, BN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=2, shape=(1, BM, BK))):
+        a = ct.reshape(ct.load(A, index=(b, i, k), shape=(1, BM, BK), padding_mode=ZERO), (BM, BK))
+        bt = ct.reshape(ct.load(B, index=(b, k, j), shape=(1, BK, BN), padding_mode=ZERO), (BK, BN))
+        acc = ct.mma(a, bt, acc)
+    ct.store(C, index=(b, i, j), tile=ct.reshape(acc.astype(C.dtype), (1, BM, BN)), allow_tma=False)
+
+
+KINDS = ("auto", "grid", "auto ptr-store", "hand")
 
 CONFIGS = [  # (BM, BN, BK, warps, stages)
     (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (256, 128, 64, 8, 4),
@@ -79,18 +90,21 @@ def main() -> None:
         t_torch = time_ms([lambda s=s: torch.bmm(*s) for s in sets], a.reps)
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         picked = CONFIGS if a.tile_configs is None else [CONFIGS[int(i)] for i in a.tile_configs.split(",")]
-        cands = [(c, False) for c in picked] + ([(c, True) for c in PERSISTENT] if a.persistent else [])
-        for cfg, persistent in cands:
-            bm, bn, bk, w, st = cfg[:5]
+        cands = [(c, kind) for c in picked for kind in (KINDS if a.persistent else KINDS[:1])]
+        for cfg, kind in cands:
+            bm, bn, bk, w, st = cfg
             hints = {"num_warps": w, "num_stages": st}
-            if persistent and cfg[5]:
-                hints["warp_specialize"] = True
-            if persistent:
+            grid, extra = (b, ct.cdiv(m, bm), ct.cdiv(m, bn)), (bm, bn, bk)
+            if kind == "hand":
                 nprog = min(sms, b * ct.cdiv(m, bm) * ct.cdiv(m, bn))
                 kern, grid, extra = bmm3d_persistent.replace_hints(**hints), (nprog,), (bm, bn, bk, 8, nprog)
+            elif kind == "grid":
+                kern = K.batched_matmul_3d.replace_hints(persistent=False, **hints)
+            elif kind == "auto ptr-store":
+                kern = bmm3d_plain_store.replace_hints(**hints)
             else:
-                kern, grid, extra = K.batched_matmul_3d.replace_hints(**hints), (b, ct.cdiv(m, bm), ct.cdiv(m, bn)), (bm, bn, bk)
-            label = f"{bm}x{bn}x{bk} w{w} s{st}" + (" pers" + (" ws" if cfg[5] else "") if persistent else "")
+                kern = K.batched_matmul_3d.replace_hints(**hints)
+            label = f"{bm}x{bn}x{bk} w{w} s{st} {kind}"
 
             def run(s, o, kern=kern, grid=grid, cfg=extra):
                 ct.launch(None, grid, kern, (*s, o, *cfg))

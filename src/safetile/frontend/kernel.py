@@ -82,6 +82,11 @@ def _check_warp_specialize(v):
         raise ArgumentError(f"hint warp_specialize={v!r} is invalid: must be True, False or 'pingpong'")
 
 
+def _check_persistent(v):
+    if not isinstance(v, bool):
+        raise ArgumentError(f"hint persistent={v!r} is invalid: must be True or False")
+
+
 HINTS: dict[str, Callable[[Any], None]] = {
     "num_ctas": _check_int("num_ctas", lambda v: v in (1, 2, 4, 8, 16), "must be 1, 2, 4, 8 or 16"),
     "occupancy": _check_int("occupancy", lambda v: 1 <= v <= 32, "must be between 1 and 32"),
@@ -89,6 +94,7 @@ HINTS: dict[str, Callable[[Any], None]] = {
     "num_warps": _check_int("num_warps", lambda v: v in (1, 2, 4, 8, 16, 32), "must be a power of two ≤ 32"),
     "num_stages": _check_int("num_stages", lambda v: 1 <= v <= 8, "must be between 1 and 8"),
     "warp_specialize": _check_warp_specialize,
+    "persistent": _check_persistent,
 }
 
 

@@ -28,6 +28,7 @@ from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 from .bounds import value_bounds
 from .ksplit import split_wide_k
+from .persistent import wrap_body as persistent_body
 
 CODEGEN_VERSION = "3"
 
@@ -134,6 +135,9 @@ class Facts:
     # consumer warp groups taking turns on the tensor cores (pingpong.py). Other kernels: as
     # ``warp_specialize``.
     pingpong: bool = False
+    # a persistent grid (persistent.py): min(blocks, resident blocks) are launched, each walking
+    # the logical grid, which the kernel takes as its last parameters
+    persistent: bool = False
 
 
 def default_facts(fn: Function) -> Facts:
@@ -620,6 +624,7 @@ class Generated:
     uses_print_buffer: bool  # takes the print buffer arguments (prints.py)
     uses_descriptors: bool
     gluon: bool = False  # a Gluon kernel (pingpong.py): compiled from a GluonASTSource
+    persistent: bool = False  # takes the logical grid last and walks it (persistent.py)
 
 
 def kernel_params(fn: Function, facts: Facts, m: Module, g: Gen) -> tuple[list[str], dict[str, str], dict]:
@@ -665,6 +670,9 @@ def kernel_params(fn: Function, facts: Facts, m: Module, g: Gen) -> tuple[list[s
     if m.print_index:
         add("_st_pbuf", "*u8", 16)
         add("_st_pcap", "i32")
+    if facts.persistent:  # after the print buffer: PersistentCall appends them innermost
+        for name in ("_st_gx", "_st_gy", "_st_gz"):
+            add(name, "i32")
     return params, sig, attrs
 
 
@@ -699,8 +707,9 @@ def generate(fn: Function, facts: Facts) -> Generated:
                   "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
     if facts.pdl:
         lines += ["    _st_gdc_launch()", "    _st_gdc_wait()"]
-    lines += g.hoisted + g.lines
+    lines += g.hoisted + (persistent_body(g.lines) if facts.persistent else g.lines)
     if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
-    return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors)
+    return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors,
+                     persistent=facts.persistent)

@@ -151,13 +151,15 @@ _CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 _CU_FUNC_CACHE_PREFER_SHARED = 1
+_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 
 
 @functools.cache
 def _driver():
     lib = ctypes.CDLL("libcuda.so.1")
     for name in ("cuCtxGetCurrent", "cuModuleLoadData", "cuModuleGetFunction", "cuDeviceGet",
-                 "cuDeviceGetAttribute", "cuFuncGetAttribute", "cuFuncSetAttribute", "cuFuncSetCacheConfig"):
+                 "cuDeviceGetAttribute", "cuFuncGetAttribute", "cuFuncSetAttribute", "cuFuncSetCacheConfig",
+                 "cuCtxGetDevice", "cuOccupancyMaxActiveBlocksPerMultiprocessor"):
         getattr(lib, name).restype = ctypes.c_int
     return lib
 
@@ -191,6 +193,21 @@ def _load_function(cubin: bytes, name: str, shared: int, device: int) -> int:
                                          optin.value - static.value))
     assert fn.value is not None  # cuModuleGetFunction succeeded
     return fn.value
+
+
+def resident_blocks(function: int, threads: int, shared: int) -> int:
+    """How many blocks of ``function`` (``threads`` each, ``shared`` bytes of dynamic shared memory)
+    the current GPU runs at once: its SMs times the driver's occupancy; 0 when the driver cannot say."""
+    try:
+        cu = _driver()
+        dev, sms, per_sm = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        _check(cu.cuCtxGetDevice(ctypes.byref(dev)))
+        _check(cu.cuDeviceGetAttribute(ctypes.byref(sms), _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev))
+        _check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(per_sm), ctypes.c_void_p(function),
+                                                                threads, ctypes.c_size_t(shared)))
+        return sms.value * per_sm.value
+    except Exception:  # noqa: BLE001 - no driver: the caller launches the whole grid
+        return 0
 
 
 @functools.cache

@@ -25,6 +25,7 @@ from ...ir.types import TileType
 from ...runtime import env
 from . import cache, direct, lean, llvm_level
 from .codegen import ArrayFacts, Facts, Generated, chained_products, generate
+from .persistent import INTERPRETED_WORKERS, PersistentCall, wanted as persistent_wanted
 from .prints import DATA, PrintingCall, Records, interpreted_args
 from ...locks import FORK_LOCKS
 
@@ -289,7 +290,7 @@ class Variant:
     wrapper where the kernel needs per-launch scratch memory)."""
 
     def __init__(self, jitfn, gen: Generated, facts: Facts, fn: Function, interp: bool, key: str = "",
-                 loaded: tuple | None = None):
+                 loaded: tuple | None = None, resident: int = 0):
         self.gen = gen
         self.fn = fn
         self.interp = interp
@@ -298,6 +299,7 @@ class Variant:
             return
         if loaded is not None:  # found through direct.load: no Triton objects
             self.call, self.prefix = loaded
+            self._wrap(facts, fn, gen, resident)
             return
         from triton.compiler import ASTSource
         from triton.runtime.driver import driver
@@ -337,7 +339,17 @@ class Variant:
             prefix = (self.function, bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
                       None, None, self.packed, None, None, None)
             self.call, self.prefix = leaner(raw, prefix, gen.signature, build=True)
-        if gen.uses_print_buffer:  # the buffer goes after the kernel arguments; output after the launch
+        meta = self.compiled.metadata
+        self._wrap(facts, fn, gen, direct.resident_blocks(self.function, meta.num_warps * 32, meta.shared)
+                   if facts.persistent else 0)
+
+    def _wrap(self, facts: Facts, fn: Function, gen: Generated, resident: int) -> None:
+        """The launch wrappers the kernel's parameters ask for: a persistent kernel takes the
+        logical grid last and runs on ``resident`` blocks (persistent.py); the print buffer goes
+        after the kernel arguments, output after the launch (prints.py)."""
+        if facts.persistent:
+            self.call = PersistentCall(self.call, resident or _I32_LIMIT)
+        if gen.uses_print_buffer:
             self.call = PrintingCall(self.call, fn)
 
 
@@ -383,9 +395,13 @@ class Specialization:
     # -------------------------------------------------------------- facts
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
+        ws = warp_specialized(self.fn, target) and not interp
+        hints = self.fn.hints
+        clusters = target >= 90 and (_resolve(hints.get("num_ctas", 1), target) or 1) > 1
+        persistent = persistent_wanted(self.fn, _resolve(hints.get("persistent"), target), target, interp,
+                                       big_grid or ws or clusters)
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
-                     0 if interp else loop_stages(target), warp_specialized(self.fn, target) and not interp,
-                     pingpong(self.fn, target) and not interp)
+                     0 if interp else loop_stages(target), ws, pingpong(self.fn, target) and not interp, persistent)
 
     def variant(self, key: tuple, parts, big_grid: bool, target: int, interp: bool, device: int = 0) -> Variant:
         """The variant for a new launch key (arrays' alignment/shape/stride summary): facts are
@@ -424,6 +440,8 @@ class Specialization:
         except Exception as e:
             if facts.pingpong:  # Gluon could not build this kernel: Triton's own warp specialisation
                 return self._build(dataclasses.replace(facts, pingpong=False), interp, device)
+            if facts.persistent:  # the walk over the grid would not build: a grid of tiles, as written
+                return self._build(dataclasses.replace(facts, persistent=False), interp, device)
             if facts.warp_specialize:  # a loop shape Triton cannot partition (Triton 3.6 on Hopper:
                 # two matrix-product loops in a row, as a causal attention's split loop): compile
                 # it as written, unspecialised
@@ -452,9 +470,11 @@ class Specialization:
         loaded = direct.load(k, compile_options(self.fn, gen, facts), facts.target, device, len(gen.signature))
         if loaded is None:
             return None
+        function, *_, (warps, _ctas, shared) = loaded[1][:6]
+        resident = direct.resident_blocks(function, warps * 32, shared) if facts.persistent else 0
         if not isinstance(loaded[0], direct.WithScratch):  # Triton not imported: use the lean launcher if built
             loaded = leaner(*loaded, gen.signature, build=False)
-        return Variant(None, gen, facts, self.fn, False, k, loaded)
+        return Variant(None, gen, facts, self.fn, False, k, loaded, resident)
 
     # -------------------------------------------------------------- launch
     def __call__(self, stream, grid3, args) -> Variant | None:
@@ -665,8 +685,12 @@ def _interp_launch(v: Variant, grid3, flat) -> None:
     if v.gen.uses_print_buffer:
         buf, cap, ops = interpreted_args(v.fn)
         flat = [*flat, buf, _interp_scalar(cap, dt.int32)]
+    run = grid3
+    if v.gen.persistent:  # a few workers walk the logical grid, passed last (persistent.py)
+        flat = [*flat, *grid3]
+        run = (min(grid3[0] * grid3[1] * grid3[2], INTERPRETED_WORKERS), 1, 1)
     with interp.jit_calls_interpreted():
-        v.jitfn[grid3](*flat)
+        v.jitfn[run](*flat)
     if v.gen.uses_print_buffer:
         used = min(int(buf[:4].view(_torch.int32)[0]), cap)
         Records(ops, buf[:DATA + max(used, 0)].numpy(), cap).report(grid3)

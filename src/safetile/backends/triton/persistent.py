@@ -1,0 +1,117 @@
+"""Persistent grids: a kernel whose blocks each run one K loop of matrix products is launched with
+as many blocks as the GPU holds at once, each walking the logical grid's blocks in turn.
+
+Why: a block of such a kernel spends the end of its life storing its tile while its loads for the
+next tile cannot start, and with one block per SM (128×256 tiles and their pipeline fill the shared
+memory) nothing else runs meanwhile. A persistent block issues the next tile's first loads right
+after its last product. NVIDIA's batched-matmul sample shape, written with 3-D tiles as NVIDIA
+writes it, ran at 500 TFLOP/s as a grid of tiles and 630 persistent on an H200, against 657 for
+``torch.bmm`` (bench/NOTES.md, session 16).
+
+Blocks are unordered and independent by contract, so any one-to-one walk of the grid computes the
+same stores; the walk here takes blocks in the hardware's own order (x fastest), so a kernel's
+locality is what it was as a grid. Taken automatically (``Facts.persistent``, sm_90+ and Triton's
+interpreter) where that holds and pays:
+
+- the kernel's top level has a ``for`` loop of matrix products whose operands are loaded tiles
+  (a GEMM's K loop; attention's chained products are left alone) and whose bounds do not depend
+  on the block index, so every block has the same work and a static walk balances;
+- nothing in it is atomic: blocks that communicate may wait on one another, and a worker runs
+  its blocks one after another;
+- no warp-specialisation hint, no clusters (``num_ctas``), and a grid within CUDA's y/z limits.
+
+``persistent=False`` (a kernel hint) keeps any kernel a grid of tiles; ``persistent=True`` makes
+every kernel that is legal to walk (the second and third conditions) persistent.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.core import Function, Op, walk
+
+_ATOMICS = ("atomic_rmw", "atomic_cas")
+_PRODUCTS = ("mma", "mma_scaled")
+_THROUGH = ("reshape", "astype", "permute")
+INTERPRETED_WORKERS = 3  # under Triton's interpreter: few workers, so that every one walks several blocks
+
+
+def _from_load(v) -> bool:
+    """``v`` is a loaded tile, possibly reshaped, cast or transposed."""
+    op = v.owner
+    while op is not None and op.name in _THROUGH:
+        op = op.operands[0].owner
+    return op is not None and op.name == "load"
+
+
+def _block_dependent(fn: Function) -> set[int]:
+    """Ids of the values whose computation reads a block index (a forward pass over the kernel: an
+    op with regions counts as reading it when anything inside does)."""
+    tainted: set[int] = set()
+
+    def reads(op: Op) -> bool:
+        if op.name == "bid" or any(v.id in tainted for v in op.operands):
+            return True
+        return any(reads(inner) for region in op.regions for inner in region.ops)
+
+    for op in walk(fn.body):
+        if reads(op):
+            tainted.update(r.id for r in op.results)
+    return tainted
+
+
+def _product_loop(loop: Op) -> bool:
+    products = [op for op in walk(loop.regions[0]) if op.name in _PRODUCTS]
+    return bool(products) and all(_from_load(op.operands[0]) and _from_load(op.operands[1]) for op in products)
+
+
+def pays(fn: Function) -> bool:
+    """The automatic rule's first condition (see the module docstring): a product loop at the top
+    level, and no top-level loop whose bounds (a ``while``: its initial values) read the block index."""
+    tainted = _block_dependent(fn)
+    loops = [op for op in fn.body.ops if op.name in ("for", "while")]
+    if any(v.id in tainted for op in loops for v in op.operands):
+        return False
+    return any(op.name == "for" and _product_loop(op) for op in loops)
+
+
+def legal(fn: Function) -> bool:
+    """No op that lets blocks talk to each other."""
+    return not any(op.name in _ATOMICS for op in walk(fn.body))
+
+
+def wanted(fn: Function, hint: Any, target: int, interp: bool, excluded: bool) -> bool:
+    """Whether this specialisation is compiled persistent. ``hint``: the resolved ``persistent``
+    hint (None when absent); ``excluded``: a fact that rules it out (big grid, warp
+    specialisation, clusters)."""
+    if excluded or hint is False or not (interp or target >= 90) or not legal(fn):
+        return False
+    return hint is True or pays(fn)
+
+
+def wrap_body(body: list[str]) -> list[str]:
+    """The kernel body inside the walk over the logical grid (``_st_gx/_st_gy/_st_gz``, the last
+    kernel parameters): each turn sets the block index the body's ``bid`` reads. The walk counts
+    in 64 bits (a grid's block count may exceed int32); each index fits 32."""
+    return ["    _st_nblocks = _st_gx.to(tl.int64) * _st_gy * _st_gz",
+            "    for _st_t_py in range(tl.program_id(0).to(tl.int64), _st_nblocks, tl.num_programs(0)):",
+            "        _st_t = tl.full((), _st_t_py, tl.int64)",
+            "        _st_bx = (_st_t % _st_gx).to(tl.int32)",
+            "        _st_by = (_st_t // _st_gx % _st_gy).to(tl.int32)",
+            "        _st_bz = (_st_t // _st_gx // _st_gy).to(tl.int32)",
+            *("    " + ln if ln else ln for ln in body)]
+
+
+class PersistentCall:
+    """A persistent kernel's launcher: ``call(gx, gy, gz, stream, *rest)`` with the logical grid
+    launches ``min(blocks, workers)`` blocks and passes the logical grid as the last arguments."""
+
+    __slots__ = ("inner", "workers")
+
+    def __init__(self, inner, workers: int):
+        self.inner = inner
+        self.workers = workers
+
+    def __call__(self, gx, gy, gz, stream, *rest) -> None:
+        n = gx * gy * gz
+        self.inner(n if n < self.workers else self.workers, 1, 1, stream, *rest, gx, gy, gz)
+
