@@ -39,12 +39,13 @@ def bmm3d(A, B, C, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[i
 @ct.kernel
 def census(A, B, Seen, Grid, tk: ct.Constant[int]):
     """A product loop (so the automatic rule takes it), then each block adds one to its own cell
-    of ``Seen`` and records its index and the grid's size in its own row of ``Grid``."""
+    of ``Seen`` and records its index and the grid's size in its own row of ``Grid``. Every
+    access is indexed by x, so the walk takes x slowest (a batch axis)."""
     x, y, z = ct.bid(0), ct.bid(1), ct.bid(2)
     acc = ct.zeros((16, 16), ct.float32)
     for k in range(ct.cdiv(A.shape[1], tk)):
-        acc = ct.mma(ct.load(A, (0, k), (16, tk), padding_mode=ZERO),
-                     ct.load(B, (k, 0), (tk, 16), padding_mode=ZERO), acc)
+        acc = ct.mma(ct.load(A, (x, k), (16, tk), padding_mode=ZERO),
+                     ct.load(B, (k, x), (tk, 16), padding_mode=ZERO), acc)
     cell = (x, y, z)
     ct.store(Seen, cell, ct.load(Seen, cell, ()) + 1 + (ct.sum(acc) * 0.0).astype(ct.int32))
     row = (x * ct.num_blocks(1) + y) * ct.num_blocks(2) + z
@@ -119,8 +120,18 @@ def _bmm_args(batch=3, m=48, n=40, k=56):
 
 def test_product_loops_over_loaded_tiles_are_walked():
     assert _wanted(bmm3d, _bmm_args())
-    a, w = _mats((64, 48), (48, 16))
+    a, w = _mats((64, 48), (48, 64))
     assert _wanted(census, (a, w, torch.zeros(2, 2, 2, dtype=torch.int32), torch.zeros(8, 4, dtype=torch.int32), 16))
+
+
+def test_a_batch_axis_goes_last_in_the_walk():
+    from safetile.backends.triton.persistent import walk_order
+    assert walk_order(_fn(bmm3d, _bmm_args())) == (1, 2, 0)  # (batch, rows, columns): rows fastest
+    a, w = _mats((64, 48), (48, 64))
+    assert walk_order(_fn(census, (a, w, torch.zeros(2, 2, 2, dtype=torch.int32),
+                                   torch.zeros(8, 4, dtype=torch.int32), 16))) == (1, 2, 0)
+    assert walk_order(_fn(loud, (*_mats((80, 32), (32, 16)), torch.empty(80, 16, dtype=torch.float16), 16))) == (
+        0, 1, 2)  # B is read by every block: no axis separates the data
 
 
 @pytest.mark.parametrize("why, kern, args", [
@@ -211,7 +222,7 @@ def test_the_walked_product_equals_numpy_on_both_backends(batch, m, n, k):
 
 @pytest.mark.parametrize("grid", [(2, 3, 2), (1, 1, 1), (5, 1, 1), (1, 2, 7)])
 def test_every_logical_block_runs_once_with_its_index_and_the_logical_grid(grid):
-    a, w = _mats((16, 40), (40, 16))
+    a, w = _mats((16 * grid[0], 40), (40, 16 * grid[0]))
     n = grid[0] * grid[1] * grid[2]
     seen = torch.zeros(grid, dtype=torch.int32)
     table = torch.full((n, 4), -1, dtype=torch.int32)
@@ -230,7 +241,7 @@ def test_under_the_interpreter_a_few_workers_walk_the_grid(monkeypatch):
         grids.append(tuple(grid))
         return run(self, *args, grid=grid, **kwargs)
     monkeypatch.setattr(InterpretedFunction, "run", spy)
-    a, w = _mats((16, 40), (40, 16))
+    a, w = _mats((32, 40), (40, 32))
     _run(census, (2, 3, 2), (a, w, torch.zeros((2, 3, 2), dtype=torch.int32),
                              torch.full((12, 4), -1, dtype=torch.int32), 16), "triton")
     assert grids == [(3, 1, 1)]
@@ -291,7 +302,7 @@ def test_on_the_gpu_a_walked_kernel_replays_in_a_graph_and_counts_each_block_onc
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("SAFETILE_BACKEND", raising=False)
     grid = (40, 30, 3)  # 3600 blocks over a few hundred resident ones
-    a, w = (t.cuda() for t in _mats((16, 40), (40, 16)))
+    a, w = (t.cuda() for t in _mats((640, 40), (40, 640)))
     seen = torch.zeros(grid, dtype=torch.int32, device="cuda")
     table = torch.full((3600, 4), -1, dtype=torch.int32, device="cuda")
     ct.launch(None, grid, census, (a, w, seen, table, 16))

@@ -137,6 +137,12 @@ def tma_enabled() -> bool:
     return os.environ.get("SAFETILE_TMA", "1") not in _OFF
 
 
+def persistent_enabled() -> bool:
+    """``SAFETILE_PERSISTENT`` (default on; '0', 'off' or 'false' turns it off): grids of product
+    loops walked by resident blocks on sm_90+ (backends/triton/persistent.py)."""
+    return os.environ.get("SAFETILE_PERSISTENT", "1") not in _OFF
+
+
 def pdl_enabled() -> bool:
     """``SAFETILE_PDL`` (default on; '0', 'off' or 'false' turns it off): programmatic
     dependent launch on sm_90+."""

@@ -28,7 +28,7 @@ from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 from .bounds import value_bounds
 from .ksplit import split_wide_k
-from .persistent import wrap_body as persistent_body
+from .persistent import walk_order, wrap_body
 
 CODEGEN_VERSION = "3"
 
@@ -707,7 +707,7 @@ def generate(fn: Function, facts: Facts) -> Generated:
                   "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
     if facts.pdl:
         lines += ["    _st_gdc_launch()", "    _st_gdc_wait()"]
-    lines += g.hoisted + (persistent_body(g.lines) if facts.persistent else g.lines)
+    lines += g.hoisted + (wrap_body(g.lines, walk_order(fn)) if facts.persistent else g.lines)
     if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"

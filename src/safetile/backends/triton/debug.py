@@ -13,8 +13,8 @@ def _header(g: Gen) -> str:
 
 
 def _block(g: Gen) -> str:
-    if g.m.facts.persistent:  # the logical block this turn of the walk runs (persistent.py)
-        return "_st_t.to(tl.int32)"
+    if g.m.facts.persistent:  # the logical block this turn of the walk runs, in the grid's order
+        return "(_st_bx + _st_gx * (_st_by + _st_gy * _st_bz))"
     if g.m.facts.big_grid:
         return "tl.program_id(0)"
     return g.hoist(("print_block",), "tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + "

@@ -399,7 +399,7 @@ class Specialization:
         hints = self.fn.hints
         clusters = target >= 90 and (_resolve(hints.get("num_ctas", 1), target) or 1) > 1
         persistent = persistent_wanted(self.fn, _resolve(hints.get("persistent"), target), target, interp,
-                                       big_grid or ws or clusters)
+                                       big_grid or ws or clusters or not env.persistent_enabled())
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
                      0 if interp else loop_stages(target), ws, pingpong(self.fn, target) and not interp, persistent)
 

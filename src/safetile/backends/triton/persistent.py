@@ -9,8 +9,8 @@ writes it, ran at 500 TFLOP/s as a grid of tiles and 630 persistent on an H200, 
 ``torch.bmm`` (bench/NOTES.md, session 16).
 
 Blocks are unordered and independent by contract, so any one-to-one walk of the grid computes the
-same stores; the walk here takes blocks in the hardware's own order (x fastest), so a kernel's
-locality is what it was as a grid. Taken automatically (``Facts.persistent``, sm_90+ and Triton's
+same stores; the walk takes blocks in the hardware's own order (x fastest), except that a batch
+axis (one every load and store indexes by) goes last (``walk_order``). Taken automatically (``Facts.persistent``, sm_90+ and Triton's
 interpreter) where that holds and pays:
 
 - the kernel's top level has a ``for`` loop of matrix products whose operands are loaded tiles
@@ -43,13 +43,14 @@ def _from_load(v) -> bool:
     return op is not None and op.name == "load"
 
 
-def _block_dependent(fn: Function) -> set[int]:
-    """Ids of the values whose computation reads a block index (a forward pass over the kernel: an
-    op with regions counts as reading it when anything inside does)."""
+def _block_dependent(fn: Function, axis: int | None = None) -> set[int]:
+    """Ids of the values whose computation reads a block index (along ``axis``; any axis when
+    None): a forward pass over the kernel, where an op with regions counts as reading it when
+    anything inside does."""
     tainted: set[int] = set()
 
     def reads(op: Op) -> bool:
-        if op.name == "bid" or any(v.id in tainted for v in op.operands):
+        if op.name == "bid" and axis in (None, op.attrs["axis"]) or any(v.id in tainted for v in op.operands):
             return True
         return any(reads(inner) for region in op.regions for inner in region.ops)
 
@@ -82,23 +83,46 @@ def legal(fn: Function) -> bool:
 def wanted(fn: Function, hint: Any, target: int, interp: bool, excluded: bool) -> bool:
     """Whether this specialisation is compiled persistent. ``hint``: the resolved ``persistent``
     hint (None when absent); ``excluded``: a fact that rules it out (big grid, warp
-    specialisation, clusters)."""
+    specialisation, clusters, ``SAFETILE_PERSISTENT=0``)."""
     if excluded or hint is False or not (interp or target >= 90) or not legal(fn):
         return False
     return hint is True or pays(fn)
 
 
-def wrap_body(body: list[str]) -> list[str]:
+def walk_order(fn: Function) -> tuple[int, ...]:
+    """The grid axes from fastest to slowest in the walk: the hardware's order (x fastest), except
+    that an axis every load and store indexes by (a batch axis: blocks apart along it share no
+    data) goes last, so that the resident blocks share operands in the L2 (NVIDIA's batched sample,
+    grid (batch, rows, columns): a walk in the hardware's order spans every batch at once;
+    bench/NOTES.md, session 16)."""
+    accesses = [op for op in walk(fn.body) if op.name in ("load", "store")]
+    separate = []
+    for axis in range(3):
+        tainted = _block_dependent(fn, axis)
+        if accesses and all(any(v.id in tainted for v in op.operands[1:]) for op in accesses):
+            separate.append(axis)
+    return tuple(a for a in range(3) if a not in separate) + tuple(separate)
+
+
+def wrap_body(body: list[str], order: tuple[int, ...] = (0, 1, 2)) -> list[str]:
     """The kernel body inside the walk over the logical grid (``_st_gx/_st_gy/_st_gz``, the last
-    kernel parameters): each turn sets the block index the body's ``bid`` reads. The walk counts
-    in 64 bits (a grid's block count may exceed int32); each index fits 32."""
-    return ["    _st_nblocks = _st_gx.to(tl.int64) * _st_gy * _st_gz",
-            "    for _st_t_py in range(tl.program_id(0).to(tl.int64), _st_nblocks, tl.num_programs(0)):",
-            "        _st_t = tl.full((), _st_t_py, tl.int64)",
-            "        _st_bx = (_st_t % _st_gx).to(tl.int32)",
-            "        _st_by = (_st_t // _st_gx % _st_gy).to(tl.int32)",
-            "        _st_bz = (_st_t // _st_gx // _st_gy).to(tl.int32)",
-            *("    " + ln if ln else ln for ln in body)]
+    kernel parameters), its axes in ``order`` (fastest first): each turn sets the block index the
+    body's ``bid`` reads. The walk counts in 64 bits (a grid's block count may exceed int32);
+    each index fits 32."""
+    names = ("x", "y", "z")
+    lines = ["    _st_nblocks = _st_gx.to(tl.int64) * _st_gy * _st_gz",
+             "    for _st_t_py in range(tl.program_id(0).to(tl.int64), _st_nblocks, tl.num_programs(0)):",
+             "        _st_t = tl.full((), _st_t_py, tl.int64)"]
+    rest = "_st_t"
+    for k, axis in enumerate(order):
+        n = names[axis]
+        if k == len(order) - 1:
+            lines.append(f"        _st_b{n} = {rest}.to(tl.int32)")
+        else:
+            lines.append(f"        _st_b{n} = ({rest} % _st_g{n}).to(tl.int32)")
+            lines.append(f"        _st_r{k} = {rest} // _st_g{n}")
+            rest = f"_st_r{k}"
+    return lines + ["    " + ln if ln else ln for ln in body]
 
 
 class PersistentCall:
