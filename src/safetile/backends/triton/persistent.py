@@ -10,8 +10,8 @@ writes it, ran at 500 TFLOP/s as a grid of tiles and 630 persistent on an H200, 
 
 Blocks are unordered and independent by contract, so any one-to-one walk of the grid computes the
 same stores; the walk takes blocks in the hardware's own order (x fastest), except that a batch
-axis (one every load and store indexes by) goes last (``walk_order``). Taken automatically (``Facts.persistent``, sm_90+ and Triton's
-interpreter) where that holds and pays:
+axis (one every load and store indexes by) goes last (``walk_order``). Taken automatically
+(``Facts.persistent``, sm_90+ and Triton's interpreter) where that holds and pays:
 
 - the kernel's top level has a ``for`` loop of matrix products whose operands are loaded tiles
   (a GEMM's K loop; attention's chained products are left alone) and whose bounds do not depend
