@@ -77,6 +77,21 @@ def ragged(A, B, C, tk: ct.Constant[int]):
 
 
 @ct.kernel
+def halving(A, B, C, tk: ct.Constant[int]):
+    """A GEMM's K loop, then a while loop that runs bid(0) times (unequal work per block)."""
+    i = ct.bid(0)
+    acc = ct.zeros((16, 16), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], tk)):
+        acc = ct.mma(ct.load(A, (i, k), (16, tk), padding_mode=ZERO),
+                     ct.load(B, (k, 0), (tk, 16), padding_mode=ZERO), acc)
+    n = i
+    while n > 0:
+        acc = acc * 0.5
+        n = n - 1
+    ct.store(C, (i, 0), acc.astype(C.dtype))
+
+
+@ct.kernel
 def counted(A, B, C, Count, tk: ct.Constant[int]):
     """A GEMM that also counts its blocks with an atomic."""
     i = ct.bid(0)
@@ -139,6 +154,8 @@ def test_a_batch_axis_goes_last_in_the_walk():
      lambda: (*_mats((64, 16), (64, 16), (64, 16)), torch.empty(64, 16, dtype=torch.float16), 16, 16)),
     ("a K loop whose length reads the block index", ragged,
      lambda: (*_mats((64, 64), (64, 16)), torch.empty(64, 16, dtype=torch.float16), 16)),
+    ("a while loop whose start reads the block index", halving,
+     lambda: (*_mats((64, 48), (48, 16)), torch.empty(64, 16, dtype=torch.float16), 16)),
     ("an atomic", counted,
      lambda: (*_mats((64, 48), (48, 16)), torch.empty(64, 16, dtype=torch.float16), torch.zeros(1, dtype=torch.int32), 16)),
     ("no product loop", scale, lambda: (torch.randn(64), torch.empty(64), 16)),
@@ -346,3 +363,27 @@ def test_a_printing_kernel_loaded_from_the_disk_cache_still_prints(tmp_path):
         r = subprocess.run([sys.executable, "-c", _PRINTING], env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr[-2000:]
         assert r.stdout == want
+
+
+@ct.kernel
+def accumulate_into(A, B, C, tk: ct.Constant[int]):
+    """C += A @ B: the accumulator starts from the block's own tile of C."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.load(C, (i, j), (16, 16), padding_mode=ZERO).astype(ct.float32)
+    for k in range(ct.cdiv(A.shape[1], tk)):
+        acc = ct.mma(ct.load(A, (i, k), (16, tk), padding_mode=ZERO),
+                     ct.load(B, (k, j), (tk, 16), padding_mode=ZERO), acc)
+    ct.store(C, (i, j), acc.astype(C.dtype))
+
+
+def test_an_accumulator_loaded_from_the_blocks_own_tile_is_walked_and_right():
+    """A for loop's carried values do not change its length: only its bounds count."""
+    a, w = _mats((40, 24), (24, 48))
+    c0 = torch.randn(40, 48)
+    assert _wanted(accumulate_into, (a.float(), w.float(), c0, 8))
+    for name in ("numpy", "triton"):
+        c = c0.clone()
+        args = ((a.float(), w.float(), c, 8) if name == "triton"
+                else (a.float().numpy(), w.float().numpy(), c.numpy(), 8))
+        _run(accumulate_into, (3, 3), args, name)
+        np.testing.assert_allclose(c.numpy(), (c0 + a.float() @ w.float()).numpy(), rtol=1e-4, atol=1e-4)

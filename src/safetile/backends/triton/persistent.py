@@ -70,8 +70,9 @@ def pays(fn: Function) -> bool:
     level, and no top-level loop whose bounds (a ``while``: its initial values) read the block index."""
     tainted = _block_dependent(fn)
     loops = [op for op in fn.body.ops if op.name in ("for", "while")]
-    if any(v.id in tainted for op in loops for v in op.operands):
-        return False
+    bounds = [v for op in loops for v in (op.operands[:3] if op.name == "for" else op.operands)]
+    if any(v.id in tainted for v in bounds):  # a for loop's carried values (an accumulator loaded
+        return False  # from the block's own tile) do not change its length
     return any(op.name == "for" and _product_loop(op) for op in loops)
 
 
