@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU test (pytest -m gpu) on the device in one call, 14 workers: about 7 minutes for 520 tests on
-# an H200 host, one of them (test_compat_gpu's samples) 340 s alone; junit XML and the log in $OUT (or
-# bench/results/gpu-tests), a summary printed last.
+# an H200 host in session 15, when one of them (test_compat_gpu's samples, one test then) took 340 s
+# alone; in session 16 that test was split per sample so the workers share it (session 16's run ran
+# out of 450 s at 96 %, before the split); junit XML and the log in $OUT (or bench/results/gpu-tests),
+# a summary printed last.
 #   PYTHONPATH=src bash bench/gpu_tests.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."

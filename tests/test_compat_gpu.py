@@ -203,7 +203,7 @@ def test_samples_host_functions_on_cuda_tensors():
     torch.testing.assert_close(tr.cutile_transpose(T), T.T)
 
 
-def test_sample_layer_norm_autograd_attention_fft_moe_block_scaled():
+def test_sample_layer_norm_autograd():
     g = gen()
     ln = load_sample("LayerNorm")
     x = torch.randn(256, 1000, device="cuda", generator=g, requires_grad=True)
@@ -220,15 +220,27 @@ def test_sample_layer_norm_autograd_attention_fft_moe_block_scaled():
     torch.testing.assert_close(y, ref, atol=1e-4, rtol=1e-4)
     for got, t in zip(grads, (x, w, bias)):
         torch.testing.assert_close(got, t.grad, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sample_attention(causal):
+    g = gen()
     att = load_sample("AttentionFMHA")
     Q, K, V = (torch.randn(2, 8, 256, 64, device="cuda", generator=g, dtype=torch.float16) for _ in range(3))
-    for causal in (False, True):
-        out = att.cutile_fmha(Q, K, V, causal=causal)
-        ref = torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
-        torch.testing.assert_close(out, ref, atol=2e-3, rtol=2e-3)
+    out = att.cutile_fmha(Q, K, V, causal=causal)
+    ref = torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+    torch.testing.assert_close(out, ref, atol=2e-3, rtol=2e-3)
+
+
+def test_sample_fft():
+    g = gen()
     fft = load_sample("FFT")
     xc = torch.randn(8, 1024, device="cuda", generator=g, dtype=torch.complex64)
     torch.testing.assert_close(fft.cutile_fft(xc, (16, 8, 8)), torch.fft.fft(xc), atol=1e-2, rtol=1e-3)
+
+
+def test_sample_moe():
+    g = gen()
     moe = load_sample("MoE")
     hs = torch.randn(48, 512, device="cuda", generator=g, dtype=torch.bfloat16) * 0.5
     w1 = torch.randn(16, 1024, 512, device="cuda", generator=g, dtype=torch.bfloat16) * 0.1
@@ -237,6 +249,10 @@ def test_sample_layer_norm_autograd_attention_fft_moe_block_scaled():
     wts = torch.softmax(torch.randn(48, 4, device="cuda", generator=g), -1).to(torch.bfloat16)
     got = moe.cutile_moe(hs, w1, w2, wts, ids, tile_m=128, tile_n=128, tile_k=64)
     torch.testing.assert_close(got, moe.torch_moe(hs, w1, w2, wts, ids), rtol=1e-1, atol=1e-1)
+
+
+def test_sample_block_scaled():
+    g = gen()
     bs = load_sample("BlockScaledMatMul")
     A, As = bs.block_quantize(torch.rand(512, 768, device="cuda", generator=g), 32)
     B, Bs = bs.block_quantize(torch.rand(512, 768, device="cuda", generator=g), 32)
