@@ -4,9 +4,9 @@ as many blocks as the GPU holds at once, each walking the logical grid's blocks 
 Why: a block of such a kernel spends the end of its life storing its tile while its loads for the
 next tile cannot start, and with one block per SM (128×256 tiles and their pipeline fill the shared
 memory) nothing else runs meanwhile. A persistent block issues the next tile's first loads right
-after its last product. NVIDIA's batched-matmul sample shape, written with 3-D tiles as NVIDIA
-writes it, ran at 500 TFLOP/s as a grid of tiles and 630 persistent on an H200, against 657 for
-``torch.bmm`` (bench/NOTES.md, session 16).
+after its last product. A batched product written with 3-D tiles on NVIDIA's grid (batch, rows,
+columns), 128×256×64 tiles, ran on an H200 at 407–560 TFLOP/s as a grid of tiles and 569–650
+walked, against 546–748 for ``torch.bmm`` (bench/NOTES.md, session 16, call 3).
 
 Blocks are unordered and independent by contract, so any one-to-one walk of the grid computes the
 same stores; the walk takes blocks in the hardware's own order (x fastest), except that a batch
