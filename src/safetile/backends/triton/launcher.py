@@ -396,10 +396,11 @@ class Specialization:
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
         arrays = tuple(array_facts(ptr, tuple(shape), tuple(strides)) for ptr, shape, strides in parts)
         ws = warp_specialized(self.fn, target) and not interp
-        hints = self.fn.hints
-        clusters = target >= 90 and (_resolve(hints.get("num_ctas", 1), target) or 1) > 1
-        persistent = persistent_wanted(self.fn, _resolve(hints.get("persistent"), target), target, interp,
-                                       big_grid or ws or clusters or not env.persistent_enabled())
+        hints = {k: _resolve(v, target) for k, v in self.fn.hints.items()}
+        # the hints rule the walk out under the interpreter too, so that tests there see the GPU's choice
+        excluded = bool(hints.get("warp_specialize")) or (hints.get("num_ctas") or 1) > 1
+        persistent = persistent_wanted(self.fn, hints.get("persistent"), target, interp,
+                                       big_grid or excluded or not env.persistent_enabled())
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
                      0 if interp else loop_stages(target), ws, pingpong(self.fn, target) and not interp, persistent)
 
