@@ -33,7 +33,7 @@ def spy(monkeypatch):
     orig = launcher._interp_launch
 
     def wrapped(v, grid3, flat):
-        seen.append((bool(v.gen.persistent), tuple(grid3)))
+        seen.append((bool(v.persistent), tuple(grid3)))
         return orig(v, grid3, flat)
 
     monkeypatch.setattr(launcher, "_interp_launch", wrapped)
@@ -87,8 +87,8 @@ def spec(kern, args):
 
 
 def auto_wanted(kern, args, hint=None):
-    from safetile.backends.triton.persistent import wanted
-    return wanted(spec(kern, args), hint, 90, True, False)
+    from safetile.backends.triton.persistent import walkable, wanted
+    return wanted(walkable(spec(kern, args)), hint, 90, True, False)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -879,19 +879,19 @@ def test_walk_order_is_a_permutation_for_various_kernels():
 def test_automatic_choice_matches_the_rules():
     """`wanted` (hint None, sm_90): a GEMM yes; bid-dependent bounds, atomics, element-wise no;
     excluded always no; persistent=False no; persistent=True on element-wise yes, on atomics no."""
-    from safetile.backends.triton.persistent import wanted
-    g = spec(gemm, gemm_args())
+    from safetile.backends.triton.persistent import walkable, wanted
+    g = walkable(spec(gemm, gemm_args()))
     assert wanted(g, None, 90, False, False) is True
     assert wanted(g, None, 90, True, True) is False
     assert wanted(g, False, 90, True, False) is False
     assert wanted(g, None, 80, False, False) is False  # sm_80 and no interpreter
-    v = spec(vadd, (rnd(37), rnd(37), nan(37), 4))
+    v = walkable(spec(vadd, (rnd(37), rnd(37), nan(37), 4)))
     assert wanted(v, None, 90, True, False) is False
     assert wanted(v, True, 90, True, False) is True
-    a = spec(gemm_atomic, (rnd(20, 8), rnd(8, 16), nan(20, 16), np.zeros(1, np.int32), 4, 8, 4, 1))
+    a = walkable(spec(gemm_atomic, (rnd(20, 8), rnd(8, 16), nan(20, 16), np.zeros(1, np.int32), 4, 8, 4, 1)))
     assert wanted(a, None, 90, True, False) is False
     assert wanted(a, True, 90, True, False) is False
-    b = spec(gemm_bid_bounds, (rnd(20, 20), rnd(20, 16), nan(20, 16), 4, 8, 4))
+    b = walkable(spec(gemm_bid_bounds, (rnd(20, 20), rnd(20, 16), nan(20, 16), 4, 8, 4)))
     assert wanted(b, None, 90, True, False) is False
 
 
@@ -1227,11 +1227,11 @@ def gemm_atomic_kinds(A, B, C, CNT, tm: ct.Constant[int], tn: ct.Constant[int], 
 def test_every_atomic_kind_keeps_a_grid(spy, kind):
     """Exchange, compare-and-swap, a tiled view's atomic add, atomic or, and an atomic max inside
     the product loop: never walked, not even with persistent=True."""
-    from safetile.backends.triton.persistent import wanted
+    from safetile.backends.triton.persistent import walkable, wanted
     kern = gemm_atomic_kinds.replace_hints(persistent=True)
     args = (rnd(20, 8), rnd(8, 16, seed=1), nan(20, 16), np.zeros(4, np.int32), 4, 8, 4, kind)
-    assert wanted(spec(kern, args), True, 90, False, False) is False
-    assert wanted(spec(gemm_atomic_kinds, args), None, 90, False, False) is False
+    assert wanted(walkable(spec(kern, args)), True, 90, False, False) is False
+    assert wanted(walkable(spec(gemm_atomic_kinds, args)), None, 90, False, False) is False
     cpu, tri, _, _ = both(kern, (5, 2), args)
     assert spy[0][0] is False
     same(cpu[:3], tri[:3]) if kind == 0 else same(cpu, tri)  # exchange: the last writer wins

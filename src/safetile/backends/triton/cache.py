@@ -107,7 +107,7 @@ def _meta(gen: Generated) -> dict:
     # the signature's order is the kernel's parameter order: keep it a list of pairs
     return {"name": gen.name, "params": gen.params, "signature": [[k, v] for k, v in gen.signature.items()],
             "attrs": [[list(k), v] for k, v in gen.attrs.items()], "uses_print_buffer": gen.uses_print_buffer,
-            "uses_descriptors": gen.uses_descriptors, "gluon": gen.gluon, "persistent": gen.persistent}
+            "uses_descriptors": gen.uses_descriptors, "gluon": gen.gluon}
 
 
 def _encode(key: str, gen: Generated) -> str:
@@ -136,8 +136,7 @@ def _decode(key: str, text: str) -> Generated | None:
             return None
         return Generated(source, meta["name"], list(meta["params"]), signature,
                          {tuple(k): v for k, v in meta["attrs"]}, bool(meta["uses_print_buffer"]),
-                         bool(meta["uses_descriptors"]), bool(meta.get("gluon", False)),
-                         bool(meta.get("persistent", False)))
+                         bool(meta["uses_descriptors"]), bool(meta.get("gluon", False)))
     except (ValueError, KeyError, TypeError):
         return None
 

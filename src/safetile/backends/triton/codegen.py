@@ -624,7 +624,6 @@ class Generated:
     uses_print_buffer: bool  # takes the print buffer arguments (prints.py)
     uses_descriptors: bool
     gluon: bool = False  # a Gluon kernel (pingpong.py): compiled from a GluonASTSource
-    persistent: bool = False  # takes the logical grid last and walks it (persistent.py)
 
 
 def kernel_params(fn: Function, facts: Facts, m: Module, g: Gen) -> tuple[list[str], dict[str, str], dict]:
@@ -711,5 +710,4 @@ def generate(fn: Function, facts: Facts) -> Generated:
     if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
-    return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors,
-                     persistent=facts.persistent)
+    return Generated(source, name, params, sig, attrs, bool(m.print_index), m.uses_descriptors)

@@ -25,7 +25,7 @@ from ...ir.types import TileType
 from ...runtime import env
 from . import cache, direct, lean, llvm_level
 from .codegen import ArrayFacts, Facts, Generated, chained_products, generate
-from .persistent import INTERPRETED_WORKERS, PersistentCall, wanted as persistent_wanted
+from .persistent import INTERPRETED_WORKERS, PersistentCall, walkable, wanted as persistent_wanted
 from .prints import DATA, PrintingCall, Records, interpreted_args
 from ...locks import FORK_LOCKS
 
@@ -295,6 +295,7 @@ class Variant:
         self.fn = fn
         self.interp = interp
         self.jitfn = jitfn
+        self.persistent = facts.persistent  # takes the logical grid last and walks it (persistent.py)
         if interp:
             return
         if loaded is not None:  # found through direct.load: no Triton objects
@@ -391,6 +392,7 @@ class Specialization:
             p = next(rt)
             self.slots.append((i, p.kind, p.arg.type.dtype))
         self.ir_text: str | None = None
+        self.walkable = walkable(fn)  # the IR's part of the persistent decision (persistent.py)
 
     # -------------------------------------------------------------- facts
     def facts_for(self, parts, big_grid: bool, target: int, interp: bool) -> Facts:
@@ -399,7 +401,7 @@ class Specialization:
         hints = {k: _resolve(v, target) for k, v in self.fn.hints.items()}
         # the hints rule the walk out under the interpreter too, so that tests there see the GPU's choice
         excluded = bool(hints.get("warp_specialize")) or (hints.get("num_ctas") or 1) > 1
-        persistent = persistent_wanted(self.fn, hints.get("persistent"), target, interp,
+        persistent = persistent_wanted(self.walkable, hints.get("persistent"), target, interp,
                                        big_grid or excluded or not env.persistent_enabled())
         return Facts(arrays, big_grid, target, tma_enabled() and not interp, pdl_enabled(target) and not interp,
                      0 if interp else loop_stages(target), ws, pingpong(self.fn, target) and not interp, persistent)
@@ -687,7 +689,7 @@ def _interp_launch(v: Variant, grid3, flat) -> None:
         buf, cap, ops = interpreted_args(v.fn)
         flat = [*flat, buf, _interp_scalar(cap, dt.int32)]
     run = grid3
-    if v.gen.persistent:  # a few workers walk the logical grid, passed last (persistent.py)
+    if v.persistent:  # a few workers walk the logical grid, passed last (persistent.py)
         flat = [*flat, *grid3]
         run = (min(grid3[0] * grid3[1] * grid3[2], INTERPRETED_WORKERS), 1, 1)
     with interp.jit_calls_interpreted():

@@ -81,13 +81,21 @@ def legal(fn: Function) -> bool:
     return not any(op.name in _ATOMICS for op in walk(fn.body))
 
 
-def wanted(fn: Function, hint: Any, target: int, interp: bool, excluded: bool) -> bool:
-    """Whether this specialisation is compiled persistent. ``hint``: the resolved ``persistent``
-    hint (None when absent); ``excluded``: a fact that rules it out (big grid, warp
-    specialisation, clusters, ``SAFETILE_PERSISTENT=0``)."""
-    if excluded or hint is False or not (interp or target >= 90) or not legal(fn):
+def walkable(fn: Function) -> tuple[bool, bool]:
+    """(legal, pays) of a kernel: what ``wanted`` needs from its IR, computed once per
+    specialisation rather than for every new launch key."""
+    ok = legal(fn)
+    return ok, ok and pays(fn)
+
+
+def wanted(analysis: tuple[bool, bool], hint: Any, target: int, interp: bool, excluded: bool) -> bool:
+    """Whether a variant is compiled persistent. ``analysis``: the kernel's ``walkable``; ``hint``:
+    the resolved ``persistent`` hint (None when absent); ``excluded``: a fact that rules it out
+    (big grid, warp specialisation, clusters, ``SAFETILE_PERSISTENT=0``)."""
+    is_legal, is_paying = analysis
+    if excluded or hint is False or not (interp or target >= 90) or not is_legal:
         return False
-    return hint is True or pays(fn)
+    return hint is True or is_paying
 
 
 def walk_order(fn: Function) -> tuple[int, ...]:
