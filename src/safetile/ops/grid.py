@@ -56,6 +56,6 @@ def grid_dependency_control_wait() -> None:
 
 def grid_dependency_control_launch_dependents() -> None:
     """Let a programmatically dependent successor kernel start scheduling. safetile's kernels
-    already allow it at their start (their successor waits before touching memory): the call
-    is accepted and adds nothing."""
+    already allow it, at their start or after their last top-level loop of matrix products
+    (their successor waits before touching memory): the call is accepted and adds nothing."""
     return None
