@@ -120,10 +120,11 @@ class Facts:
     # the previous kernel on the stream finishes, and waits for its predecessor to complete
     # (memory visible) before touching memory: plain stream order, launch latency overlapped.
     # It lets its own successor launch first thing, or, when its top level has a loop of matrix
-    # products, right after the last such loop (``_signal_after``): a successor launched early
-    # parks its blocks on whichever SMs have room, two to an SM where this kernel left one free,
-    # and a tile-starved GEMM then runs at the pace of its doubled-up SMs (H200, session 17:
-    # 1024³ in CUDA graphs 0.61× cuBLAS signalling first, 0.91× after the K loop).
+    # products, right after the last such loop (``_signal_after``; a walked kernel, after its
+    # walk): a successor launched early parks its blocks on whichever SMs have room, two to an SM
+    # where this kernel left one free, and a tile-starved GEMM then runs at the pace of its
+    # doubled-up SMs (H200, session 17: 1024³ in CUDA graphs 0.61× cuBLAS signalling first, 0.91×
+    # after the K loop).
     pdl: bool = False
     # software-pipelining depth for innermost loops that load tiles and multiply none (Triton
     # pipelines loops with matrix products itself): the next iterations' loads are issued
@@ -704,7 +705,10 @@ def generate(fn: Function, facts: Facts) -> Generated:
     fn = split_wide_k(fn) or fn
     m = Module(fn, facts)
     g = Gen(m)
-    g.signal_after = _signal_after(fn) if facts.pdl else None
+    late = facts.pdl and _signal_after(fn) is not None
+    # a walked kernel signals after its walk: inside it, after the K loop, the walk measured 15 %
+    # slower at 1024³ (H200, session 17), where the same signal after a grid block's loop cost nothing
+    g.signal_after = _signal_after(fn) if late and not facts.persistent else None
     params, sig, attrs = kernel_params(fn, facts, m, g)
     ys = g.block(fn.body, [])
     del ys
@@ -720,8 +724,10 @@ def generate(fn: Function, facts: Facts) -> Generated:
                   "    _st_by = (_st_pid // _st_gx) % _st_gy",
                   "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
     if facts.pdl:
-        lines += ["    _st_gdc_wait()"] if g.signal_after else ["    _st_gdc_launch()", "    _st_gdc_wait()"]
+        lines += ["    _st_gdc_wait()"] if late else ["    _st_gdc_launch()", "    _st_gdc_wait()"]
     lines += g.hoisted + (wrap_body(g.lines, walk_order(fn)) if facts.persistent else g.lines)
+    if late and facts.persistent:
+        lines.append("    _st_gdc_launch()")
     if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
     source = "\n".join(lines) + "\n"
