@@ -198,6 +198,44 @@ def test_the_walk_in_the_source_and_the_kernels_ir_untouched():
     assert format_function(fn) == before
 
 
+def _walk_sequence(order, grid, workers):
+    """The blocks ``wrap_body``'s walk visits, as {t: (x, y, z)}, from its generated lines run as
+    Python (the index arithmetic is on non-negative integers, where Triton's and Python's ``//``
+    and ``%`` agree)."""
+    import re
+    import types
+
+    from safetile.backends.triton.persistent import wrap_body
+    lines = wrap_body(["    seen[int(_st_t)] = (_st_bx, _st_by, _st_bz)"], order)
+    text = "\n".join(re.sub(r"\.to\(tl\.int(32|64)\)", "", ln[4:]) for ln in lines)
+    seen: dict = {}
+    for pid in range(workers):
+        tl = types.SimpleNamespace(int64=None, minimum=min, full=lambda shape, v, dtype: v,
+                                   program_id=lambda axis, pid=pid: pid, num_programs=lambda axis: workers)
+        exec(text, {"tl": tl, "seen": seen, "_st_gx": grid[0], "_st_gy": grid[1], "_st_gz": grid[2]})  # noqa: S102
+    return seen
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0), (2, 0, 1)])
+@pytest.mark.parametrize("grid", [(1, 1, 1), (20, 7, 3), (8, 16, 1), (9, 5, 2), (3, 40, 2), (17, 1, 1), (1, 13, 4)])
+def test_the_walk_visits_every_block_once_in_bands_of_its_fastest_axis(order, grid):
+    from safetile.backends.triton.persistent import WALK_BAND
+    seq = _walk_sequence(order, grid, workers=5)
+    n = grid[0] * grid[1] * grid[2]
+    assert sorted(seq) == list(range(n))
+    assert sorted(seq.values()) == sorted((x, y, z) for x in range(grid[0]) for y in range(grid[1])
+                                          for z in range(grid[2]))
+    a0, a1, a2 = order
+    plane = grid[a0] * grid[a1]
+    for t, block in seq.items():
+        assert block[a2] == t // plane, "the third axis is the slowest"
+        q = t % plane
+        band = q // (WALK_BAND * grid[a1])
+        assert band * WALK_BAND <= block[a0] < (band + 1) * WALK_BAND, "a band: WALK_BAND of the fastest axis"
+        rows = min(grid[a0] - band * WALK_BAND, WALK_BAND)
+        assert block[a1] == (q - band * WALK_BAND * grid[a1]) // rows, "then the second axis, band column by column"
+
+
 def test_persistent_call_launches_the_resident_blocks_with_the_logical_grid_last():
     from safetile.backends.triton.persistent import PersistentCall
     seen = []
@@ -226,7 +264,7 @@ def test_the_walked_product_equals_numpy_on_both_backends(batch, m, n, k):
         np.testing.assert_allclose(out.float().numpy(), ref, rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("grid", [(2, 3, 2), (1, 1, 1), (5, 1, 1), (1, 2, 7)])
+@pytest.mark.parametrize("grid", [(2, 3, 2), (1, 1, 1), (5, 1, 1), (1, 2, 7), (2, 19, 3), (1, 9, 10)])
 def test_every_logical_block_runs_once_with_its_index_and_the_logical_grid(grid):
     a, w = _mats((16 * grid[0], 40), (40, 16 * grid[0]))
     n = grid[0] * grid[1] * grid[2]

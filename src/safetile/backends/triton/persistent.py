@@ -9,8 +9,9 @@ columns), 128×256×64 tiles, ran on an H200 at 407–560 TFLOP/s as a grid of t
 walked, against 546–748 for ``torch.bmm`` (bench/NOTES.md, session 16, call 3).
 
 Blocks are unordered and independent by contract, so any one-to-one walk of the grid computes the
-same stores; the walk takes blocks in the hardware's own order (x fastest), except that a batch
-axis (one every load and store indexes by) goes last (``walk_order``). Taken automatically
+same stores; the walk takes the hardware's axis order (x fastest), except that a batch axis (one
+every load and store indexes by) goes last (``walk_order``), in bands of the fastest axis
+(``wrap_body``). Taken automatically
 (``Facts.persistent``, sm_90+ and Triton's interpreter) where that holds and pays:
 
 - the kernel's top level has a ``for`` loop of matrix products whose operands are loaded tiles
@@ -33,6 +34,7 @@ _ATOMICS = ("atomic_rmw", "atomic_cas")
 _PRODUCTS = ("mma", "mma_scaled")
 _THROUGH = ("reshape", "astype", "permute")
 INTERPRETED_WORKERS = 3  # under Triton's interpreter: few workers, so that every one walks several blocks
+WALK_BAND = 8  # indices of the walk's fastest axis per band (``wrap_body``)
 
 
 def _from_load(v) -> bool:
@@ -116,22 +118,27 @@ def walk_order(fn: Function) -> tuple[int, ...]:
 def wrap_body(body: list[str], order: tuple[int, ...] = (0, 1, 2)) -> list[str]:
     """The kernel body inside the walk over the logical grid (``_st_gx/_st_gy/_st_gz``, the last
     kernel parameters), its axes in ``order`` (fastest first): each turn sets the block index the
-    body's ``bid`` reads. The walk counts in 64 bits (a grid's block count may exceed int32);
-    each index fits 32."""
-    names = ("x", "y", "z")
-    lines = ["    _st_nblocks = _st_gx.to(tl.int64) * _st_gy * _st_gz",
-             "    for _st_t_py in range(tl.program_id(0).to(tl.int64), _st_nblocks, tl.num_programs(0)):",
-             "        _st_t = tl.full((), _st_t_py, tl.int64)"]
-    rest = "_st_t"
-    for k, axis in enumerate(order):
-        n = names[axis]
-        if k == len(order) - 1:
-            lines.append(f"        _st_b{n} = {rest}.to(tl.int32)")
-        else:
-            lines.append(f"        _st_b{n} = ({rest} % _st_g{n}).to(tl.int32)")
-            lines.append(f"        _st_r{k} = {rest} // _st_g{n}")
-            rest = f"_st_r{k}"
-    return lines + ["    " + ln if ln else ln for ln in body]
+    body's ``bid`` reads. The plane of the two fastest axes is walked in bands of ``WALK_BAND``
+    along the first (``WALK_BAND`` of its indices, each with every index of the second, then the
+    next band), the third axis slowest: the blocks resident at once then cover a compact patch of
+    a GEMM's output, whose rows of A and columns of B fit the L2 together. Walked in the
+    hardware's order, a plain 2-D GEMM grid (one column of B tiles against every row of A) ran
+    2-9 % slower than the benchmark's GEMM that bands itself (H200, session 17, walk_probe.py).
+    The walk counts in 64 bits (a grid's block count may exceed int32); each index fits 32."""
+    n0, n1, n2 = ("xyz"[a] for a in order)
+    return [
+        f"    _st_plane = _st_g{n0}.to(tl.int64) * _st_g{n1}",
+        f"    _st_nblocks = _st_plane * _st_g{n2}",
+        f"    _st_width = _st_g{n1}.to(tl.int64) * {WALK_BAND}",
+        "    for _st_t_py in range(tl.program_id(0).to(tl.int64), _st_nblocks, tl.num_programs(0)):",
+        "        _st_t = tl.full((), _st_t_py, tl.int64)",
+        "        _st_q = _st_t % _st_plane",
+        f"        _st_first = _st_q // _st_width * {WALK_BAND}",
+        f"        _st_rows = tl.minimum(_st_g{n0} - _st_first, {WALK_BAND})",
+        f"        _st_b{n0} = (_st_first + _st_q % _st_width % _st_rows).to(tl.int32)",
+        f"        _st_b{n1} = (_st_q % _st_width // _st_rows).to(tl.int32)",
+        f"        _st_b{n2} = (_st_t // _st_plane).to(tl.int32)",
+    ] + ["    " + ln if ln else ln for ln in body]
 
 
 class PersistentCall:
