@@ -134,7 +134,9 @@ def test_on_the_gpu_a_gemm_and_its_dependents_back_to_back_eagerly_and_in_a_grap
     chain()
     torch.cuda.synchronize()
     eager = xs[-1].clone()
-    torch.testing.assert_close(eager.float(), ref.float(), rtol=3e-2, atol=3e-2)
+    # values grow to ~256 over the steps, and fp16 roundings (a few units in the last place there)
+    # differ from torch's: the bound is relative to the result's scale; a stale tile is off by far more
+    torch.testing.assert_close(eager.float(), ref.float(), rtol=0, atol=1e-2 * ref.float().abs().max().item())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         chain()
