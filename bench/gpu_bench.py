@@ -212,6 +212,7 @@ def parse_args(argv=None):
     p.add_argument("--others-embedding-shapes", type=shapes, default=None, help="VOCABxDIMxTOKENS")
     p.add_argument("--others-transpose", default="8192:float16,8192:float32", help="N:dtype list")
     p.add_argument("--others-bmm", type=shapes, default=None, help="BATCHxM (square)")
+    p.add_argument("--others-gemm2d", type=ints, default=[4096], help="square sizes for the plain 2-D-grid GEMM")
     p.add_argument("--others-kernels", default="", help="only the others/samples cases whose names start so")
     p.add_argument("--cutile-samples", default=None, help="a copy of NVIDIA cuTile Python's samples/ folder")
     p.add_argument("--launch-counts", type=ints, default=[1, 100, 1000])

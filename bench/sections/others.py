@@ -16,6 +16,7 @@ import torch.nn.functional as F
 import safetile as ct
 from benchlib import check, copies_for, launch, time_graph_ms, time_ms
 from kernels import others as K
+from kernels.gemm import gemm_2d
 
 # cuTile Python 1.7 (tileiras 13.4) on one H100, NVIDIA's samples as shipped, time relative to
 # torch (higher is better): /work/shared/reference/real-cutile-on-the-gpu.md. Not re-measured here.
@@ -121,6 +122,17 @@ def bench_others(args, res):
             return s[2]
         _case(res, rows, "batched_matmul_3d", 2.0 * b * m ** 3, "flop", mk_b, b_st,
               lambda s: torch.bmm(s[0], s[1]), 5e-2, args)
+    for m in args.others_gemm2d:  # a GEMM as users first write one: 2-D grid, no swizzle (walked in bands)
+        def mk_g(m=m):
+            return (torch.randn(m, m, device="cuda", dtype=torch.float16),
+                    torch.randn(m, m, device="cuda", dtype=torch.float16),
+                    torch.empty(m, m, device="cuda", dtype=torch.float16))
+        g2 = gemm_2d.replace_hints(num_warps=8, num_stages=3)
+
+        def g_st(s, m=m, g2=g2):
+            launch((ct.cdiv(m, 128), ct.cdiv(m, 256)), g2, (*s, 128, 256, 64))
+            return s[2]
+        _case(res, rows, "gemm_2d", 2.0 * m ** 3, "flop", mk_g, g_st, lambda s: torch.matmul(s[0], s[1]), 5e-2, args)
     res["others"] = rows
     if args.cutile_samples:
         res["samples"] = _samples(args, res)
