@@ -3,9 +3,10 @@
 # H200 in session 12 the GEMM sweep took ~190 s, in session 16 ~235 s (its tile candidates compile
 # the persistent walk), the attention section ~90 s, the Gluon probe ~20 s),
 # every step under its own time limit so that one slow step cannot take the rest with it:
-#   tests  every GPU test (bench/gpu_tests.sh); cold/warm first launches (compile section, median of 3)
+#   tests  every GPU test (bench/gpu_tests.sh: ~520 s on an H200 host, session 17)
 #   bench  GEMM sweep, attention forward and backward, the Gluon attention probe (not safetile),
-#          NVIDIA's samples through safetile (CUTILE_SAMPLES names a copy of cuTile Python's samples/)
+#          NVIDIA's samples through safetile (CUTILE_SAMPLES names a copy of cuTile Python's samples/),
+#          cold/warm first launches (compile section, median of 3)
 #   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
 #   host   host cost only, each benchmark in three fresh processes (their readings move between
 #          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
@@ -51,15 +52,15 @@ gluon_probe() {  # the hand-scheduled Gluon forward (not safetile): what the d=1
 SAMPLES=()
 [ -n "${CUTILE_SAMPLES:-}" ] && [ -d "$CUTILE_SAMPLES" ] && SAMPLES=(--cutile-samples "$CUTILE_SAMPLES")
 case $PART in
-tests)  # the GPU tests outgrew 360 s (session 16: 96 % at 450 s); host costs are the host part's
-    OUT=$R/tests step 490 gpu_tests bash bench/gpu_tests.sh
-    cold_compiles ;;
+tests)  # the GPU tests outgrew 360 s (session 17: 519 s for all 528); host costs are the host part's
+    OUT=$R/tests step 570 gpu_tests bash bench/gpu_tests.sh ;;
 bench)
     step 290 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
     step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
     gluon_probe
     [ ${#SAMPLES[@]} -gt 0 ] && step 100 samples python3 bench/gpu_bench.py --only others \
-        --others-kernels batch_matmul,attention,matmul,transpose "${SAMPLES[@]}" --out "$R/samples.json" ;;
+        --others-kernels batch_matmul,attention,matmul,transpose "${SAMPLES[@]}" --out "$R/samples.json"
+    cold_compiles ;;
 quick)
     step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
     step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
