@@ -1,14 +1,15 @@
-"""Does the persistent walk (backends/triton/persistent.py) want GROUP-row bands on 2-D grids?
-(issue 12 items 2-3; prepared in session 16 for the next GPU session.)
+"""How should the persistent walk (backends/triton/persistent.py) band 2-D grids? (issue 12 items
+2-3; written in session 16, run in session 17.)
 
-The walk takes a 2-D grid (row tiles, column tiles) in the hardware's order, x fastest. A GEMM
-written that way (``gemm_2d``: block (i, j) computes C tile (i, j), no swizzle, the way users
-write one first) then has the resident blocks sweep a column band of B and every row of A; the
-benchmark's ``matmul`` bands itself (GROUP rows of tiles at a time, from a 1-D grid). Each kernel
-is timed walked and as a grid of tiles (``persistent=False``), checked against ``torch.matmul``
-first, in the same process (CUDA-event medians, two input sets in turn).
+A GEMM written as a plain 2-D grid (``gemm_2d``: block (i, j) computes C tile (i, j), no swizzle,
+the way users write one first) is walked since session 17 in bands of ``WALK_BAND`` (8) row tiles;
+before, in the hardware's order, the resident blocks swept one column band of B against every row
+of A (2-9 % slower). The benchmark's ``matmul`` bands its 1-D grid itself (GROUP rows of tiles),
+which the walk keeps in order, so ``--groups 4,8,16`` shows what other band widths would give. Each
+kernel is timed walked and as a grid of tiles (``persistent=False``), checked against
+``torch.matmul`` first, in the same process (CUDA-event medians, two input sets in turn).
 
-    PYTHONPATH=src python bench/walk_probe.py [--json out.json]
+    PYTHONPATH=src python bench/walk_probe.py [--groups 4,8,16] [--json out.json]
 """
 from __future__ import annotations
 
@@ -26,16 +27,19 @@ from benchlib import time_ms  # noqa: E402
 from kernels.gemm import gemm_2d, matmul  # noqa: E402
 
 
-def candidates(m: int, n: int, bm: int, bn: int, bk: int):
-    """(label, kernel, grid, extra arguments) for one shape and tile."""
+def candidates(m: int, n: int, bm: int, bn: int, bk: int, groups: tuple[int, ...] = (8,)):
+    """(label, kernel, grid, extra arguments) for one shape and tile. ``matmul`` bands its 1-D grid
+    itself (GROUP rows of tiles), which the walk keeps in order: GROUP g walked times what the walk's
+    own bands of g (``persistent.WALK_BAND``) would give a 2-D grid."""
     tiles_2d = (ct.cdiv(m, bm), ct.cdiv(n, bn))
     out = []
     for walked in (True, False):
         hints = {"num_warps": 8, "num_stages": 3} | ({} if walked else {"persistent": False})
         tag = "walked" if walked else "grid"
         out.append((f"gemm_2d {tag}", gemm_2d.replace_hints(**hints), tiles_2d, (bm, bn, bk)))
-        out.append((f"matmul GROUP 8 {tag}", matmul.replace_hints(**hints), (tiles_2d[0] * tiles_2d[1],),
-                    (bm, bn, bk, 8, True)))
+        for g in groups:
+            out.append((f"matmul GROUP {g} {tag}", matmul.replace_hints(**hints), (tiles_2d[0] * tiles_2d[1],),
+                        (bm, bn, bk, g, True)))
     return out
 
 
@@ -44,6 +48,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192,3000x5000x4096")
     ap.add_argument("--tile", default="128x256x64")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--groups", default="8", help="GROUP values for the self-banded matmul, e.g. 4,8,16")
     ap.add_argument("--json")
     a = ap.parse_args()
     bm, bn, bk = (int(x) for x in a.tile.split("x"))
@@ -56,7 +61,8 @@ def main() -> None:
         flop = 2.0 * m * n * k
         t_torch = time_ms([lambda s=s: torch.matmul(*s) for s in sets], a.reps)
         ref = torch.matmul(*sets[0]).float()
-        for label, kern, grid, extra in candidates(m, n, bm, bn, bk):
+        groups = tuple(int(g) for g in a.groups.split(","))
+        for label, kern, grid, extra in candidates(m, n, bm, bn, bk, groups):
             def run(s, o, kern=kern, grid=grid, extra=extra):
                 ct.launch(None, grid, kern, (*s, o, *extra))
             try:
