@@ -705,10 +705,10 @@ def generate(fn: Function, facts: Facts) -> Generated:
     fn = split_wide_k(fn) or fn
     m = Module(fn, facts)
     g = Gen(m)
-    late = facts.pdl and _signal_after(fn) is not None
+    late = _signal_after(fn) if facts.pdl else None
     # a walked kernel signals after its walk: inside it, after the K loop, the walk measured 15 %
     # slower at 1024³ (H200, session 17), where the same signal after a grid block's loop cost nothing
-    g.signal_after = _signal_after(fn) if late and not facts.persistent else None
+    g.signal_after = None if facts.persistent else late
     params, sig, attrs = kernel_params(fn, facts, m, g)
     ys = g.block(fn.body, [])
     del ys
@@ -724,9 +724,9 @@ def generate(fn: Function, facts: Facts) -> Generated:
                   "    _st_by = (_st_pid // _st_gx) % _st_gy",
                   "    _st_bz = _st_pid // (_st_gx * _st_gy)"]
     if facts.pdl:
-        lines += ["    _st_gdc_wait()"] if late else ["    _st_gdc_launch()", "    _st_gdc_wait()"]
+        lines += ["    _st_gdc_wait()"] if late is not None else ["    _st_gdc_launch()", "    _st_gdc_wait()"]
     lines += g.hoisted + (wrap_body(g.lines, walk_order(fn)) if facts.persistent else g.lines)
-    if late and facts.persistent:
+    if late is not None and facts.persistent:
         lines.append("    _st_gdc_launch()")
     if not g.hoisted and not g.lines and not facts.pdl:
         lines.append("    pass")
