@@ -31,7 +31,7 @@ from typing import Any
 from ...ir.core import Function, Op, walk
 
 _ATOMICS = ("atomic_rmw", "atomic_cas")
-_PRODUCTS = ("mma", "mma_scaled")
+PRODUCTS = ("mma", "mma_scaled")
 _THROUGH = ("reshape", "astype", "permute")
 INTERPRETED_WORKERS = 3  # under Triton's interpreter: few workers, so that every one walks several blocks
 WALK_BAND = 8  # indices of the walk's fastest axis per band (``wrap_body``)
@@ -63,7 +63,7 @@ def _block_dependent(fn: Function, axis: int | None = None) -> set[int]:
 
 
 def _product_loop(loop: Op) -> bool:
-    products = [op for op in walk(loop.regions[0]) if op.name in _PRODUCTS]
+    products = [op for op in walk(loop.regions[0]) if op.name in PRODUCTS]
     return bool(products) and all(_from_load(op.operands[0]) and _from_load(op.operands[1]) for op in products)
 
 
