@@ -4,9 +4,11 @@
 # the persistent walk), the attention section ~90 s, the Gluon probe ~20 s),
 # every step under its own time limit so that one slow step cannot take the rest with it:
 #   tests  every GPU test (bench/gpu_tests.sh: ~520 s on an H200 host, session 17)
-#   bench  GEMM sweep, attention forward and backward, the Gluon attention probe (not safetile),
-#          NVIDIA's samples through safetile (CUTILE_SAMPLES names a copy of cuTile Python's samples/),
-#          cold/warm first launches (compile section, median of 3)
+#   bench  GEMM sweep (~300 s with its confirmation rounds, session 18), NVIDIA's samples through
+#          safetile (CUTILE_SAMPLES names a copy of cuTile Python's samples/), cold/warm first
+#          launches (compile section, median of 3)
+#   attn   attention forward and backward, the Gluon attention probe (not safetile), the kernels
+#          in other people's style (others section, plain 2-D GEMM grids at three sizes)
 #   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
 #   host   host cost only, each benchmark in three fresh processes (their readings move between
 #          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
@@ -14,11 +16,11 @@
 #   hostq  host cost in three processes, the C++ fact reader built first (no cold compiles)
 # Everything lands in $OUT/final (packed into $OUT/final-<part>.tgz: the device runner returns few
 # files); a short table is printed last.
-#   PYTHONPATH=src bash bench/final_device.sh tests|bench|quick
+#   PYTHONPATH=src bash bench/final_device.sh tests|bench|attn|quick
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
-PART=${1:?tests, bench, quick, host, hostq or full}
+PART=${1:?tests, bench, attn, quick, host, hostq or full}
 BASE=${OUT:-bench/results/final}
 R=$BASE/final
 mkdir -p "$R"
@@ -54,13 +56,15 @@ SAMPLES=()
 case $PART in
 tests)  # the GPU tests outgrew 360 s (session 17: 519 s for all 528); host costs are the host part's
     OUT=$R/tests step 570 gpu_tests bash bench/gpu_tests.sh ;;
-bench)
-    step 290 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
-    step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
-    gluon_probe
+bench)  # the parts of a session's last runs are sized to fit one device call (600 s) each
+    step 340 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
     [ ${#SAMPLES[@]} -gt 0 ] && step 100 samples python3 bench/gpu_bench.py --only others \
         --others-kernels batch_matmul,attention,matmul,transpose "${SAMPLES[@]}" --out "$R/samples.json"
     cold_compiles ;;
+attn)
+    step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
+    gluon_probe
+    step 120 others python3 bench/gpu_bench.py --only others --others-gemm2d 2048,4096,8192 --out "$R/others.json" ;;
 quick)
     step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
     step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
@@ -76,7 +80,7 @@ host)
     host_runs 3
     cold_compiles ;;
 *)
-    echo "unknown part $PART: tests, bench, quick, host, hostq or full"
+    echo "unknown part $PART: tests, bench, attn, quick, host, hostq or full"
     exit 2 ;;
 esac
 python3 bench/host_summary.py "$R" > "$R/host_summary.txt" 2>&1
@@ -85,7 +89,7 @@ echo "== summary ($PART)"
 cat "$R/steps.txt"
 [ -f "$R/tests/pytest_gpu.txt" ] && grep -E "^(FAILED|ERROR)|passed|failed" "$R/tests/pytest_gpu.txt" | tail -8
 for f in "$R"/diag*.txt "$R"/safe_launch*.txt "$R"/patterns.txt "$R"/compile.txt "$R"/gemm.txt "$R"/attention.txt \
-         "$R"/samples.txt; do
+         "$R"/samples.txt "$R"/others.txt; do
     [ -f "$f" ] && sed -n '/^== /,$p' "$f" | grep -v '^  ' | tail -25
 done
 cat "$R/host_summary.txt"

@@ -70,7 +70,7 @@ def table(res) -> str:
         for r in res["gemm"]:
             b = r["best"]
             line(f"{r['dtype']:8s} {r['m']}x{r['n']}x{r['k']:<6}", f"safetile {r['safetile_TFLOPs']:6.1f}",
-                 f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
+                 f"torch {r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f} (sel {r.get('select_ratio', r['ratio']):.2f})",
                  f"[{b['BM']}x{b['BN']}x{b['BK']} w{b['warps']} s{b['stages']} {b['kind']}{' tma' if b['tma'] else ''}]",
                  f"| graphs ratio {r['graph_ratio']:.2f} {r['graph_best']}" if "graph_ratio" in r else "")
         big = [r["ratio"] for r in res["gemm"] if r["m"] * r["n"] * r["k"] > 2048 ** 3]
@@ -178,6 +178,8 @@ def parse_args(argv=None):
                    "128x128x64x4x4x1",
                    help="more tile configs for problems up to --gemm-graph-limit^3 (a 128x128 grid of 1024^3 fills "
                         "64 of 132 SMs)")
+    p.add_argument("--gemm-confirm-rounds", type=int, default=4,
+                   help="rounds timing the chosen kernel and torch in turn for the reported ratio")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
     p.add_argument("--gemm-persistent-configs", default="128x256x64x4x4x1,256x128x64x4x4x1",
                    help="more tile configs for the persistent kernel (x1: warp-specialised)")

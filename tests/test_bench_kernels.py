@@ -268,3 +268,22 @@ def test_gluon_backward_probe_builds_for_sm90(capsys):
     assert c.asm["ptx"].count("cp.reduce.async.bulk.tensor") >= 1
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("d=64")]
     assert len(line) == 1 and "0 bytes spill stores" in line[0], line
+
+
+def test_gemm_confirmation_alternates_and_takes_medians():
+    """The GEMM row's reported ratio comes from the chosen kernel and torch timed again in turn
+    (sections/gemm.py ``confirmed``): each round the other goes first, and each side's median is
+    returned (a fake timer returns per-call readings and records the order)."""
+    pytest.importorskip("torch")
+    from sections.gemm import confirmed
+    order, readings = [], {"st": iter([3.0, 1.0, 2.0, 9.0]), "torch": iter([4.0, 8.0, 5.0, 6.0])}
+
+    def timer(calls, reps):
+        assert reps == 7 and len(calls) == 1
+        name = calls[0]()
+        order.append(name)
+        return next(readings[name])
+
+    st, tt = confirmed(lambda: "st", lambda: "torch", 4, 7, timer)
+    assert order == ["st", "torch", "torch", "st", "st", "torch", "torch", "st"]
+    assert (st, tt) == (2.5, 5.5)
