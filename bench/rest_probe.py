@@ -96,7 +96,6 @@ def main() -> None:
             rows.append(row)
             print(f"{shape:16s} {name:36s} {cond:13s} {row['TFLOPs']:6.1f} TFLOP/s  "
                   f"clock {statistics.median(clocks) if clocks else float('nan'):6.0f} MHz", flush=True)
-        del x, w, c
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
