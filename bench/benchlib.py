@@ -47,6 +47,20 @@ def time_ms(calls, reps: int, min_batch_ms: float = 20.0) -> float:
     return statistics.median(times)
 
 
+def confirmed(st, ref, rounds: int, reps: int, timer=time_ms) -> tuple[float, float]:
+    """(``st`` ms, ``ref`` ms): medians over ``rounds`` rounds timing the two in turn, the first in
+    each round alternating. A kernel picked as the fastest of several candidates, each timed right
+    after its compile on a GPU that idled meanwhile, reads 10-14 % faster than on a busy GPU (an
+    H200 under load clocks down; rest_probe.py, bench/NOTES.md session 18): the ratios reported
+    come from these rounds, both timed alike."""
+    ts, tr = [], []
+    for r in range(rounds):
+        pair = ((ts, st), (tr, ref)) if r % 2 == 0 else ((tr, ref), (ts, st))
+        for out, call in pair:
+            out.append(timer([call], reps))
+    return statistics.median(ts), statistics.median(tr)
+
+
 def time_graph_ms(calls, reps: int) -> float:
     """Device time per call without host launch cost: the calls captured in a CUDA graph, replayed."""
     for c in calls:

@@ -92,7 +92,7 @@ def table(res) -> str:
                    if "BM" in c else "")
             line(f"{r['pass']} d={r['d']:<4d} seq={r['seq']:<6d} causal={r['causal']!s:5s}",
                  f"safetile {r['safetile_TFLOPs']:6.1f}", f"default({r.get('torch_backend', '?')}) "
-                 f"{r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f}",
+                 f"{r['torch_TFLOPs']:6.1f}", f"ratio {r['ratio']:.2f} (sel {r.get('select_ratio', r['ratio']):.2f})",
                  *(f"vs {n} {r[f'ratio_vs_{n}']:.2f}" for n in ("flash", "cudnn") if f"ratio_vs_{n}" in r), cfg)
         for p in ("fwd", "bwd"):
             if f"attention_{p}_geomean" in res:
@@ -200,6 +200,8 @@ def parse_args(argv=None):
                    "128x128x8x3")
     p.add_argument("--attn-kernels", default="1,2",
                    help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
+    p.add_argument("--attn-confirm-rounds", type=int, default=4,
+                   help="rounds timing the chosen kernel and SDPA's default in turn for the reported ratio")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
     p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3,64x128x4x2x0x2", help="BM(queries)xBN(keys)xWxS")
     p.add_argument("--attn-bwd-dkdv-128", default="64x128x4x2x0x1,32x128x8x3")

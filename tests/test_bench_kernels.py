@@ -271,11 +271,11 @@ def test_gluon_backward_probe_builds_for_sm90(capsys):
 
 
 def test_gemm_confirmation_alternates_and_takes_medians():
-    """The GEMM row's reported ratio comes from the chosen kernel and torch timed again in turn
-    (sections/gemm.py ``confirmed``): each round the other goes first, and each side's median is
+    """The GEMM and attention rows' ratios come from the chosen kernel and torch timed again in
+    turn (benchlib ``confirmed``): each round the other goes first, and each side's median is
     returned (a fake timer returns per-call readings and records the order)."""
     pytest.importorskip("torch")
-    from sections.gemm import confirmed
+    from benchlib import confirmed
     order, readings = [], {"st": iter([3.0, 1.0, 2.0, 9.0]), "torch": iter([4.0, 8.0, 5.0, 6.0])}
 
     def timer(calls, reps):

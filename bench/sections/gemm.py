@@ -18,12 +18,10 @@ their medians is the row's ``ratio`` (the selection's own is kept as ``select_ra
 in CUDA graphs."""
 from __future__ import annotations
 
-import statistics
-
 import torch
 
 import safetile as ct
-from benchlib import check, launch, time_graph_ms, time_ms
+from benchlib import check, confirmed, launch, time_graph_ms, time_ms
 from kernels.gemm import (matmul, matmul_persistent, matmul_splittail, matmul_streamk, plan_splittail,
                           plan_streamk)
 
@@ -40,17 +38,6 @@ def _fmt(e) -> str:
     return (f"[{e['BM']}x{e['BN']}x{e['BK']} w{e['warps']} s{e['stages']}{' ws' if e.get('ws') else ''}"
             f"{' tma' if e.get('tma') else ''}"
             f"{'' if kind == 'tile' else ' ' + kind}: {e['TFLOPs']:.0f}]")
-
-
-def confirmed(st, torch_call, rounds: int, reps: int, timer=time_ms) -> tuple[float, float]:
-    """(safetile ms, torch ms): medians over ``rounds`` rounds timing the two in turn, the first
-    in each round alternating, so that neither is always timed on a GPU the other just warmed."""
-    ts, tt = [], []
-    for r in range(rounds):
-        pair = ((ts, st), (tt, torch_call)) if r % 2 == 0 else ((tt, torch_call), (ts, st))
-        for out, call in pair:
-            out.append(timer([call], reps))
-    return statistics.median(ts), statistics.median(tt)
 
 
 def bench_gemm(args, res):
