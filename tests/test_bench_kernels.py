@@ -28,9 +28,10 @@ def rand(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
 
+@pytest.mark.parametrize("sk_first", [False, True])
 @pytest.mark.parametrize("m,n,k,bm,bn,bk,nprog", [(96, 80, 64, 32, 32, 16, 5), (70, 50, 48, 16, 16, 16, 7),
                                                    (64, 64, 32, 32, 32, 16, 4), (24, 24, 32, 8, 8, 16, 8)])
-def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
+def test_streamk_gemm(m, n, k, bm, bn, bk, nprog, sk_first):
     """The last case has one tile past the whole wave but only 2 K iterations for 8 blocks: it
     left a tile unwritten (NaN) and its counter set before the plan moved the wave into stream-K."""
     a, b = rand(m, k), rand(k, n)
@@ -41,7 +42,8 @@ def test_streamk_gemm(m, n, k, bm, bn, bk, nprog):
     locks = np.zeros(max(sk, 1), np.int32)
     for _ in range(2):  # the counters are left at zero for the next launch
         c[:] = np.nan
-        ct.launch(None, (nprog,), G.matmul_streamk, (a, b, c, work, locks, dp, bm, bn, bk, 8, nprog))
+        ct.launch(None, (nprog,), G.matmul_streamk, (a, b, c, work, locks, dp, bm, bn, bk, 8, nprog, sk_first,
+                                                     sk_first))
         np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
         assert not locks.any()
 

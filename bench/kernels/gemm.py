@@ -67,26 +67,19 @@ def _first_block(i, total, NPROG):
     return ((i + 1) * NPROG - 1) // total
 
 
-@ct.kernel
-def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.Constant[int],
-                   BK: ct.Constant[int], GROUP: ct.Constant[int], NPROG: ct.Constant[int]):
-    """Tiles below DP_TILES: one per block (persistent). The others' K iterations are split into
-    NPROG equal ranges. A block that computes only part of a tile stores its partial sum in
-    Work (tile 2 * block + slot: slot 0 for its first stream-K tile, 1 for its last) and counts itself in
-    Locks[tile - DP_TILES]; the block that arrives last adds the others' partial sums, stores
-    the tile and resets the counter for the next launch. ``Work``: (2 * NPROG * BM, BN) float32.
-    C tiles are stored without descriptors, as in ``matmul_persistent``."""
-    pid = ct.bid(0)
-    num_m = ct.cdiv(A.shape[0], BM)
-    num_n = ct.cdiv(B.shape[1], BN)
-    kt = ct.cdiv(A.shape[1], BK)
+def _streamk_whole_tiles(A, B, C, pid, num_m, num_n, kt, DP_TILES, BM, BN, BK, GROUP, NPROG, TMA_C):
+    """The tiles below DP_TILES, one per block in turn (a persistent loop)."""
     for t in range(pid, DP_TILES, NPROG):
         bm, bn = _band(t, num_m, num_n, GROUP)
         acc = ct.zeros((BM, BN), ct.float32)
         for k in range(kt):
             acc = ct.mma(ct.load(A, (bm, k), (BM, BK), padding_mode=ZERO),
                          ct.load(B, (k, bn), (BK, BN), padding_mode=ZERO), acc)
-        ct.store(C, (bm, bn), acc.astype(C.dtype), allow_tma=False)
+        ct.store(C, (bm, bn), acc.astype(C.dtype), allow_tma=TMA_C)
+
+
+def _streamk_split_tiles(A, B, C, Work, Locks, pid, num_m, num_n, kt, DP_TILES, BM, BN, BK, GROUP, NPROG):
+    """This block's equal share of the K iterations of the tiles from DP_TILES on."""
     total = (num_m * num_n - DP_TILES) * kt
     start = pid * total // NPROG
     end = (pid + 1) * total // NPROG
@@ -117,6 +110,31 @@ def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.
                             part += ct.load(Work, (2 * (2 * p + slot_p) + h, 0), (BM // 2, BN))
                         ct.store(C, (2 * bm + h, bn), part.astype(C.dtype), allow_tma=False)
                     ct.atomic_xchg(Locks, (u,), 0)
+
+
+@ct.kernel
+def matmul_streamk(A, B, C, Work, Locks, DP_TILES, BM: ct.Constant[int], BN: ct.Constant[int],
+                   BK: ct.Constant[int], GROUP: ct.Constant[int], NPROG: ct.Constant[int],
+                   SK_FIRST: ct.Constant[bool], TMA_C: ct.Constant[bool]):
+    """Tiles below DP_TILES: one per block (persistent). The others' K iterations are split into
+    NPROG equal ranges. A block that computes only part of a tile stores its partial sum in
+    Work (tile 2 * block + slot: slot 0 for its first stream-K tile, 1 for its last) and counts itself in
+    Locks[tile - DP_TILES]; the block that arrives last adds the others' partial sums, stores
+    the tile and resets the counter for the next launch. ``Work``: (2 * NPROG * BM, BN) float32.
+    SK_FIRST: the split tiles before the whole ones (their sums are then added while other blocks
+    still have whole tiles to do, not at the kernel's end). TMA_C: whole tiles stored through a
+    descriptor (it stages the tile in shared memory: one pipeline stage fewer may fit); otherwise
+    C tiles are stored without descriptors, as in ``matmul_persistent``."""
+    pid = ct.bid(0)
+    num_m = ct.cdiv(A.shape[0], BM)
+    num_n = ct.cdiv(B.shape[1], BN)
+    kt = ct.cdiv(A.shape[1], BK)
+    if SK_FIRST:
+        _streamk_split_tiles(A, B, C, Work, Locks, pid, num_m, num_n, kt, DP_TILES, BM, BN, BK, GROUP, NPROG)
+        _streamk_whole_tiles(A, B, C, pid, num_m, num_n, kt, DP_TILES, BM, BN, BK, GROUP, NPROG, TMA_C)
+    else:
+        _streamk_whole_tiles(A, B, C, pid, num_m, num_n, kt, DP_TILES, BM, BN, BK, GROUP, NPROG, TMA_C)
+        _streamk_split_tiles(A, B, C, Work, Locks, pid, num_m, num_n, kt, DP_TILES, BM, BN, BK, GROUP, NPROG)
 
 
 def plan_streamk(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
