@@ -166,5 +166,6 @@ def _candidate(cfg, kind, tma, a, b, c, sms):
     dp, sk = plan_streamk(m, n, a.shape[1], bm, bn, bk, sms)
     work = torch.empty(2 * sms * bm, bn, device=c.device, dtype=torch.float32)
     locks = torch.zeros(max(sk, 1), device=c.device, dtype=torch.int32)
+    # split tiles first: never slower, up to 13 % faster (H200, session 18, streamk_ab.py)
     return matmul_streamk.replace_hints(**hints), (sms,), (a, b, c, work, locks, dp, bm, bn, bk, group, sms,
-                                                           False, False)
+                                                           True, False)
