@@ -9,7 +9,7 @@
 #          launches (compile section, median of 3)
 #   attn   attention forward and backward, the Gluon attention probe (not safetile), the kernels
 #          in other people's style (others section, plain 2-D GEMM grids at three sizes)
-#   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep, attention
+#   quick  for a second GPU kind: launch_diag, safe+launch, GEMM sweep (attention: the attn part)
 #   host   host cost only, each benchmark in three fresh processes (their readings move between
 #          processes): launch_diag, gpu_bench's safe and launch sections, launch_patterns; cold compiles
 #   full   tests, then host in four processes (one call)
@@ -65,11 +65,10 @@ attn)
     step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json"
     gluon_probe
     step 120 others python3 bench/gpu_bench.py --only others --others-gemm2d 2048,4096,8192 --out "$R/others.json" ;;
-quick)
+quick)  # then the attn part in a second call
     step 60 diag python3 bench/launch_diag.py --json "$R/diag.json"
     step 130 safe_launch python3 bench/gpu_bench.py --only safe,launch --out "$R/safe_launch.json"
-    step 290 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json"
-    step 180 attention python3 bench/gpu_bench.py --only attention --reps 5 --out "$R/attention.json" ;;
+    step 340 gemm python3 bench/gpu_bench.py --only gemm --reps 5 --out "$R/gemm.json" ;;
 full)  # tests, then host cost in four fresh processes each (fits one call: ~420 s on the H200)
     OUT=$R/tests step 330 gpu_tests bash bench/gpu_tests.sh
     host_runs 4
