@@ -61,6 +61,19 @@ def confirmed(st, ref, rounds: int, reps: int, timer=time_ms) -> tuple[float, fl
     return statistics.median(ts), statistics.median(tr)
 
 
+def in_turn(calls: dict, rounds: int, reps: int, rng) -> dict[str, list[float]]:
+    """Each of ``calls`` (name -> the calls ``time_ms`` rotates through) timed once per round, in a
+    new order each round (``rng.shuffle``): every kernel meets the GPU in every state the others
+    leave it in. Returns each name's readings (ms), to take medians of."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            samples[name].append(time_ms(calls[name], reps))
+    return samples
+
+
 def time_graph_ms(calls, reps: int) -> float:
     """Device time per call without host launch cost: the calls captured in a CUDA graph, replayed."""
     for c in calls:

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from benchlib import launch, time_ms  # noqa: E402
+from benchlib import in_turn, launch  # noqa: E402
 from sections.gemm import _candidate, parse_configs  # noqa: E402
 
 
@@ -74,12 +74,7 @@ def main() -> None:
             ok[label] = err < 1e-2
             calls[label] = lambda kern=kern, grid=grid, kargs=kargs: launch(grid, kern, kargs)
             print(f"{spec} {label}: rel err {err:.1e}", flush=True)
-        samples: dict[str, list[float]] = {label: [] for label in calls}
-        order = list(calls)
-        for _ in range(a.rounds):
-            rng.shuffle(order)
-            for label in order:
-                samples[label].append(time_ms([calls[label]], a.reps))
+        samples = in_turn({label: [call] for label, call in calls.items()}, a.rounds, a.reps, rng)
         t_torch = statistics.median(samples["torch.matmul"])
         for label, ts in samples.items():
             t = statistics.median(ts)

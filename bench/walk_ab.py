@@ -27,7 +27,7 @@ import torch  # noqa: E402
 
 import safetile as ct  # noqa: E402
 from safetile.backends.triton import cache, codegen, persistent  # noqa: E402
-from benchlib import time_ms  # noqa: E402
+from benchlib import in_turn  # noqa: E402
 from kernels.gemm import gemm_2d, matmul  # noqa: E402
 
 _SHIPPED = codegen.wrap_body  # what the generator calls
@@ -91,13 +91,8 @@ def main() -> None:
             err = ((outs[0].float() - ref).norm() / ref.norm()).item()
             ok[label] = err < 1e-2
             print(f"{shape} {label}: rel err {err:.1e}", flush=True)
-        samples: dict[str, list[float]] = {label: [] for label in runs}
-        order = list(runs)
-        for _ in range(a.rounds):
-            rng.shuffle(order)
-            for label in order:
-                samples[label].append(time_ms([lambda s=s, o=o, r=runs[label]: r(s, o)
-                                               for s, o in zip(sets, outs)], a.reps))
+        samples = in_turn({label: [lambda s=s, o=o, r=r: r(s, o) for s, o in zip(sets, outs)]
+                           for label, r in runs.items()}, a.rounds, a.reps, rng)
         t_torch = statistics.median(samples["torch.matmul"])
         for label, ts in samples.items():
             t = statistics.median(ts)

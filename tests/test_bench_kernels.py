@@ -289,3 +289,26 @@ def test_gemm_confirmation_alternates_and_takes_medians():
     st, tt = confirmed(lambda: "st", lambda: "torch", 4, 7, timer)
     assert order == ["st", "torch", "torch", "st", "st", "torch", "torch", "st"]
     assert (st, tt) == (2.5, 5.5)
+
+
+def test_in_turn_times_every_kernel_once_per_round_in_a_new_order(monkeypatch):
+    """``benchlib.in_turn`` (walk_ab.py, streamk_ab.py): one reading per kernel per round, the
+    rounds in different orders, each reading from ``time_ms`` on that kernel's own calls."""
+    pytest.importorskip("torch")
+    import random
+    import benchlib
+    order = []
+
+    def fake_time_ms(calls, reps):
+        assert reps == 3
+        order.append(calls[0]())
+        return float(len(order))
+
+    monkeypatch.setattr(benchlib, "time_ms", fake_time_ms)
+    calls = {name: [lambda name=name: name] for name in "abcd"}
+    samples = benchlib.in_turn(calls, 5, 3, random.Random(1))
+    rounds = [order[i:i + 4] for i in range(0, 20, 4)]
+    assert all(sorted(r) == list("abcd") for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # shuffled
+    assert {k: len(v) for k, v in samples.items()} == dict.fromkeys("abcd", 5)
+    assert samples["a"] == [float(i + 1) for i, name in enumerate(order) if name == "a"]
