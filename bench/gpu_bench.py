@@ -178,8 +178,9 @@ def parse_args(argv=None):
                    "128x128x64x4x4x1",
                    help="more tile configs for problems up to --gemm-graph-limit^3 (a 128x128 grid of 1024^3 fills "
                         "64 of 132 SMs)")
-    p.add_argument("--gemm-confirm-rounds", type=int, default=4,
-                   help="rounds timing the chosen kernel and torch in turn for the reported ratio")
+    p.add_argument("--confirm-rounds", type=int, default=4,
+                   help="GEMM, attention and others: rounds timing safetile's kernel and torch's in turn for the "
+                        "reported ratio (benchlib.confirmed)")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
     p.add_argument("--gemm-persistent-configs", default="128x256x64x4x4x1,256x128x64x4x4x1",
                    help="more tile configs for the persistent kernel (x1: warp-specialised)")
@@ -200,8 +201,6 @@ def parse_args(argv=None):
                    "128x128x8x3")
     p.add_argument("--attn-kernels", default="1,2",
                    help="0: 3-D tiles (pointer loads), 1: 2-D tiles (TMA), 2: 2-D persistent")
-    p.add_argument("--attn-confirm-rounds", type=int, default=4,
-                   help="rounds timing the chosen kernel and SDPA's default in turn for the reported ratio")
     p.add_argument("--attn-bwd", type=int, default=1, help="also the backward pass")
     p.add_argument("--attn-bwd-dkdv-64", default="32x128x8x3,64x128x8x3,64x128x4x2x0x2", help="BM(queries)xBN(keys)xWxS")
     p.add_argument("--attn-bwd-dkdv-128", default="64x128x4x2x0x1,32x128x8x3")

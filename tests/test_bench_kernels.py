@@ -289,6 +289,9 @@ def test_gemm_confirmation_alternates_and_takes_medians():
     st, tt = confirmed(lambda: "st", lambda: "torch", 4, 7, timer)
     assert order == ["st", "torch", "torch", "st", "st", "torch", "torch", "st"]
     assert (st, tt) == (2.5, 5.5)
+    seen = []  # lists of calls (the others section rotates input copies) go to the timer as they are
+    confirmed([len, abs], [min], 2, 7, lambda calls, reps: seen.append(calls) or 1.0)
+    assert seen == [[len, abs], [min], [min], [len, abs]]
 
 
 def test_in_turn_times_every_kernel_once_per_round_in_a_new_order(monkeypatch):

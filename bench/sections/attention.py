@@ -11,7 +11,7 @@ picked the same way, or the fused dK/dV kernel that adds dQ up with atomics wher
 the probe length, against SDPA's backward (``torch.autograd.grad`` of its output).
 
 Each row's ``ratio`` is confirmed (benchlib ``confirmed``): the chosen kernels and SDPA's default
-timed again in ``--attn-confirm-rounds`` alternating rounds (``select_ratio`` keeps the first
+timed again in ``--confirm-rounds`` alternating rounds (``select_ratio`` keeps the first
 readings'; the named backends' columns compare single readings of both, taken one after another)."""
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def bench_attention(args, res):
                 tt, backend = _torch_times(q, k, v, causal, args.reps)
                 t_first = tt["default"]
                 t_st, t_ref = confirmed(call, lambda q=q, k=k, v=v, causal=causal: F.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal), args.attn_confirm_rounds, args.reps)
+                    q, k, v, is_causal=causal), args.confirm_rounds, args.reps)
                 tt["default"] = t_ref  # the named backends' rows keep their single readings
                 row = {"pass": "fwd", "batch": b, "heads": args.attn_heads, "seq": seq, "d": d, "causal": causal,
                        "config": cfg, "ok": ok, "safetile_ms": t_st, "safetile_TFLOPs": flop / t_st / 1e9,
@@ -286,7 +286,7 @@ def _bwd_row(args, d, seq, causal, tensors, cfg, res):
     out = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
     backend = sdpa_backend_name(lambda: torch.autograd.grad(out, (qr, kr, vr), do, retain_graph=True))
     t_st, t_ref = confirmed(run, lambda: torch.autograd.grad(out, (qr, kr, vr), do, retain_graph=True),
-                            args.attn_confirm_rounds, args.reps)
+                            args.confirm_rounds, args.reps)
     t_first, times["default"] = times["default"], t_ref  # the named backends keep their single readings
     row = {"pass": "bwd", "batch": b, "heads": args.attn_heads, "seq": seq, "d": d, "causal": causal, "config": cfg,
            "ok": ok, "safetile_ms": t_st, "safetile_TFLOPs": flop / t_st / 1e9, "torch_ms": times["default"],

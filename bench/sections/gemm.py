@@ -13,7 +13,7 @@ compared with torch. Small problems (up to ``--gemm-graph-limit``³) also try
 
 The fastest of some twenty candidates, each timed once, reads high (its timing's luck is part of
 why it won), and torch is timed once before them. So the reported ratio is confirmed: the chosen
-kernel and torch are timed again in ``--gemm-confirm-rounds`` alternating rounds, and the ratio of
+kernel and torch are timed again in ``--confirm-rounds`` alternating rounds, and the ratio of
 their medians is the row's ``ratio`` (the selection's own is kept as ``select_ratio``); likewise
 in CUDA graphs."""
 from __future__ import annotations
@@ -107,7 +107,7 @@ def bench_gemm(args, res):
             best = best_of(entries)
             kern, grid, kargs = best["launch"]
             t_st, t_confirm = confirmed(lambda: launch(grid, kern, kargs), lambda: torch.matmul(a, b),
-                                        args.gemm_confirm_rounds, args.reps)
+                                        args.confirm_rounds, args.reps)
             row.update(best=best["record"], safetile_TFLOPs=flop / t_st / 1e9, safetile_ms=t_st,
                        torch_confirm_ms=t_confirm, ratio=t_confirm / t_st, select_ratio=t_torch / best["ms"],
                        ok=all(e["ok"] for e in entries if e))
@@ -124,7 +124,7 @@ def bench_gemm(args, res):
                 ge = g_best[1]
                 kern, grid, kargs = ge["launch"]
                 g_st, g_torch = confirmed(lambda: launch(grid, kern, kargs), lambda: torch.matmul(a, b),
-                                          args.gemm_confirm_rounds, args.reps, time_graph_ms)
+                                          args.confirm_rounds, args.reps, time_graph_ms)
                 row.update(graph_safetile_TFLOPs=flop / g_st / 1e9, graph_torch_TFLOPs=flop / g_torch / 1e9,
                            graph_ratio=g_torch / g_st, graph_select_ratio=g_torch / g_best[0],
                            graph_best=_fmt({**ge, "TFLOPs": flop / g_st / 1e9}))

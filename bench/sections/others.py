@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import safetile as ct
-from benchlib import check, copies_for, launch, time_graph_ms, time_ms
+from benchlib import check, confirmed, copies_for, launch, time_graph_ms
 from kernels import others as K
 from kernels.gemm import gemm_2d
 
@@ -24,8 +24,8 @@ CUTILE_H100 = {"vec_add": 1.00, "matmul": 0.06, "transpose": 2.82, "layernorm": 
 
 
 def _case(res, rows, name, size, unit, make, run_st, run_torch, tol, args, nbytes=None, graph=False):
-    """Check ``run_st`` against ``run_torch`` on fresh inputs, then time both (rotating copies
-    of the inputs past L2 when ``nbytes`` is given)."""
+    """Check ``run_st`` against ``run_torch`` on fresh inputs, then time both in alternating rounds
+    (``benchlib.confirmed``; rotating copies of the inputs past L2 when ``nbytes`` is given)."""
     if args.others_kernels and not any(name.startswith(k) for k in args.others_kernels):
         return
     inputs = make()
@@ -33,13 +33,13 @@ def _case(res, rows, name, size, unit, make, run_st, run_torch, tol, args, nbyte
     ok = check(f"{name} {size}", got, want, tol, tol, res)
     k = copies_for(nbytes, args.mem_budget) if nbytes else 1
     sets = [inputs] + [make() for _ in range(k - 1)]
-    t_torch = time_ms([lambda s=s: run_torch(s) for s in sets], args.reps)
-    t_st = time_ms([lambda s=s: run_st(s) for s in sets], args.reps)
+    st_calls = [lambda s=s: run_st(s) for s in sets]
+    torch_calls = [lambda s=s: run_torch(s) for s in sets]
+    t_st, t_torch = confirmed(st_calls, torch_calls, args.confirm_rounds, args.reps)
     row = {"kernel": name, "size": size, "unit": unit, "ok": ok, "safetile_ms": t_st, "torch_ms": t_torch,
            "ratio": t_torch / t_st}
     if graph:  # host launch cost hides small kernels: also their device time alone
-        g_st = time_graph_ms([lambda s=s: run_st(s) for s in sets], args.reps)
-        g_torch = time_graph_ms([lambda s=s: run_torch(s) for s in sets], args.reps)
+        g_st, g_torch = confirmed(st_calls, torch_calls, args.confirm_rounds, args.reps, time_graph_ms)
         row.update(graph_ratio=g_torch / g_st)
     if unit == "bytes":
         row.update(safetile_GBps=size / t_st / 1e6, torch_GBps=size / t_torch / 1e6)
