@@ -179,8 +179,8 @@ def parse_args(argv=None):
                    help="more tile configs for problems up to --gemm-graph-limit^3 (a 128x128 grid of 1024^3 fills "
                         "64 of 132 SMs)")
     p.add_argument("--confirm-rounds", type=int, default=4,
-                   help="GEMM, attention and others: rounds timing safetile's kernel and torch's in turn for the "
-                        "reported ratio (benchlib.confirmed)")
+                   help="rounds timing safetile's kernel and torch's in turn for each reported ratio (benchlib.confirmed; "
+                        "the copy, add, row, GEMM, attention and others sections)")
     p.add_argument("--gemm-persistent", type=int, default=1, help="also time persistent, stream-K and split-tail GEMMs")
     p.add_argument("--gemm-persistent-configs", default="128x256x64x4x4x1,256x128x64x4x4x1",
                    help="more tile configs for the persistent kernel (x1: warp-specialised)")

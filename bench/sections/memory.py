@@ -1,11 +1,12 @@
-"""Memory-bound sections: device-to-device copy, element-wise add, softmax / RMSNorm / LayerNorm rows."""
+"""Memory-bound sections: device-to-device copy, element-wise add, softmax / RMSNorm / LayerNorm rows.
+safetile and torch timed in alternating rounds (``benchlib.confirmed``), as everywhere in the benchmark."""
 from __future__ import annotations
 
 import math
 
 import torch
 import torch.nn.functional as F
-from benchlib import check, copies_for, launch, time_graph_ms, time_ms
+from benchlib import check, confirmed, copies_for, launch, time_graph_ms
 from kernels.basic import copy_kernel, layernorm, rmsnorm, softmax, vec_add
 
 import safetile as ct
@@ -21,11 +22,11 @@ def bench_copy(args, res):
         k = copies_for(8 * n, args.mem_budget)
         srcs = [src] + [torch.randn(n, device="cuda") for _ in range(k - 1)]
         dsts = [torch.empty_like(src) for _ in range(k)]
-        t_torch = time_ms([lambda s=s, d=d: d.copy_(s) for s, d in zip(srcs, dsts)], args.reps)
         grid = (ct.cdiv(n, args.tile),)
-        t_st = time_ms([lambda s=s, d=d, grid=grid: launch(grid, copy_kernel, (s, d, args.tile))
-                        for s, d in zip(srcs, dsts)],
-                       args.reps)
+        t_st, t_torch = confirmed([lambda s=s, d=d, grid=grid: launch(grid, copy_kernel, (s, d, args.tile))
+                                   for s, d in zip(srcs, dsts)],
+                                  [lambda s=s, d=d: d.copy_(s) for s, d in zip(srcs, dsts)], args.confirm_rounds,
+                                  args.reps)
         gb = 8 * n / 1e9
         rows.append({"n": n, "bytes": 8 * n, "safetile_ms": t_st, "torch_ms": t_torch,
                      "safetile_GBps": gb / t_st * 1e3, "torch_GBps": gb / t_torch * 1e3, "ratio": t_torch / t_st})
@@ -55,10 +56,8 @@ def bench_add(args, res):
             sets = [(a, b, c)] + [(torch.randn_like(a), torch.randn_like(a), torch.empty_like(a)) for _ in range(k - 1)]
             torch_calls = [lambda s=s: torch.add(s[0], s[1], out=s[2]) for s in sets]
             st_calls = [lambda s=s, grid=grid: launch(grid, vec_add, (s[0], s[1], s[2], args.tile)) for s in sets]
-            t_torch = time_ms(torch_calls, args.reps)
-            t_st = time_ms(st_calls, args.reps)
-            g_torch = time_graph_ms(torch_calls, args.reps)
-            g_st = time_graph_ms(st_calls, args.reps)
+            t_st, t_torch = confirmed(st_calls, torch_calls, args.confirm_rounds, args.reps)
+            g_st, g_torch = confirmed(st_calls, torch_calls, args.confirm_rounds, args.reps, time_graph_ms)
             gbps = nbytes / 1e9 / (t_st / 1e3)
             rows.append({"dtype": dtype, "n": n, "safetile_ms": t_st, "torch_ms": t_torch, "safetile_GBps": gbps,
                          "torch_GBps": nbytes / 1e9 / (t_torch / 1e3), "ratio": t_torch / t_st,
@@ -80,8 +79,8 @@ def _row_bench(name, args, res, rows_out, make, run_st, run_torch, nbytes_fn, to
         nbytes = nbytes_fn(m, n)
         k = copies_for(nbytes, args.mem_budget)
         sets = [inputs] + [make(m, n) for _ in range(k - 1)]
-        t_torch = time_ms([lambda s=s: run_torch(s) for s in sets], args.reps)
-        t_st = time_ms([lambda s=s, n=n: run_st(s, n) for s in sets], args.reps)
+        t_st, t_torch = confirmed([lambda s=s, n=n: run_st(s, n) for s in sets],
+                                  [lambda s=s: run_torch(s) for s in sets], args.confirm_rounds, args.reps)
         rows_out.append({"rows": m, "n": n, "safetile_ms": t_st, "torch_ms": t_torch,
                          "safetile_GBps": nbytes / t_st / 1e6, "torch_GBps": nbytes / t_torch / 1e6,
                          "ratio": t_torch / t_st})
