@@ -47,12 +47,14 @@ def time_ms(calls, reps: int, min_batch_ms: float = 20.0) -> float:
     return statistics.median(times)
 
 
-def confirmed(st, ref, rounds: int, reps: int, timer=time_ms) -> tuple[float, float]:
-    """(``st`` ms, ``ref`` ms): medians over ``rounds`` rounds timing the two in turn, the first in
-    each round alternating (each a call, or a list of calls the timer rotates through). A kernel picked as the fastest of several candidates, each timed right
-    after its compile on a GPU that idled meanwhile, reads 10-14 % faster than on a busy GPU (an
-    H200 under load clocks down; rest_probe.py, bench/NOTES.md session 18): the ratios reported
-    come from these rounds, both timed alike."""
+def confirmed(st, ref, rounds: int, reps: int, timer=None) -> tuple[float, float]:
+    """(``st`` ms, ``ref`` ms): medians over ``rounds`` rounds timing the two in turn with ``timer``
+    (``time_ms`` when None), the first in each round alternating; each side is a call or a list of
+    calls the timer rotates through. A kernel picked as the fastest of several candidates, each
+    timed right after its compile on a GPU that idled meanwhile, reads 10-14 % faster than on a
+    busy GPU (an H200 under load clocks down; rest_probe.py, bench/NOTES.md session 18): the ratios
+    reported come from these rounds, both timed alike."""
+    timer = timer or time_ms
     ts, tr = [], []
     for r in range(rounds):
         pair = ((ts, st), (tr, ref)) if r % 2 == 0 else ((tr, ref), (ts, st))

@@ -28,7 +28,7 @@ from ...ir.core import Block, Function, Op, Value, tile_type, walk
 from ...ir.types import ArrayType, TileType
 from .bounds import value_bounds
 from .ksplit import split_wide_k
-from .persistent import PRODUCTS, walk_order, wrap_body
+from .persistent import products, walk_order, wrap_body
 
 CODEGEN_VERSION = "3"
 
@@ -593,8 +593,7 @@ def _streams_tiles(body: Block) -> bool:
 
 def _signal_after(fn: Function) -> Op | None:
     """The last top-level loop with a matrix product in it (see ``Facts.pdl``), if any."""
-    loops = [op for op in fn.body.ops if op.name in ("for", "while")
-             and any(o.name in PRODUCTS for region in op.regions for o in walk(region))]
+    loops = [op for op in fn.body.ops if op.name in ("for", "while") and products(op)]
     return loops[-1] if loops else None
 
 

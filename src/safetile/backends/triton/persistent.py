@@ -62,9 +62,14 @@ def _block_dependent(fn: Function, axis: int | None = None) -> set[int]:
     return tainted
 
 
+def products(op: Op) -> list[Op]:
+    """The matrix products anywhere inside ``op``'s regions (a loop's body, at any depth)."""
+    return [inner for region in op.regions for inner in walk(region) if inner.name in PRODUCTS]
+
+
 def _product_loop(loop: Op) -> bool:
-    products = [op for op in walk(loop.regions[0]) if op.name in PRODUCTS]
-    return bool(products) and all(_from_load(op.operands[0]) and _from_load(op.operands[1]) for op in products)
+    found = products(loop)
+    return bool(found) and all(_from_load(op.operands[0]) and _from_load(op.operands[1]) for op in found)
 
 
 def pays(fn: Function) -> bool:
